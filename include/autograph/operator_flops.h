@@ -1,0 +1,19 @@
+#pragma once
+// Floating-point operation counts from an operator's name and its real inputs/outputs.
+#include <ATen/core/ivalue.h>
+
+#include <string>
+#include <vector>
+
+namespace autograph {
+
+// Multiply-adds count as 2 FLOPs. Convolutions and GEMMs (conv*, _convolution, linear, matmul, mm,
+// bmm, addmm, baddbmm) are exact; memory-bound operators count one FLOP per element they produce,
+// or per element they reduce (softmax, normalization and reductions a small constant per element).
+double EstimateFlops(const std::string& op, const std::vector<c10::IValue>& inputs,
+                     const std::vector<c10::IValue>& outputs);
+
+// Every tensor inside an IValue (tensors, tensor lists, tuples, generic lists), in order.
+void CollectTensors(const c10::IValue& value, std::vector<at::Tensor>* out);
+
+}  // namespace autograph
