@@ -1,0 +1,199 @@
+#include "autograph/compiled_graph.h"
+
+#include <torch/csrc/jit/ir/constants.h>
+#include <torch/csrc/jit/ir/ir.h>
+#include <torch/csrc/jit/runtime/interpreter.h>
+
+#include <sstream>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "autograph/error.h"
+
+namespace autograph {
+
+using torch::jit::Graph;
+using torch::jit::Node;
+using torch::jit::Value;
+
+namespace {
+
+// Values a node (including the nodes in its blocks) reads that are defined outside it.
+std::vector<Value*> FreeVariables(Node* node) {
+  std::vector<Value*> free;
+  std::unordered_set<Value*> seen;
+  std::function<void(Node*)> visit = [&](Node* n) {
+    for (Value* v : n->inputs()) {
+      bool defined_inside = false;
+      for (Node* owner = v->node(); owner; owner = owner->owningBlock() ? owner->owningBlock()->owningNode() : nullptr) {
+        if (owner == node) { defined_inside = true; break; }
+      }
+      // Block parameters are owned by the block's param node, whose owning node is `node` or deeper.
+      if (!defined_inside && seen.insert(v).second) free.push_back(v);
+    }
+    for (torch::jit::Block* b : n->blocks()) {
+      for (Node* inner : b->nodes()) visit(inner);
+      visit(b->return_node());
+    }
+  };
+  visit(node);
+  return free;
+}
+
+// A node with blocks becomes a one-node graph over its free variables, run by the interpreter.
+torch::jit::Operation InterpretedOperation(Node* node, std::vector<Value*>* inputs) {
+  *inputs = FreeVariables(node);
+  auto sub = std::make_shared<Graph>();
+  std::unordered_map<Value*, Value*> env;
+  for (Value* v : *inputs) env[v] = sub->addInput()->copyMetadata(v);
+  Node* clone = sub->createClone(node, [&](Value* v) { return env.at(v); });
+  sub->appendNode(clone);
+  for (Value* out : clone->outputs()) sub->registerOutput(out);
+  auto code = std::make_shared<torch::jit::Code>(sub, std::string("autograph_") + node->kind().toUnqualString());
+  return torch::jit::Operation([code](torch::jit::Stack& stack) {
+    torch::jit::InterpreterState state(*code);
+    state.run(stack);
+  });
+}
+
+// The interpreter builds lists and tuples itself (no registered operator does): the same here.
+torch::jit::Operation PlumbingOperation(const Node* node) {
+  const size_t num_inputs = node->inputs().size(), num_outputs = node->outputs().size();
+  switch (node->kind()) {
+    case c10::prim::ListConstruct: {
+      c10::TypePtr element = node->output()->type()->expectRef<c10::ListType>().getElementType();
+      return torch::jit::Operation([element, num_inputs](torch::jit::Stack& stack) {
+        c10::impl::GenericList list(element);
+        list.reserve(num_inputs);
+        for (auto& v : torch::jit::last(stack, num_inputs)) list.push_back(std::move(v));
+        torch::jit::drop(stack, num_inputs);
+        stack.emplace_back(std::move(list));
+      });
+    }
+    case c10::prim::TupleConstruct: {
+      auto type = node->output()->type()->expect<c10::TupleType>();
+      bool named = type->name().has_value();
+      return torch::jit::Operation([type, named, num_inputs](torch::jit::Stack& stack) {
+        std::vector<c10::IValue> elements(std::make_move_iterator(stack.end() - num_inputs),
+                                          std::make_move_iterator(stack.end()));
+        torch::jit::drop(stack, num_inputs);
+        stack.emplace_back(named ? c10::ivalue::Tuple::createNamed(std::move(elements), type)
+                                 : c10::ivalue::Tuple::create(std::move(elements)));
+      });
+    }
+    case c10::prim::ListUnpack:
+      return torch::jit::Operation([num_outputs](torch::jit::Stack& stack) {
+        c10::List<c10::IValue> list = torch::jit::pop(stack).toList();
+        TORCH_CHECK(list.size() == num_outputs, "expected a list of ", num_outputs, " elements, got ", list.size());
+        for (size_t i = 0; i < num_outputs; ++i) stack.push_back(list.get(i));
+      });
+    case c10::prim::TupleUnpack:
+      return torch::jit::Operation([](torch::jit::Stack& stack) {
+        auto tuple = torch::jit::pop(stack).toTuple();
+        for (const auto& e : tuple->elements()) stack.push_back(e);
+      });
+    default:
+      return nullptr;
+  }
+}
+
+std::string Describe(const Node* node) {
+  std::ostringstream os;
+  os << node->kind().toQualString();
+  if (node->outputs().size() > 0) os << " (%" << node->output(0)->debugName() << ")";
+  return os.str();
+}
+
+std::string FirstLine(const std::string& s) {
+  auto end = s.find('\n');
+  return end == std::string::npos ? s : s.substr(0, end);
+}
+
+}  // namespace
+
+CompiledGraph::CompiledGraph(std::shared_ptr<Graph> graph, const std::vector<Node*>& order)
+    : graph_(std::move(graph)) {
+  std::unordered_map<const Value*, int> slot;
+  auto slot_of = [&](const Value* v) {
+    auto [it, inserted] = slot.emplace(v, static_cast<int>(initial_table_.size()));
+    if (inserted) initial_table_.emplace_back();
+    return it->second;
+  };
+  for (Value* in : graph_->inputs()) input_slots_.push_back(slot_of(in));
+  for (Node* n : graph_->nodes()) {
+    if (n->kind() == c10::prim::Constant) initial_table_[slot_of(n->output())] = *torch::jit::toIValue(n->output());
+  }
+
+  std::unordered_set<const Node*> placed;
+  for (Node* n : order) {
+    TORCH_CHECK(n->owningGraph() == graph_.get() && n->owningBlock() == graph_->block(),
+                "CompiledGraph: node is not in the graph's top-level block");
+    TORCH_CHECK(n->kind() != c10::prim::Constant && placed.insert(n).second,
+                "CompiledGraph: order lists a constant or a node twice: ", Describe(n));
+    Step step{nullptr, {}, {}, {}, n};
+    std::vector<Value*> inputs(n->inputs().begin(), n->inputs().end());
+    step.operation = PlumbingOperation(n);
+    if (!step.operation && n->blocks().empty() && n->maybeOperator()) step.operation = n->getOperation();
+    if (!step.operation) step.operation = InterpretedOperation(n, &inputs);  // blocks, or interpreter-only prims
+    for (Value* v : inputs) {
+      TORCH_CHECK(slot.count(v), "CompiledGraph: ", Describe(n), " runs before its input %", v->debugName(),
+                  " is produced");
+      step.inputs.push_back(slot.at(v));
+    }
+    for (Value* v : n->outputs()) step.outputs.push_back(slot_of(v));
+    steps_.push_back(std::move(step));
+  }
+  size_t expected = 0;
+  for (Node* n : graph_->nodes()) expected += n->kind() != c10::prim::Constant;
+  TORCH_CHECK(placed.size() == expected, "CompiledGraph: order lists ", placed.size(), " of ", expected, " nodes");
+  for (Value* out : graph_->outputs()) output_slots_.push_back(slot_of(out));
+
+  // Release each computed slot after its last reader; graph outputs and constants are kept.
+  std::vector<int> last_use(initial_table_.size(), -1);
+  for (size_t i = 0; i < steps_.size(); ++i)
+    for (int s : steps_[i].inputs) last_use[s] = static_cast<int>(i);
+  std::unordered_set<int> kept(output_slots_.begin(), output_slots_.end());
+  for (const auto& [v, s] : slot)
+    if (v->node()->kind() == c10::prim::Constant) kept.insert(s);
+  for (size_t s = 0; s < last_use.size(); ++s)
+    if (last_use[s] >= 0 && !kept.count(static_cast<int>(s))) steps_[last_use[s]].release.push_back(static_cast<int>(s));
+}
+
+std::vector<c10::IValue> CompiledGraph::Run(std::vector<c10::IValue> inputs, const Observer* observer) const {
+  if (inputs.size() != input_slots_.size()) {
+    throw InputError("the graph takes " + std::to_string(input_slots_.size()) + " input(s), got " +
+                     std::to_string(inputs.size()) + "; pass one example input per forward() argument");
+  }
+  std::vector<c10::IValue> table = initial_table_;
+  for (size_t i = 0; i < inputs.size(); ++i) table[input_slots_[i]] = std::move(inputs[i]);
+  torch::jit::Stack stack;
+  for (const Step& step : steps_) {
+    stack.clear();
+    for (int s : step.inputs) stack.push_back(table[s]);
+    std::vector<c10::IValue> observed_inputs;
+    if (observer) observed_inputs = stack;
+    try {
+      step.operation(stack);
+    } catch (const std::exception& e) {
+      const char* what = e.what();
+      if (auto* c10_error = dynamic_cast<const c10::Error*>(&e)) what = c10_error->what_without_backtrace();
+      throw InputError("running " + Describe(step.node) + " failed: " + FirstLine(what) +
+                       "; check that the example inputs match what the model expects (shape, dtype)");
+    }
+    TORCH_CHECK(stack.size() == step.outputs.size(), "CompiledGraph: ", Describe(step.node), " returned ",
+                stack.size(), " values, expected ", step.outputs.size());
+    for (size_t i = 0; i < step.outputs.size(); ++i) table[step.outputs[i]] = std::move(stack[i]);
+    if (observer) {
+      std::vector<c10::IValue> outputs;
+      for (int s : step.outputs) outputs.push_back(table[s]);
+      (*observer)(step.node, observed_inputs, outputs);
+    }
+    for (int s : step.release) table[s] = c10::IValue();
+  }
+  std::vector<c10::IValue> outputs;
+  outputs.reserve(output_slots_.size());
+  for (int s : output_slots_) outputs.push_back(table[s]);
+  return outputs;
+}
+
+}  // namespace autograph

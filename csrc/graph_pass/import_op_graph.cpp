@@ -1,0 +1,269 @@
+#include "autograph/import_op_graph.h"
+
+#include <torch/csrc/jit/ir/alias_analysis.h>
+#include <torch/csrc/jit/ir/ir.h>
+
+#include <queue>
+#include <set>
+#include <unordered_map>
+
+#include "autograph/compiled_graph.h"
+#include "autograph/operator_flops.h"
+
+namespace autograph {
+
+using torch::jit::Node;
+using torch::jit::Value;
+
+namespace {
+
+// Nodes that only compute metadata or move references around; never a kernel.
+const std::set<c10::Symbol>& MetadataKinds() {
+  static const std::set<c10::Symbol> kinds = {
+      c10::prim::NumToTensor, c10::aten::size, c10::aten::dim, c10::aten::len, c10::prim::device,
+      c10::prim::dtype, c10::aten::Int, c10::aten::Float, c10::aten::ScalarImplicit, c10::prim::ListConstruct,
+      c10::prim::ListUnpack, c10::prim::TupleConstruct, c10::prim::TupleUnpack, c10::prim::TupleIndex,
+      c10::aten::__getitem__, c10::prim::Uninitialized};
+  return kinds;
+}
+
+// Nodes that read tensor data back to the host: a kernel and a synchronization.
+const std::set<c10::Symbol>& HostReadKinds() {
+  static const std::set<c10::Symbol> kinds = {c10::aten::item, c10::aten::_local_scalar_dense,
+                                              c10::aten::is_nonzero, c10::aten::equal, c10::aten::allclose};
+  return kinds;
+}
+
+bool IsComputeBound(const std::string& op) {
+  static const std::set<std::string> ops = {
+      "aten::conv1d", "aten::conv2d", "aten::conv3d", "aten::_convolution", "aten::convolution",
+      "aten::_convolution_mode", "aten::conv_transpose1d", "aten::conv_transpose2d", "aten::conv_transpose3d",
+      "aten::linear", "aten::matmul", "aten::mm", "aten::bmm", "aten::addmm", "aten::baddbmm", "aten::addbmm",
+      "aten::einsum", "aten::lstm", "aten::gru", "aten::rnn_tanh", "aten::rnn_relu",
+      "aten::scaled_dot_product_attention"};
+  return ops.count(op) > 0;
+}
+
+bool WritesAnInput(const Node* node) {
+  if (!node->kind().is_aten()) return false;  // prim:: plumbing has vararg schemas and writes nothing
+  const c10::FunctionSchema* schema = node->maybeSchema();
+  return schema && schema->is_mutable();
+}
+
+// What running a node showed: its kind and cost, from real inputs and outputs.
+struct NodeRecord {
+  OpKind kind = OpKind::View;
+  std::vector<TensorMeta> inputs, outputs;
+  double flops = 0;
+  int64_t bytes_read = 0, bytes_written = 0, weight_bytes = 0;
+};
+
+TensorMeta MetaOf(const at::Tensor& t) {
+  return TensorMeta{t.sizes().vec(), t.scalar_type()};
+}
+
+bool AllOutputsAliasInputs(const std::vector<at::Tensor>& ins, const std::vector<at::Tensor>& outs) {
+  for (const at::Tensor& o : outs) {
+    if (!o.has_storage()) return false;
+    bool alias = false;
+    for (const at::Tensor& i : ins) alias |= i.has_storage() && o.storage().is_alias_of(i.storage());
+    if (!alias) return false;
+  }
+  return true;
+}
+
+NodeRecord Record(const Node* node, const std::vector<c10::IValue>& inputs, const std::vector<c10::IValue>& outputs) {
+  NodeRecord r;
+  std::vector<at::Tensor> ins, outs;
+  for (const auto& v : inputs) CollectTensors(v, &ins);
+  for (const auto& v : outputs) CollectTensors(v, &outs);
+  const std::string op = node->kind().toQualString();
+
+  if (!node->blocks().empty()) {
+    r.kind = OpKind::ControlFlow;
+  } else if (HostReadKinds().count(node->kind())) {
+    r.kind = OpKind::MemoryBound;
+  } else if (MetadataKinds().count(node->kind())) {
+    r.kind = OpKind::View;
+  } else if (ins.empty() && outs.empty()) {
+    r.kind = OpKind::View;  // scalar arithmetic on the host
+  } else if (!WritesAnInput(node) && !outs.empty() && AllOutputsAliasInputs(ins, outs)) {
+    r.kind = OpKind::View;  // decided by what really happened: reshape that copied is a kernel
+  } else {
+    r.kind = IsComputeBound(op) ? OpKind::ComputeBound : OpKind::MemoryBound;
+  }
+
+  for (const auto& t : ins) r.inputs.push_back(MetaOf(t));
+  for (const auto& t : outs) r.outputs.push_back(MetaOf(t));
+  if (r.kind == OpKind::View) return r;
+  r.flops = r.kind == OpKind::ControlFlow ? 0 : EstimateFlops(op, inputs, outputs);
+  for (const auto& m : r.outputs) r.bytes_written += m.nbytes();
+  // Bytes read: each tensor input once, weights being those that come from frozen constants.
+  size_t t = 0;
+  for (size_t i = 0; i < inputs.size() && i < node->inputs().size(); ++i) {
+    std::vector<at::Tensor> part;
+    CollectTensors(inputs[i], &part);
+    bool constant = node->input(i)->node()->kind() == c10::prim::Constant;
+    for (size_t k = 0; k < part.size(); ++k, ++t) {
+      r.bytes_read += r.inputs[t].nbytes();
+      if (constant) r.weight_bytes += r.inputs[t].nbytes();
+    }
+  }
+  for (; t < r.inputs.size(); ++t) r.bytes_read += r.inputs[t].nbytes();  // free variables of blocks
+  return r;
+}
+
+// The top-level node that a (possibly nested) use belongs to.
+Node* TopLevel(Node* n, const torch::jit::Block* top) {
+  while (n->owningBlock() != top) n = n->owningBlock()->owningNode();
+  return n;
+}
+
+// Values read by a node or by anything nested in its blocks.
+void ReadValues(Node* n, std::vector<Value*>* out) {
+  for (Value* v : n->inputs()) out->push_back(v);
+  for (torch::jit::Block* b : n->blocks()) {
+    for (Node* inner : b->nodes()) ReadValues(inner, out);
+    for (Value* v : b->outputs()) out->push_back(v);
+  }
+}
+
+}  // namespace
+
+OpGraph ImportOpGraph(std::shared_ptr<torch::jit::Graph> graph, const std::vector<c10::IValue>& example_inputs) {
+  torch::jit::Block* top = graph->block();
+  std::vector<Node*> order;
+  std::unordered_map<const Node*, int> position;
+  for (Node* n : top->nodes()) {
+    if (n->kind() == c10::prim::Constant) continue;
+    position[n] = static_cast<int>(order.size());
+    order.push_back(n);
+  }
+
+  // 1. Run once, recording what each node really did.
+  std::unordered_map<const Node*, NodeRecord> records;
+  CompiledGraph::Observer observer = [&](const Node* n, const std::vector<c10::IValue>& in,
+                                         const std::vector<c10::IValue>& out) { records[n] = Record(n, in, out); };
+  CompiledGraph(graph, order).Run(example_inputs, &observer);
+
+  // 2. Group: launching nodes anchor groups; views join their sole producer group, else their sole
+  //    consumer group, else stand alone.
+  const int n = static_cast<int>(order.size());
+  std::vector<int> group(n, -1);
+  std::vector<int> anchor;  // group -> position of its anchor node
+  auto producer_group = [&](Value* v) -> int {  // -2: constant or graph input
+    Node* p = v->node();
+    if (p->kind() == c10::prim::Constant || p == graph->param_node()) return -2;
+    return group[position.at(TopLevel(p, top))];
+  };
+  for (int i = 0; i < n; ++i) {
+    if (records.at(order[i]).kind != OpKind::View) {
+      group[i] = static_cast<int>(anchor.size());
+      anchor.push_back(i);
+      continue;
+    }
+    std::vector<Value*> reads;
+    ReadValues(order[i], &reads);
+    std::set<int> owners;
+    for (Value* v : reads) owners.insert(producer_group(v));
+    owners.erase(-2);
+    if (owners.size() == 1 && *owners.begin() >= 0) group[i] = *owners.begin();
+  }
+  for (int i = n - 1; i >= 0; --i) {
+    if (group[i] >= 0) continue;
+    std::set<int> consumers;
+    bool is_graph_output = false;
+    for (Value* v : order[i]->outputs()) {
+      for (const torch::jit::Use& use : v->uses()) {
+        if (use.user == graph->return_node()) {
+          is_graph_output = true;
+        } else {
+          consumers.insert(group[position.at(TopLevel(use.user, top))]);
+        }
+      }
+    }
+    if (consumers.size() == 1 && !is_graph_output) {
+      group[i] = *consumers.begin();
+    } else {
+      group[i] = static_cast<int>(anchor.size());
+      anchor.push_back(i);
+    }
+  }
+
+  // 3. Edges between groups: data dependences, plus ordering around in-place writes.
+  const int g = static_cast<int>(anchor.size());
+  std::vector<std::set<int>> succs(g);
+  auto add_edge = [&](int from, int to) {
+    if (from != to) succs[from].insert(to);
+  };
+  for (int i = 0; i < n; ++i) {
+    std::vector<Value*> reads;
+    ReadValues(order[i], &reads);
+    for (Value* v : reads) {
+      int p = producer_group(v);
+      if (p >= 0) add_edge(p, group[i]);
+    }
+  }
+  std::vector<int> writers;
+  for (int i = 0; i < n; ++i)
+    if (WritesAnInput(order[i])) writers.push_back(i);
+  if (!writers.empty()) {
+    torch::jit::AliasDb alias_db(graph);
+    for (int w : writers) {
+      for (int i = 0; i < n; ++i) {
+        if (i == w) continue;
+        std::vector<Value*> reads;
+        ReadValues(order[i], &reads);
+        torch::jit::ValueSet read_set(reads.begin(), reads.end());
+        torch::jit::ValueSet written(order[w]->inputs().begin(), order[w]->inputs().end());
+        if (!alias_db.mayAlias(read_set, written)) continue;
+        if (i < w) add_edge(group[i], group[w]);
+        else add_edge(group[w], group[i]);
+      }
+    }
+  }
+
+  // 4. Number groups topologically (ties by graph position, so ids follow the source order).
+  std::vector<int> indegree(g, 0);
+  for (int u = 0; u < g; ++u)
+    for (int v : succs[u]) indegree[v]++;
+  std::priority_queue<std::pair<int, int>, std::vector<std::pair<int, int>>, std::greater<>> ready;
+  for (int u = 0; u < g; ++u)
+    if (indegree[u] == 0) ready.emplace(anchor[u], u);
+  std::vector<int> new_id(g, -1);
+  std::vector<int> topo;
+  while (!ready.empty()) {
+    int u = ready.top().second;
+    ready.pop();
+    new_id[u] = static_cast<int>(topo.size());
+    topo.push_back(u);
+    for (int v : succs[u])
+      if (--indegree[v] == 0) ready.emplace(anchor[v], v);
+  }
+  TORCH_CHECK(static_cast<int>(topo.size()) == g, "ImportOpGraph: grouping produced a cycle (internal error)");
+
+  OpGraph result(graph);
+  std::vector<std::vector<Node*>> members(g);
+  for (int i = 0; i < n; ++i) members[group[i]].push_back(order[i]);
+  for (int u : topo) {
+    Node* anchor_node = order[anchor[u]];
+    const NodeRecord& r = records.at(anchor_node);
+    OpNode node;
+    node.op = anchor_node->kind().toQualString();
+    node.kind = r.kind;
+    node.inputs = r.inputs;
+    node.outputs = r.outputs;
+    node.flops = r.flops;
+    node.bytes_read = r.bytes_read;
+    node.bytes_written = r.bytes_written;
+    node.weight_bytes = r.weight_bytes;
+    node.anchor = anchor_node;
+    node.jit_nodes = members[u];
+    result.AddNode(std::move(node));
+  }
+  for (int u = 0; u < g; ++u)
+    for (int v : succs[u]) result.AddEdge(new_id[u], new_id[v]);
+  return result;
+}
+
+}  // namespace autograph
