@@ -1,0 +1,29 @@
+"""Shared pytest fixtures: paths of the built CLI, library and model zoo (scripts/test.sh exports them)."""
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+for p in (ROOT, ROOT / "python"):
+    if str(p) not in sys.path:
+        sys.path.insert(0, str(p))
+
+
+def _build_dir() -> Path:
+    return Path(os.environ.get("AUTOGRAPH_BUILD_DIR", ROOT / "build"))
+
+
+@pytest.fixture(scope="session")
+def cli() -> str:
+    path = os.environ.get("AUTOGRAPH_CLI", str(_build_dir() / "autograph"))
+    assert os.path.exists(path), f"{path} missing: build first (scripts/build.sh)"
+    return path
+
+
+@pytest.fixture(scope="session")
+def zoo() -> Path:
+    path = Path(os.environ.get("AUTOGRAPH_ZOO_DIR", ROOT / "models" / "zoo"))
+    assert (path / "squeezenet.pt").exists(), f"{path} has no zoo: run models/export.py --out {path}"
+    return path
