@@ -8,7 +8,7 @@ PATH="$PATH:$venv_bin"  # PyPI cmake/ninja when setup had to install them
 BUILD_DIR=${AUTOGRAPH_BUILD_DIR:-$root/build}
 prefix=$("$PYTHON" -c 'import torch; print(torch.utils.cmake_prefix_path)')
 if [ ! -f "$BUILD_DIR/build.ninja" ] || [ $# -gt 0 ]; then
-  cmake -S "$root" -B "$BUILD_DIR" -G Ninja -DCMAKE_PREFIX_PATH="$prefix" -DPython3_EXECUTABLE="$PYTHON" "$@" \
+  cmake -S "$root" -B "$BUILD_DIR" -G Ninja -DCMAKE_PREFIX_PATH="$prefix" "$@" \
     | grep -E '^-- autograph|Error|error' || true
 fi
 jobs=${AUTOGRAPH_JOBS:-$(nproc)}

@@ -36,7 +36,14 @@ void LowerFrozenGraph(std::shared_ptr<torch::jit::Graph>& graph) {
 std::shared_ptr<torch::jit::Graph> LowerModule(const torch::jit::Module& module) {
   torch::jit::Module copy = module.clone();
   copy.eval();
-  torch::jit::Module frozen = torch::jit::freeze(copy, std::nullopt, /*optimize_numerics=*/false);
+  torch::jit::Module frozen;
+  try {
+    frozen = torch::jit::freeze(copy, std::nullopt, /*optimize_numerics=*/false);
+  } catch (const c10::Error& e) {
+    std::string what = e.what_without_backtrace();
+    throw UnsupportedModelError("cannot freeze the module (" + what.substr(0, what.find('\n')) +
+                                "); autograph needs a module whose forward can be frozen (see torch.jit.freeze)");
+  }
   auto graph = frozen.get_method("forward").graph()->copy();
   LowerFrozenGraph(graph);
   torch::jit::Value* self = graph->inputs().at(0);
