@@ -1,0 +1,49 @@
+#pragma once
+// Schedule: the plan every search returns and the executor runs. Stages run one after another; the
+// groups of a stage run side by side (one stream each); the operators of a group run in order.
+#include <nlohmann/json_fwd.hpp>
+
+#include <vector>
+
+#include "autograph/error.h"
+#include "autograph/op_graph.h"
+
+namespace autograph {
+
+// How the groups of a stage run: on separate streams (Concurrent), or fused into one wider kernel
+// (Merge; planned, validated like Concurrent for now).
+enum class StageStrategy { Concurrent, Merge };
+
+struct Stage {
+  StageStrategy strategy = StageStrategy::Concurrent;
+  std::vector<std::vector<int>> groups;  // each group: OpGraph node ids run in this order on one stream
+};
+
+struct Schedule {
+  std::vector<Stage> stages;
+  int num_ops() const;     // total ids listed
+  int num_groups() const;  // total groups over all stages
+  int max_groups() const;  // widest stage = streams needed
+};
+
+// A schedule that is malformed, does not fit its graph, or cannot be built as asked.
+class ScheduleError : public Error {
+ public:
+  using Error::Error;
+};
+
+// Throws ScheduleError naming the op, stage and group at fault unless: every op of `graph` appears
+// exactly once; no stage or group is empty; for every edge u -> v either stage(u) < stage(v), or u
+// and v are in the same group with u before v (groups of one stage run concurrently, so an edge
+// between them is a violation).
+void ValidateSchedule(const Schedule& schedule, const OpGraph& graph);
+
+// {"version":1,"stages":[{"strategy":"concurrent","groups":[[0,1],[2]]}, ...]}
+nlohmann::json ScheduleToJson(const Schedule& schedule);
+
+// Inverse of ScheduleToJson. Throws ScheduleError on anything malformed: not an object, missing or
+// unknown keys, wrong types, unknown strategy, negative or non-integer ids, version other than 1.
+// Checks the format only; ValidateSchedule checks the result against a graph.
+Schedule ScheduleFromJson(const nlohmann::json& json);
+
+}  // namespace autograph
