@@ -4,11 +4,15 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <random>
 #include <set>
 #include <string>
 
+#include "autograph/simple_schedulers.h"
+
 namespace {
 
+using autograph::GreedySchedule;
 using autograph::OpGraph;
 using autograph::OpKind;
 using autograph::OpNode;
@@ -16,6 +20,7 @@ using autograph::Schedule;
 using autograph::ScheduleError;
 using autograph::ScheduleFromJson;
 using autograph::ScheduleToJson;
+using autograph::SequentialSchedule;
 using autograph::Stage;
 using autograph::StageStrategy;
 using Groups = std::vector<std::vector<int>>;
@@ -36,10 +41,31 @@ OpGraph MakeGraph(int n, const std::vector<std::pair<int, int>>& edges, OpKind k
   return g;
 }
 
+// n nodes, each forward edge with a random density; about a quarter are views (no FLOPs).
+OpGraph RandomDag(std::mt19937& rng, int n) {
+  OpGraph g;
+  for (int i = 0; i < n; ++i) {
+    const int roll = rng() % 4;
+    const OpKind kind = roll == 0 ? OpKind::View : roll == 1 ? OpKind::ComputeBound : OpKind::MemoryBound;
+    AddOp(g, kind, kind == OpKind::View ? 0 : rng() % 100);
+  }
+  const double density = (rng() % 50) / 100.0;
+  for (int u = 0; u < n; ++u)
+    for (int v = u + 1; v < n; ++v)
+      if ((rng() % 1000) / 1000.0 < density) g.AddEdge(u, v);
+  return g;
+}
+
 Schedule MakeSchedule(const std::vector<Groups>& stages) {
   Schedule s;
   for (const auto& groups : stages) s.stages.push_back(Stage{StageStrategy::Concurrent, groups});
   return s;
+}
+
+std::vector<Groups> StagesOf(const Schedule& s) {
+  std::vector<Groups> out;
+  for (const Stage& stage : s.stages) out.push_back(stage.groups);
+  return out;
 }
 
 // The ScheduleError message of ValidateSchedule, or "" when the schedule is valid.
@@ -201,6 +227,142 @@ TEST(ScheduleJson, RejectsMalformedDocuments) {
       EXPECT_TRUE(Contains(e.what(), c.expected_in_message)) << c.text << ": " << e.what();
     }
   }
+}
+
+// --- Simple schedulers on random DAGs --------------------------------------------------------------
+
+// Greedy fills a stage before anything waits: a stage with a free stream leaves no ready kernel op
+// behind; and views hold a group of their own only when nothing else could.
+void ExpectGreedyShape(const Schedule& s, const OpGraph& g, int max_groups, const std::string& context) {
+  std::vector<int> stage_of(g.size(), -1);
+  for (int st = 0; st < static_cast<int>(s.stages.size()); ++st)
+    for (const auto& group : s.stages[st].groups)
+      for (int v : group) stage_of[v] = st;
+  for (int st = 0; st < static_cast<int>(s.stages.size()); ++st) {
+    const auto& groups = s.stages[st].groups;
+    if (static_cast<int>(groups.size()) < max_groups) {
+      for (int v = 0; v < g.size(); ++v) {
+        if (g.node(v).kind == OpKind::View || stage_of[v] <= st) continue;
+        bool ready = std::all_of(g.preds(v).begin(), g.preds(v).end(), [&](int p) { return stage_of[p] < st; });
+        EXPECT_FALSE(ready) << context << ": op " << v << " was ready for stage " << st << " with a free group";
+      }
+    }
+    for (const auto& group : groups) {
+      bool views_only =
+          std::all_of(group.begin(), group.end(), [&](int v) { return g.node(v).kind == OpKind::View; });
+      if (views_only) EXPECT_EQ(groups.size(), 1u) << context << ": stage " << st << " has a group of views only";
+    }
+  }
+}
+
+TEST(ScheduleSimpleSchedulers, ValidOnRandomDags) {
+  std::mt19937 rng(2024);
+  for (int trial = 0; trial < 200; ++trial) {
+    OpGraph g = RandomDag(rng, 1 + rng() % 40);
+    const std::string graph = "trial " + std::to_string(trial) + " n=" + std::to_string(g.size());
+    Schedule sequential = SequentialSchedule(g);
+    EXPECT_EQ(ValidationError(sequential, g), "") << graph;
+    EXPECT_EQ(sequential.num_groups(), 1) << graph;
+    for (int max_groups = 1; max_groups <= 8; ++max_groups) {
+      const std::string context = graph + " max_groups=" + std::to_string(max_groups);
+      Schedule greedy = GreedySchedule(g, max_groups);
+      EXPECT_EQ(ValidationError(greedy, g), "") << context;
+      EXPECT_LE(greedy.max_groups(), max_groups) << context;
+      ExpectGreedyShape(greedy, g, max_groups, context);
+    }
+  }
+}
+
+TEST(ScheduleSimpleSchedulers, EmptyGraphGivesEmptySchedule) {
+  OpGraph g;
+  EXPECT_TRUE(SequentialSchedule(g).stages.empty());
+  EXPECT_TRUE(GreedySchedule(g, 4).stages.empty());
+}
+
+TEST(ScheduleSimpleSchedulers, SequentialListsIdsInOrder) {
+  EXPECT_EQ(StagesOf(SequentialSchedule(Diamond())), (std::vector<Groups>{{{0, 1, 2, 3}}}));
+}
+
+TEST(ScheduleSimpleSchedulers, RejectMaxGroupsBelowOne) {
+  EXPECT_THROW(GreedySchedule(Diamond(), 0), ScheduleError);
+  EXPECT_THROW(GreedySchedule(Diamond(), -3), ScheduleError);
+}
+
+// --- GreedySchedule ----------------------------------------------------------------------------------
+
+OpGraph ForkJoin() { return MakeGraph(5, {{0, 1}, {0, 2}, {0, 3}, {1, 4}, {2, 4}, {3, 4}}); }
+
+TEST(ScheduleGreedy, ForkJoinRunsTheBranchesInOneStage) {
+  EXPECT_EQ(StagesOf(GreedySchedule(ForkJoin(), 8)), (std::vector<Groups>{{{0}}, {{1}, {2}, {3}}, {{4}}}));
+}
+
+TEST(ScheduleGreedy, ForkJoinRespectsTheCap) {
+  OpGraph g = ForkJoin();
+  Schedule s = GreedySchedule(g, 2);
+  EXPECT_EQ(ValidationError(s, g), "");
+  EXPECT_EQ(s.max_groups(), 2);
+  EXPECT_EQ(s.stages.size(), 3u);
+}
+
+TEST(ScheduleGreedy, ChainIsOneGroup) {
+  OpGraph g = MakeGraph(4, {{0, 1}, {1, 2}, {2, 3}});
+  EXPECT_EQ(StagesOf(GreedySchedule(g, 4)), (std::vector<Groups>{{{0, 1, 2, 3}}}));
+}
+
+TEST(ScheduleGreedy, HeaviestRemainingPathFirst) {
+  // Independent ops: the two heaviest share the first stage, heaviest first.
+  OpGraph independent;
+  AddOp(independent, OpKind::ComputeBound, 1);
+  AddOp(independent, OpKind::ComputeBound, 50);
+  AddOp(independent, OpKind::ComputeBound, 10);
+  EXPECT_EQ(StagesOf(GreedySchedule(independent, 2)), (std::vector<Groups>{{{1}, {2}}, {{0}}}));
+  // 0 is light but leads to a heavy op; the path counts, not the op alone.
+  OpGraph path;
+  AddOp(path, OpKind::ComputeBound, 1);
+  AddOp(path, OpKind::ComputeBound, 100);
+  AddOp(path, OpKind::ComputeBound, 50);
+  path.AddEdge(0, 1);
+  EXPECT_EQ(StagesOf(GreedySchedule(path, 1)), (std::vector<Groups>{{{0, 1}}, {{2}}}));
+}
+
+TEST(ScheduleGreedy, OperatorCountBreaksFlopTies) {
+  // No FLOPs anywhere: the longer chain (2 -> 3 -> 4) goes first; then the lower id.
+  OpGraph g = MakeGraph(5, {{0, 1}, {2, 3}, {3, 4}}, OpKind::MemoryBound);
+  for (int v = 0; v < g.size(); ++v) g.node(v).flops = 0;
+  EXPECT_EQ(StagesOf(GreedySchedule(g, 1)), (std::vector<Groups>{{{2, 3, 4}}, {{0, 1}}}));
+}
+
+TEST(ScheduleGreedy, ViewJoinsTheGroupOfItsProducer) {
+  // 0 -> 1 (view) -> 2 and 0 -> 3: the view rides with 0 instead of taking a stream next stage.
+  OpGraph g;
+  AddOp(g, OpKind::ComputeBound, 10);
+  AddOp(g, OpKind::View, 0);
+  AddOp(g, OpKind::ComputeBound, 10);
+  AddOp(g, OpKind::ComputeBound, 10);
+  g.AddEdge(0, 1);
+  g.AddEdge(1, 2);
+  g.AddEdge(0, 3);
+  EXPECT_EQ(StagesOf(GreedySchedule(g, 8)), (std::vector<Groups>{{{0, 1}}, {{2}, {3}}}));
+}
+
+TEST(ScheduleGreedy, ReadyViewJoinsAnExistingGroup) {
+  // 0 (view, no inputs) -> 2; 1 independent. The view does not open a second group.
+  OpGraph g;
+  AddOp(g, OpKind::View, 0);
+  AddOp(g, OpKind::ComputeBound, 10);
+  AddOp(g, OpKind::ComputeBound, 10);
+  g.AddEdge(0, 2);
+  EXPECT_EQ(StagesOf(GreedySchedule(g, 8)), (std::vector<Groups>{{{1, 0}}, {{2}}}));
+}
+
+TEST(ScheduleGreedy, OnlyViewsReadyStillMakesProgress) {
+  OpGraph g;
+  AddOp(g, OpKind::View, 0);
+  AddOp(g, OpKind::View, 0);
+  AddOp(g, OpKind::ComputeBound, 10);
+  g.AddEdge(0, 2);
+  g.AddEdge(1, 2);
+  EXPECT_EQ(StagesOf(GreedySchedule(g, 8)), (std::vector<Groups>{{{0, 1}}, {{2}}}));
 }
 
 }  // namespace

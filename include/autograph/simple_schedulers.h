@@ -1,0 +1,17 @@
+#pragma once
+// Schedulers that need no cost model: baselines, starting points for searches, and test inputs.
+#include <cstdint>
+
+#include "autograph/op_graph.h"
+#include "autograph/schedule.h"
+
+namespace autograph {
+
+// One stage with one group listing every op in id (topological) order; no stages for an empty graph.
+Schedule SequentialSchedule(const OpGraph& graph);
+
+// Wavefront list scheduling with at most max_groups groups per stage, critical path first; the full
+// rule is in greedy_schedule.cpp. Throws ScheduleError when max_groups < 1.
+Schedule GreedySchedule(const OpGraph& graph, int max_groups);
+
+}  // namespace autograph
