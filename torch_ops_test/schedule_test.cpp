@@ -16,6 +16,7 @@ using autograph::GreedySchedule;
 using autograph::OpGraph;
 using autograph::OpKind;
 using autograph::OpNode;
+using autograph::RandomSchedule;
 using autograph::Schedule;
 using autograph::ScheduleError;
 using autograph::ScheduleFromJson;
@@ -66,6 +67,13 @@ std::vector<Groups> StagesOf(const Schedule& s) {
   std::vector<Groups> out;
   for (const Stage& stage : s.stages) out.push_back(stage.groups);
   return out;
+}
+
+bool SameSchedule(const Schedule& a, const Schedule& b) {
+  if (a.stages.size() != b.stages.size()) return false;
+  for (size_t i = 0; i < a.stages.size(); ++i)
+    if (a.stages[i].strategy != b.stages[i].strategy || a.stages[i].groups != b.stages[i].groups) return false;
+  return true;
 }
 
 // The ScheduleError message of ValidateSchedule, or "" when the schedule is valid.
@@ -229,6 +237,19 @@ TEST(ScheduleJson, RejectsMalformedDocuments) {
   }
 }
 
+TEST(ScheduleJson, RoundTripsRandomSchedules) {
+  std::mt19937 rng(7);
+  for (int trial = 0; trial < 100; ++trial) {
+    OpGraph g = RandomDag(rng, 1 + rng() % 40);
+    Schedule s = RandomSchedule(g, trial, 1 + trial % 8);
+    for (Stage& stage : s.stages)
+      if (rng() % 2) stage.strategy = StageStrategy::Merge;
+    Schedule back = ScheduleFromJson(nlohmann::json::parse(ScheduleToJson(s).dump()));
+    EXPECT_TRUE(SameSchedule(s, back)) << "trial " << trial << ": " << ScheduleToJson(s).dump() << " came back as "
+                                       << ScheduleToJson(back).dump();
+  }
+}
+
 // --- Simple schedulers on random DAGs --------------------------------------------------------------
 
 // Greedy fills a stage before anything waits: a stage with a free stream leaves no ready kernel op
@@ -269,6 +290,9 @@ TEST(ScheduleSimpleSchedulers, ValidOnRandomDags) {
       EXPECT_EQ(ValidationError(greedy, g), "") << context;
       EXPECT_LE(greedy.max_groups(), max_groups) << context;
       ExpectGreedyShape(greedy, g, max_groups, context);
+      Schedule random = RandomSchedule(g, trial * 10 + max_groups, max_groups);
+      EXPECT_EQ(ValidationError(random, g), "") << context;
+      EXPECT_LE(random.max_groups(), max_groups) << context;
     }
   }
 }
@@ -277,6 +301,7 @@ TEST(ScheduleSimpleSchedulers, EmptyGraphGivesEmptySchedule) {
   OpGraph g;
   EXPECT_TRUE(SequentialSchedule(g).stages.empty());
   EXPECT_TRUE(GreedySchedule(g, 4).stages.empty());
+  EXPECT_TRUE(RandomSchedule(g, 1, 4).stages.empty());
 }
 
 TEST(ScheduleSimpleSchedulers, SequentialListsIdsInOrder) {
@@ -285,6 +310,7 @@ TEST(ScheduleSimpleSchedulers, SequentialListsIdsInOrder) {
 
 TEST(ScheduleSimpleSchedulers, RejectMaxGroupsBelowOne) {
   EXPECT_THROW(GreedySchedule(Diamond(), 0), ScheduleError);
+  EXPECT_THROW(RandomSchedule(Diamond(), 1, 0), ScheduleError);
   EXPECT_THROW(GreedySchedule(Diamond(), -3), ScheduleError);
 }
 
@@ -363,6 +389,77 @@ TEST(ScheduleGreedy, OnlyViewsReadyStillMakesProgress) {
   g.AddEdge(0, 2);
   g.AddEdge(1, 2);
   EXPECT_EQ(StagesOf(GreedySchedule(g, 8)), (std::vector<Groups>{{{0, 1}}, {{2}}}));
+}
+
+// --- RandomSchedule ------------------------------------------------------------------------------------
+
+TEST(ScheduleRandom, SameSeedSameScheduleOtherSeedsDiffer) {
+  std::mt19937 rng(5);
+  OpGraph g = RandomDag(rng, 30);
+  EXPECT_TRUE(SameSchedule(RandomSchedule(g, 42, 4), RandomSchedule(g, 42, 4)));
+  std::set<std::string> distinct;
+  for (uint64_t seed = 0; seed < 10; ++seed) distinct.insert(ScheduleToJson(RandomSchedule(g, seed, 4)).dump());
+  EXPECT_GE(distinct.size(), 5u);
+}
+
+// Every schedule of a small graph, by brute force: a schedule is an order of the ops plus, between
+// neighbours, "same group", "next group" or "next stage"; keep the valid ones within max_groups.
+std::set<std::string> AllValidSchedules(const OpGraph& g, int max_groups) {
+  std::set<std::string> all;
+  std::vector<int> order(g.size());
+  for (int i = 0; i < g.size(); ++i) order[i] = i;
+  int cuts = 1;
+  for (int i = 1; i < g.size(); ++i) cuts *= 3;
+  do {
+    for (int code = 0; code < cuts; ++code) {
+      Schedule s = MakeSchedule({{{order[0]}}});
+      for (int i = 1, c = code; i < g.size(); ++i, c /= 3) {
+        if (c % 3 == 1) s.stages.back().groups.emplace_back();
+        if (c % 3 == 2) s.stages.emplace_back(Stage{StageStrategy::Concurrent, {{}}});
+        s.stages.back().groups.back().push_back(order[i]);
+      }
+      if (s.max_groups() <= max_groups && ValidationError(s, g).empty()) all.insert(ScheduleToJson(s).dump());
+    }
+  } while (std::next_permutation(order.begin(), order.end()));
+  return all;
+}
+
+TEST(ScheduleRandom, ReachesEveryValidScheduleOfSmallGraphs) {
+  struct Case {
+    OpGraph graph;
+    int max_groups;
+  };
+  std::vector<Case> cases;
+  cases.push_back({MakeGraph(4, {{0, 2}, {1, 2}, {1, 3}}), 2});
+  cases.push_back({MakeGraph(3, {}), 2});  // 48 schedules; 4 ops and 3 groups would be 624, too many to draw
+  cases.push_back({MakeGraph(4, {{0, 1}, {1, 2}, {2, 3}}), 8});
+  cases.push_back({Diamond(), 8});
+  for (size_t c = 0; c < cases.size(); ++c) {
+    const std::set<std::string> expected = AllValidSchedules(cases[c].graph, cases[c].max_groups);
+    std::set<std::string> seen;
+    for (uint64_t seed = 0; seed < 20000; ++seed)
+      seen.insert(ScheduleToJson(RandomSchedule(cases[c].graph, seed, cases[c].max_groups)).dump());
+    EXPECT_GE(expected.size(), 8u) << "case " << c;  // a chain of 4 has 8: the ways to cut it into stages
+    for (const std::string& s : seen) EXPECT_EQ(expected.count(s), 1u) << "case " << c << ": not valid: " << s;
+    for (const std::string& s : expected) EXPECT_EQ(seen.count(s), 1u) << "case " << c << ": never drawn: " << s;
+  }
+}
+
+TEST(ScheduleRandom, ProducesOneOpStagesLongChainsAndFullWidth) {
+  OpGraph chain = MakeGraph(12, {{0, 1}, {1, 2}, {2, 3}, {3, 4}, {4, 5}, {5, 6}, {6, 7}, {7, 8}, {8, 9}, {9, 10},
+                                 {10, 11}});
+  OpGraph antichain = MakeGraph(8, {});
+  bool one_group_chain = false, one_op_stages = false, full_width = false;
+  for (uint64_t seed = 0; seed < 500; ++seed) {
+    Schedule c = RandomSchedule(chain, seed, 8);
+    one_group_chain |= c.stages.size() == 1;
+    one_op_stages |= c.stages.size() == 12;
+    Schedule a = RandomSchedule(antichain, seed, 8);
+    full_width |= a.stages.size() == 1 && a.max_groups() == 8;
+  }
+  EXPECT_TRUE(one_group_chain);
+  EXPECT_TRUE(one_op_stages);
+  EXPECT_TRUE(full_width);
 }
 
 }  // namespace

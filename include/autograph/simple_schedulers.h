@@ -14,4 +14,9 @@ Schedule SequentialSchedule(const OpGraph& graph);
 // rule is in greedy_schedule.cpp. Throws ScheduleError when max_groups < 1.
 Schedule GreedySchedule(const OpGraph& graph, int max_groups);
 
+// A random valid schedule with at most max_groups groups per stage, the same for the same seed (on
+// every platform). Every valid schedule of the graph has a nonzero chance, so property tests see
+// one-op stages, long chains and full-width stages. Throws ScheduleError when max_groups < 1.
+Schedule RandomSchedule(const OpGraph& graph, uint64_t seed, int max_groups);
+
 }  // namespace autograph
