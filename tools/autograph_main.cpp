@@ -8,6 +8,7 @@ int main(int argc, char** argv) {
   CLI::App app{"autograph: inter-operator parallel inference for TorchScript models"};
   app.require_subcommand(1);
   auto run_inspect = autograph::cli::AddInspectCommand(app);
+  auto run_optimize = autograph::cli::AddOptimizeCommand(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -15,6 +16,7 @@ int main(int argc, char** argv) {
   }
   try {
     if (app.got_subcommand("inspect")) return run_inspect();
+    if (app.got_subcommand("optimize")) return run_optimize();
   } catch (const autograph::Error& e) {
     std::cerr << "autograph: error: " << e.what() << "\n";
     return 2;

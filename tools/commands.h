@@ -3,11 +3,25 @@
 #include <CLI/CLI.hpp>
 
 #include <functional>
+#include <string>
+#include <vector>
+
+#include "autograph/model_loading.h"
 
 namespace autograph::cli {
 
 using Command = std::function<int()>;
 
 Command AddInspectCommand(CLI::App& app);
+Command AddOptimizeCommand(CLI::App& app);
+
+// --input-shape / --dtype, shared by the commands that run a model.
+struct InputOptions {
+  std::vector<std::string> shapes;
+  std::vector<std::string> dtypes;
+};
+void AddInputOptions(CLI::App* cmd, InputOptions* options);
+// Shapes from the options, else from NAME.json beside the model; InputError when neither exists.
+std::vector<InputSpec> ResolveInputSpecs(const std::string& model, const InputOptions& options);
 
 }  // namespace autograph::cli

@@ -16,35 +16,10 @@ namespace {
 
 struct InspectOptions {
   std::string model;
-  std::vector<std::string> shapes;
-  std::vector<std::string> dtypes;
+  InputOptions inputs;
   bool json = false;
   std::string dot;
 };
-
-std::vector<InputSpec> ResolveInputs(const InspectOptions& o) {
-  if (o.shapes.empty()) {
-    auto spec_path = InputSpecPathFor(o.model);
-    if (!spec_path) {
-      throw InputError("no example input shapes for '" + o.model +
-                       "': pass --input-shape once per forward() argument (e.g. --input-shape 1,3,224,224), "
-                       "or put NAME.json beside the model");
-    }
-    return ReadInputSpecs(*spec_path);
-  }
-  if (!o.dtypes.empty() && o.dtypes.size() != o.shapes.size()) {
-    throw InputError("got " + std::to_string(o.shapes.size()) + " --input-shape but " + std::to_string(o.dtypes.size()) +
-                     " --dtype; give one dtype per input or none (float32)");
-  }
-  std::vector<InputSpec> specs;
-  for (size_t i = 0; i < o.shapes.size(); ++i) {
-    InputSpec spec;
-    spec.shape = ParseShape(o.shapes[i]);
-    if (!o.dtypes.empty()) spec.dtype = ParseDtype(o.dtypes[i]);
-    specs.push_back(spec);
-  }
-  return specs;
-}
 
 std::string Human(double x) {
   const char* units[] = {"", "K", "M", "G", "T"};
@@ -57,7 +32,7 @@ std::string Human(double x) {
 
 int RunInspect(const InspectOptions& o) {
   torch::jit::Module module = LoadModule(o.model);
-  auto inputs = MakeExampleInputs(ResolveInputs(o));
+  auto inputs = MakeExampleInputs(ResolveInputSpecs(o.model, o.inputs));
   Inspection inspection = InspectModule(module, inputs);
   const GraphStatistics& s = inspection.statistics;
   if (!o.dot.empty()) {
@@ -88,9 +63,7 @@ Command AddInspectCommand(CLI::App& app) {
   auto options = std::make_shared<InspectOptions>();
   CLI::App* cmd = app.add_subcommand("inspect", "Import a TorchScript model and print its operator-graph statistics");
   cmd->add_option("model", options->model, "TorchScript file (.pt)")->required();
-  cmd->add_option("--input-shape", options->shapes,
-                  "Shape of one forward() argument, e.g. 1,3,224,224; repeat per argument (default: NAME.json)");
-  cmd->add_option("--dtype", options->dtypes, "dtype per --input-shape (float32, int64, ...)");
+  AddInputOptions(cmd, &options->inputs);
   cmd->add_flag("--json", options->json, "One JSON object on stdout");
   cmd->add_option("--dot", options->dot, "Write the operator graph in Graphviz format to FILE");
   return [options] { return RunInspect(*options); };

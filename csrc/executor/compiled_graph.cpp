@@ -130,7 +130,7 @@ CompiledGraph::CompiledGraph(std::shared_ptr<Graph> graph, const std::vector<Nod
                 "CompiledGraph: node is not in the graph's top-level block");
     TORCH_CHECK(n->kind() != c10::prim::Constant && placed.insert(n).second,
                 "CompiledGraph: order lists a constant or a node twice: ", Describe(n));
-    Step step{nullptr, {}, {}, {}, n};
+    Step step{nullptr, {}, {}, n};
     std::vector<Value*> inputs(n->inputs().begin(), n->inputs().end());
     step.operation = PlumbingOperation(n);
     if (!step.operation && n->blocks().empty() && n->maybeOperator()) step.operation = n->getOperation();
@@ -148,52 +148,80 @@ CompiledGraph::CompiledGraph(std::shared_ptr<Graph> graph, const std::vector<Nod
   TORCH_CHECK(placed.size() == expected, "CompiledGraph: order lists ", placed.size(), " of ", expected, " nodes");
   for (Value* out : graph_->outputs()) output_slots_.push_back(slot_of(out));
 
-  // Release each computed slot after its last reader; graph outputs and constants are kept.
-  std::vector<int> last_use(initial_table_.size(), -1);
-  for (size_t i = 0; i < steps_.size(); ++i)
-    for (int s : steps_[i].inputs) last_use[s] = static_cast<int>(i);
-  std::unordered_set<int> kept(output_slots_.begin(), output_slots_.end());
+  kept_.assign(initial_table_.size(), false);
+  for (int s : output_slots_) kept_[s] = true;
+  for (int s : input_slots_) kept_[s] = true;  // the caller's tensors
   for (const auto& [v, s] : slot)
-    if (v->node()->kind() == c10::prim::Constant) kept.insert(s);
-  for (size_t s = 0; s < last_use.size(); ++s)
-    if (last_use[s] >= 0 && !kept.count(static_cast<int>(s))) steps_[last_use[s]].release.push_back(static_cast<int>(s));
+    if (v->node()->kind() == c10::prim::Constant) kept_[s] = true;
+  std::vector<int> phase(steps_.size());
+  for (size_t i = 0; i < phase.size(); ++i) phase[i] = static_cast<int>(i);
+  sequential_release_ = ReleasePlan(phase, static_cast<int>(steps_.size()));
 }
 
-std::vector<c10::IValue> CompiledGraph::Run(std::vector<c10::IValue> inputs, const Observer* observer) const {
+std::vector<std::vector<int>> CompiledGraph::ReleasePlan(const std::vector<int>& phase_of_step, int num_phases) const {
+  TORCH_CHECK(phase_of_step.size() == steps_.size(), "ReleasePlan: one phase per step expected");
+  std::vector<int> last_phase(initial_table_.size(), -1);
+  for (size_t i = 0; i < steps_.size(); ++i)
+    for (int s : steps_[i].inputs) last_phase[s] = std::max(last_phase[s], phase_of_step[i]);
+  std::vector<std::vector<int>> release(num_phases);
+  for (size_t s = 0; s < last_phase.size(); ++s)
+    if (last_phase[s] >= 0 && !kept_[s]) release[last_phase[s]].push_back(static_cast<int>(s));
+  return release;
+}
+
+CompiledGraph::Table CompiledGraph::NewTable(std::vector<c10::IValue> inputs) const {
   if (inputs.size() != input_slots_.size()) {
-    throw InputError("the graph takes " + std::to_string(input_slots_.size()) + " input(s), got " +
+    std::string names;
+    for (torch::jit::Value* v : graph_->inputs()) names += (names.empty() ? "" : ", ") + v->debugName();
+    throw InputError("the model takes " + std::to_string(input_slots_.size()) + " input(s) (" + names + "), got " +
                      std::to_string(inputs.size()) + "; pass one example input per forward() argument");
   }
-  std::vector<c10::IValue> table = initial_table_;
+  Table table = initial_table_;
   for (size_t i = 0; i < inputs.size(); ++i) table[input_slots_[i]] = std::move(inputs[i]);
-  torch::jit::Stack stack;
-  for (const Step& step : steps_) {
-    stack.clear();
-    for (int s : step.inputs) stack.push_back(table[s]);
-    std::vector<c10::IValue> observed_inputs;
-    if (observer) observed_inputs = stack;
-    try {
-      step.operation(stack);
-    } catch (const std::exception& e) {
-      const char* what = e.what();
-      if (auto* c10_error = dynamic_cast<const c10::Error*>(&e)) what = c10_error->what_without_backtrace();
-      throw InputError("running " + Describe(step.node) + " failed: " + FirstLine(what) +
-                       "; check that the example inputs match what the model expects (shape, dtype)");
-    }
-    TORCH_CHECK(stack.size() == step.outputs.size(), "CompiledGraph: ", Describe(step.node), " returned ",
-                stack.size(), " values, expected ", step.outputs.size());
-    for (size_t i = 0; i < step.outputs.size(); ++i) table[step.outputs[i]] = std::move(stack[i]);
-    if (observer) {
-      std::vector<c10::IValue> outputs;
-      for (int s : step.outputs) outputs.push_back(table[s]);
-      (*observer)(step.node, observed_inputs, outputs);
-    }
-    for (int s : step.release) table[s] = c10::IValue();
+  return table;
+}
+
+void CompiledGraph::RunStep(size_t index, Table& table, torch::jit::Stack& stack) const {
+  const Step& step = steps_[index];
+  stack.clear();
+  for (int s : step.inputs) stack.push_back(table[s]);
+  try {
+    step.operation(stack);
+  } catch (const std::exception& e) {
+    const char* what = e.what();
+    if (auto* c10_error = dynamic_cast<const c10::Error*>(&e)) what = c10_error->what_without_backtrace();
+    throw InputError("running " + Describe(step.node) + " failed: " + FirstLine(what) +
+                     "; check that the inputs match what the model expects (shape, dtype, device)");
   }
+  TORCH_CHECK(stack.size() == step.outputs.size(), "CompiledGraph: ", Describe(step.node), " returned ",
+              stack.size(), " values, expected ", step.outputs.size());
+  for (size_t i = 0; i < step.outputs.size(); ++i) table[step.outputs[i]] = std::move(stack[i]);
+}
+
+std::vector<c10::IValue> CompiledGraph::Outputs(const Table& table) const {
   std::vector<c10::IValue> outputs;
   outputs.reserve(output_slots_.size());
   for (int s : output_slots_) outputs.push_back(table[s]);
   return outputs;
+}
+
+std::vector<c10::IValue> CompiledGraph::Run(std::vector<c10::IValue> inputs, const Observer* observer) const {
+  Table table = NewTable(std::move(inputs));
+  torch::jit::Stack stack;
+  for (size_t i = 0; i < steps_.size(); ++i) {
+    std::vector<c10::IValue> observed_inputs;
+    if (observer) {
+      for (int s : steps_[i].inputs) observed_inputs.push_back(table[s]);
+    }
+    RunStep(i, table, stack);
+    if (observer) {
+      std::vector<c10::IValue> outputs;
+      for (int s : steps_[i].outputs) outputs.push_back(table[s]);
+      (*observer)(steps_[i].node, observed_inputs, outputs);
+    }
+    for (int s : sequential_release_[i]) table[s] = c10::IValue();
+  }
+  return Outputs(table);
 }
 
 }  // namespace autograph

@@ -130,7 +130,8 @@ void ReadValues(Node* n, std::vector<Value*>* out) {
 
 }  // namespace
 
-OpGraph ImportOpGraph(std::shared_ptr<torch::jit::Graph> graph, const std::vector<c10::IValue>& example_inputs) {
+OpGraph ImportOpGraph(std::shared_ptr<torch::jit::Graph> graph, const std::vector<c10::IValue>& example_inputs,
+                      std::vector<c10::IValue>* outputs) {
   torch::jit::Block* top = graph->block();
   std::vector<Node*> order;
   std::unordered_map<const Node*, int> position;
@@ -144,7 +145,8 @@ OpGraph ImportOpGraph(std::shared_ptr<torch::jit::Graph> graph, const std::vecto
   std::unordered_map<const Node*, NodeRecord> records;
   CompiledGraph::Observer observer = [&](const Node* n, const std::vector<c10::IValue>& in,
                                          const std::vector<c10::IValue>& out) { records[n] = Record(n, in, out); };
-  CompiledGraph(graph, order).Run(example_inputs, &observer);
+  auto returned = CompiledGraph(graph, order).Run(example_inputs, &observer);
+  if (outputs) *outputs = std::move(returned);
 
   // 2. Group: launching nodes anchor groups; views join their sole producer group, else their sole
   //    consumer group, else stand alone.

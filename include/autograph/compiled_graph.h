@@ -1,8 +1,8 @@
 #pragma once
 // A TorchScript graph compiled for direct execution: every node resolved once to a
-// torch::jit::Operation reading and writing slots of a value table, constants pre-filled, each
-// intermediate released after its last use. No interpreter on the hot path; nodes with blocks
-// (prim::If, prim::Loop) run as one opaque step through the TorchScript interpreter.
+// torch::jit::Operation reading and writing slots of a value table, constants pre-filled. No
+// interpreter on the hot path; nodes with blocks (prim::If, prim::Loop) and interpreter-only
+// prims run as one opaque step through the TorchScript interpreter.
 #include <ATen/core/ivalue.h>
 #include <ATen/core/stack.h>
 
@@ -19,35 +19,51 @@ namespace autograph {
 
 class CompiledGraph {
  public:
+  using Table = std::vector<c10::IValue>;
   // Called after each node with its inputs and outputs (used to record real shapes).
   using Observer = std::function<void(const torch::jit::Node* node, const std::vector<c10::IValue>& inputs,
                                       const std::vector<c10::IValue>& outputs)>;
 
   // `order` lists every node of graph's top-level block except prim::Constant, each once, in an
-  // order that respects data dependences (the graph's own order, or an OpGraph's).
+  // order that respects data dependences (the graph's own order, or a schedule's).
   CompiledGraph(std::shared_ptr<torch::jit::Graph> graph, const std::vector<torch::jit::Node*>& order);
 
-  // Thread-safe: each call has its own value table. Throws autograph::InputError when the number of
-  // inputs is wrong or a node fails on them (naming the node).
+  // Sequential run in `order`, releasing each intermediate after its last use. Thread-safe: each
+  // call has its own value table. Throws InputError when the number of inputs is wrong or a node
+  // fails on them (naming the node).
   std::vector<c10::IValue> Run(std::vector<c10::IValue> inputs, const Observer* observer = nullptr) const;
+
+  // Building blocks for executors that run the steps in another arrangement.
+  Table NewTable(std::vector<c10::IValue> inputs) const;  // checks the input count
+  void RunStep(size_t step, Table& table, torch::jit::Stack& stack) const;
+  std::vector<c10::IValue> Outputs(const Table& table) const;
+  // Slots to clear after each phase, given the phase of every step: a slot is released after the
+  // last phase that reads it; graph inputs/outputs and constants are kept.
+  std::vector<std::vector<int>> ReleasePlan(const std::vector<int>& phase_of_step, int num_phases) const;
+  const std::vector<int>& step_inputs(size_t step) const { return steps_[step].inputs; }
+  const std::vector<int>& step_outputs(size_t step) const { return steps_[step].outputs; }
+  torch::jit::Node* step_node(size_t step) const { return steps_[step].node; }
 
   size_t num_inputs() const { return input_slots_.size(); }
   size_t num_steps() const { return steps_.size(); }
+  size_t num_slots() const { return initial_table_.size(); }
+  const std::shared_ptr<torch::jit::Graph>& graph() const { return graph_; }
 
  private:
   struct Step {
     mutable torch::jit::Operation operation;
     std::vector<int> inputs;   // slots pushed, in order
     std::vector<int> outputs;  // slots popped into
-    std::vector<int> release;  // slots whose last use is this step
     torch::jit::Node* node;
   };
 
   std::shared_ptr<torch::jit::Graph> graph_;
-  std::vector<c10::IValue> initial_table_;  // constants filled in, everything else None
+  Table initial_table_;  // constants filled in, everything else None
+  std::vector<bool> kept_;  // constants and graph outputs: never released
   std::vector<int> input_slots_;
   std::vector<int> output_slots_;
   std::vector<Step> steps_;
+  std::vector<std::vector<int>> sequential_release_;
 };
 
 }  // namespace autograph

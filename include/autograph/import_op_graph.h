@@ -14,6 +14,8 @@ namespace autograph {
 // metadata nodes join the operator that produces all their inputs, else the one that consumes all
 // their outputs, else stand alone as a View operator. Edges follow data dependences plus the order
 // of any in-place write that lowering could not remove. Throws InputError when the inputs do not fit.
-OpGraph ImportOpGraph(std::shared_ptr<torch::jit::Graph> graph, const std::vector<c10::IValue>& example_inputs);
+// `outputs`, when given, receives what the graph returned on the example inputs.
+OpGraph ImportOpGraph(std::shared_ptr<torch::jit::Graph> graph, const std::vector<c10::IValue>& example_inputs,
+                      std::vector<c10::IValue>* outputs = nullptr);
 
 }  // namespace autograph

@@ -1,0 +1,94 @@
+// CPU backend: the groups of a stage run concurrently, group 0 on the calling thread and the others
+// on a thread pool owned by the backend; the caller waits for the whole stage before the next.
+#include <c10/core/thread_pool.h>
+
+#include <condition_variable>
+#include <exception>
+#include <mutex>
+
+#include "autograph/stage_executor.h"
+
+namespace autograph {
+
+namespace {
+
+class StageLatch {
+ public:
+  explicit StageLatch(int count) : count_(count) {}
+  void Done(std::exception_ptr error) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (error && !error_) error_ = error;
+    if (--count_ == 0) cv_.notify_all();
+  }
+  void Wait() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    cv_.wait(lock, [this] { return count_ == 0; });
+  }
+  std::exception_ptr error() const { return error_; }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  int count_;
+  std::exception_ptr error_;
+};
+
+class CpuStageBackend : public StageBackend {
+ public:
+  explicit CpuStageBackend(std::shared_ptr<const StagePlan> plan) : plan_(std::move(plan)) {
+    if (plan_->num_streams > 1) pool_ = std::make_unique<c10::ThreadPool>(plan_->num_streams - 1);
+  }
+
+  std::vector<c10::IValue> Run(std::vector<c10::IValue> inputs) const override {
+    const StagePlan& plan = *plan_;
+    CompiledGraph::Table table = plan.compiled.NewTable(std::move(inputs));
+    torch::jit::Stack stack;
+    for (size_t s = 0; s < plan.stages.size(); ++s) {
+      const auto& groups = plan.stages[s];
+      if (groups.size() == 1) {
+        RunGroup(groups[0], table, stack);
+      } else {
+        StageLatch latch(static_cast<int>(groups.size()) - 1);
+        for (size_t g = 1; g < groups.size(); ++g) {
+          pool_->run([this, &groups, g, &table, &latch] {
+            std::exception_ptr error;
+            try {
+              torch::jit::Stack own_stack;
+              RunGroup(groups[g], table, own_stack);
+            } catch (...) {
+              error = std::current_exception();
+            }
+            latch.Done(error);
+          });
+        }
+        std::exception_ptr error;
+        try {
+          RunGroup(groups[0], table, stack);
+        } catch (...) {
+          error = std::current_exception();
+        }
+        latch.Wait();  // always: the pool threads hold references into `table`
+        if (error) std::rethrow_exception(error);
+        if (latch.error()) std::rethrow_exception(latch.error());
+      }
+      for (int slot : plan.release_after_stage[s]) table[slot] = c10::IValue();
+    }
+    return plan.compiled.Outputs(table);
+  }
+
+ private:
+  void RunGroup(const StagePlan::GroupSteps& group, CompiledGraph::Table& table, torch::jit::Stack& stack) const {
+    for (size_t i = group.begin; i < group.end; ++i) plan_->compiled.RunStep(i, table, stack);
+  }
+
+  std::shared_ptr<const StagePlan> plan_;
+  std::unique_ptr<c10::ThreadPool> pool_;
+};
+
+}  // namespace
+
+std::unique_ptr<StageBackend> MakeCpuStageBackend(std::shared_ptr<const StagePlan> plan) {
+  return std::make_unique<CpuStageBackend>(std::move(plan));
+}
+
+}  // namespace autograph

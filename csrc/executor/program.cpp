@@ -1,0 +1,162 @@
+#include "autograph/program.h"
+
+#include <torch/csrc/jit/ir/ir.h>
+
+#include <nlohmann/json.hpp>
+#include <unordered_map>
+
+#include "autograph/error.h"
+#include "autograph/graph_serialization.h"
+#include "autograph/operator_flops.h"
+
+namespace autograph {
+
+namespace {
+
+std::string ShapeString(at::IntArrayRef shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? "," : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+OpKind KindFromString(const std::string& name) {
+  for (OpKind k : {OpKind::ComputeBound, OpKind::MemoryBound, OpKind::View, OpKind::ControlFlow})
+    if (name == ToString(k)) return k;
+  throw Error("corrupted program: unknown operator kind '" + name + "'");
+}
+
+}  // namespace
+
+Program::Program(const OpGraph& graph, Schedule schedule, std::vector<InputSignature> inputs, ExecutorOptions options)
+    : graph_(graph), schedule_(std::move(schedule)), inputs_(std::move(inputs)), options_(options) {
+  BuildExecutor();
+}
+
+void Program::BuildExecutor() { executor_ = std::make_unique<StageExecutor>(graph_, schedule_, options_); }
+
+Program::State Program::ToState() const {
+  SerializedGraph serialized = SerializeGraph(*graph_.graph());
+  // Nodes are named by their position among the non-constant top-level nodes: the one order that
+  // serialization keeps.
+  std::unordered_map<const torch::jit::Node*, int> position;
+  int index = 0;
+  for (const torch::jit::Node* n : graph_.graph()->nodes())
+    if (n->kind() != c10::prim::Constant) position[n] = index++;
+  nlohmann::json ops = nlohmann::json::array(), edges = nlohmann::json::array(), inputs = nlohmann::json::array();
+  for (const OpNode& op : graph_.nodes()) {
+    std::vector<int> nodes;
+    for (const torch::jit::Node* n : op.jit_nodes) nodes.push_back(position.at(n));
+    ops.push_back({{"op", op.op}, {"kind", ToString(op.kind)}, {"nodes", nodes}, {"anchor", position.at(op.anchor)}});
+    for (int s : graph_.succs(op.id)) edges.push_back({op.id, s});
+  }
+  for (const InputSignature& in : inputs_)
+    inputs.push_back({{"shape", in.shape}, {"dtype", c10::toString(in.dtype)}});
+  nlohmann::json plan = {{"operators", ops},
+                         {"edges", edges},
+                         {"schedule", ScheduleToJson(schedule_)},
+                         {"inputs", inputs},
+                         {"device", options_.device.str()},
+                         {"cuda_graph", options_.cuda_graph}};
+  return State(kFormatVersion, std::move(serialized.ir), std::move(serialized.tensor_constants), plan.dump());
+}
+
+c10::intrusive_ptr<Program> Program::FromState(State state) {
+  auto& [version, ir, constants, plan_text] = state;
+  if (version != kFormatVersion) {
+    throw Error("this optimized module holds an autograph program of format version " + std::to_string(version) +
+                ", but this build reads version " + std::to_string(kFormatVersion) +
+                "; re-run `autograph optimize` on the original model");
+  }
+  auto program = c10::make_intrusive<Program>(EmptyTag{});
+  auto graph = DeserializeGraph(SerializedGraph{ir, constants});
+  std::vector<torch::jit::Node*> nodes;
+  for (torch::jit::Node* n : graph->nodes())
+    if (n->kind() != c10::prim::Constant) nodes.push_back(n);
+  program->graph_ = OpGraph(graph);
+  try {
+    nlohmann::json plan = nlohmann::json::parse(plan_text);
+    for (const auto& op : plan.at("operators")) {
+      OpNode node;
+      node.op = op.at("op").get<std::string>();
+      node.kind = KindFromString(op.at("kind").get<std::string>());
+      for (int p : op.at("nodes").get<std::vector<int>>()) node.jit_nodes.push_back(nodes.at(p));
+      node.anchor = nodes.at(op.at("anchor").get<int>());
+      program->graph_.AddNode(std::move(node));
+    }
+    for (const auto& e : plan.at("edges")) program->graph_.AddEdge(e.at(0).get<int>(), e.at(1).get<int>());
+    program->schedule_ = ScheduleFromJson(plan.at("schedule"));
+    for (const auto& in : plan.at("inputs")) {
+      InputSignature sig;
+      sig.shape = in.at("shape").get<std::vector<int64_t>>();
+      std::string dtype = in.at("dtype").get<std::string>();
+      bool found = false;
+      for (int t = 0; t < static_cast<int>(c10::ScalarType::NumOptions); ++t) {
+        auto type = static_cast<c10::ScalarType>(t);
+        if (dtype == c10::toString(type)) sig.dtype = type, found = true;
+      }
+      if (!found) throw Error("unknown dtype '" + dtype + "'");
+      program->inputs_.push_back(std::move(sig));
+    }
+    program->options_.device = c10::Device(plan.at("device").get<std::string>());
+    program->options_.cuda_graph = plan.at("cuda_graph").get<bool>();
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(std::string("corrupted program: ") + e.what());
+  } catch (const std::out_of_range& e) {
+    throw Error(std::string("corrupted program: an operator names a node that does not exist (") + e.what() + ")");
+  } catch (const c10::Error& e) {
+    std::string what = e.what_without_backtrace();
+    throw Error("corrupted program: " + what.substr(0, what.find('\n')));
+  }
+  if (program->inputs_.size() != graph->inputs().size()) {
+    throw Error("corrupted program: " + std::to_string(program->inputs_.size()) + " input signatures for a graph of " +
+                std::to_string(graph->inputs().size()) + " inputs");
+  }
+  try {
+    program->BuildExecutor();  // validates the schedule against the operators and their nodes
+  } catch (const c10::Error& e) {
+    std::string what = e.what_without_backtrace();
+    throw Error("corrupted program: " + what.substr(0, what.find('\n')));
+  }
+  return program;
+}
+
+std::vector<at::Tensor> Program::Run(const std::vector<at::Tensor>& inputs) const {
+  if (inputs.size() != inputs_.size()) {
+    throw InputError("the optimized module takes " + std::to_string(inputs_.size()) + " input(s), got " +
+                     std::to_string(inputs.size()));
+  }
+  bool other_shape = false;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const at::Tensor& t = inputs[i];
+    const InputSignature& sig = inputs_[i];
+    const std::string where = "input " + std::to_string(i);
+    if (!t.defined()) throw InputError(where + " is undefined");
+    if (t.dim() != static_cast<int64_t>(sig.shape.size())) {
+      throw InputError(where + " has rank " + std::to_string(t.dim()) + " (shape " + ShapeString(t.sizes()) +
+                       "), but the model was optimized for rank " + std::to_string(sig.shape.size()) + " (shape " +
+                       ShapeString(sig.shape) + ")");
+    }
+    if (t.scalar_type() != sig.dtype) {
+      throw InputError(where + " has dtype " + c10::toString(t.scalar_type()) + ", but the model was optimized for " +
+                       c10::toString(sig.dtype));
+    }
+    const c10::Device& device = options_.device;
+    if (t.device().type() != device.type() || (device.has_index() && t.device().index() != device.index())) {
+      throw InputError(where + " is on " + t.device().str() + ", but the model was optimized for " + device.str() +
+                       "; move the input with .to(\"" + device.str() + "\") or re-optimize for that device");
+    }
+    other_shape |= t.sizes() != at::IntArrayRef(sig.shape);
+  }
+  if (other_shape) {
+    std::call_once(other_shape_note_, [&] {
+      TORCH_WARN("autograph: the schedule was planned for input shape ", ShapeString(inputs_[0].shape),
+                 "; running it on other shapes is correct but may be slower — re-optimize for the shapes you serve");
+    });
+  }
+  auto outputs = executor_->Run(std::vector<c10::IValue>(inputs.begin(), inputs.end()));
+  std::vector<at::Tensor> flat;
+  for (const auto& v : outputs) CollectTensors(v, &flat);
+  return flat;
+}
+
+}  // namespace autograph

@@ -1,0 +1,40 @@
+#pragma once
+// autograph::optimize: a TorchScript module in, an ordinary TorchScript module out, whose forward
+// runs a schedule of stages through autograph::run(Tensor[] inputs, Program program) -> Tensor[].
+#include <ATen/core/ivalue.h>
+#include <c10/core/Device.h>
+
+#include <string>
+#include <vector>
+
+#include "autograph/schedule.h"
+
+namespace torch::jit {
+struct Module;
+}
+
+namespace autograph {
+
+struct OptimizeOptions {
+  std::vector<c10::IValue> example_inputs;  // one per forward() argument; moved to `device`
+  std::string method = "greedy";            // sequential | greedy
+  c10::Device device = c10::kCPU;
+  int max_streams = 8;                      // at most this many groups per stage
+  bool cuda_graph = false;                  // CUDA only
+};
+
+struct OptimizeReport {
+  std::string method;
+  int operators_before = 0;  // OpGraph operators that launch a kernel
+  int operators_after = 0;   // kernels launched per run after merging/stitching (none yet: equal)
+  int stages = 0, groups = 0, streams = 0;
+  double search_seconds = 0;
+  int64_t states_explored = 0;
+  Schedule schedule;
+};
+
+// Throws ModelLoadError/InputError/UnsupportedModelError/Error with a clear message.
+torch::jit::Module optimize(const torch::jit::Module& module, const OptimizeOptions& options,
+                            OptimizeReport* report = nullptr);
+
+}  // namespace autograph

@@ -1,0 +1,60 @@
+#pragma once
+// Program: what an optimized module carries — the lowered graph, its operators and edges, the
+// schedule and the signature of the inputs it was planned for — as a TorchScript custom class
+// (__torch__.torch.classes.autograph.Program) whose pickled state is versioned. Streams, events,
+// thread pools and CUDA Graphs are built after loading, never pickled.
+#include <ATen/core/Tensor.h>
+#include <torch/custom_class.h>
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "autograph/op_graph.h"
+#include "autograph/schedule.h"
+#include "autograph/stage_executor.h"
+
+namespace autograph {
+
+struct InputSignature {
+  std::vector<int64_t> shape;
+  c10::ScalarType dtype = c10::ScalarType::Float;
+};
+
+class Program : public torch::CustomClassHolder {
+ public:
+  static constexpr int64_t kFormatVersion = 1;
+  // (format version, graph IR, tensor constants in node order, JSON of operators/edges/schedule/inputs)
+  using State = std::tuple<int64_t, std::string, std::vector<at::Tensor>, std::string>;
+
+  Program(const OpGraph& graph, Schedule schedule, std::vector<InputSignature> inputs, ExecutorOptions options);
+  // Throws Error naming what is wrong: another format version, a graph that does not parse, a
+  // schedule that does not validate.
+  static c10::intrusive_ptr<Program> FromState(State state);
+  State ToState() const;
+
+  // Thread-safe. Checks count, rank, dtype and device of the inputs (InputError); other sizes of
+  // the same rank run with a one-time note that the schedule was planned for another shape.
+  std::vector<at::Tensor> Run(const std::vector<at::Tensor>& inputs) const;
+
+  const OpGraph& graph() const { return graph_; }
+  const Schedule& schedule() const { return schedule_; }
+  const ExecutorOptions& options() const { return options_; }
+
+  struct EmptyTag {};
+  explicit Program(EmptyTag) {}  // for FromState, which fills the fields
+
+ private:
+  void BuildExecutor();
+
+  OpGraph graph_;
+  Schedule schedule_;
+  std::vector<InputSignature> inputs_;
+  ExecutorOptions options_;
+  std::unique_ptr<StageExecutor> executor_;
+  mutable std::once_flag other_shape_note_;
+};
+
+}  // namespace autograph

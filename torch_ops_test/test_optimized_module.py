@@ -1,0 +1,84 @@
+"""Optimized modules from Python: `autograph optimize` writes a module that loads with torch.jit.load
+after torch.ops.load_library in a fresh process and gives the original module's outputs."""
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import torch
+
+import autograph
+
+
+def optimize(cli, model, out, *extra):
+    r = subprocess.run([cli, "optimize", str(model), "-o", str(out), "--json", *extra],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+OPTIMIZE_KEYS = {"model", "method", "device", "cost", "operators_before", "operators_after", "stages",
+                 "groups", "streams", "predicted_ms", "measured_ms", "search_seconds", "states_explored",
+                 "output"}
+
+
+@pytest.mark.parametrize("method", ["sequential", "greedy"])
+def test_fresh_python_process_loads_and_matches(cli, zoo, tmp_path, method):
+    out = tmp_path / f"squeezenet_{method}.pt"
+    report = optimize(cli, zoo / "squeezenet.pt", out, "--method", method, "--input-shape", "1,3,128,128")
+    assert OPTIMIZE_KEYS <= report.keys()
+    assert report["method"] == method and report["output"] == str(out)
+    assert report["stages"] == (1 if method == "sequential" else report["stages"])
+    if method == "greedy":
+        assert report["streams"] == 2 and report["stages"] < report["operators_before"]
+    # A fresh interpreter: nothing of this process (library, classes) carries over.
+    script = textwrap.dedent(f"""
+        import sys, torch
+        sys.path.insert(0, {str(autograph.library_path().rsplit('/', 2)[0])!r})
+        torch.ops.load_library({autograph.library_path()!r})
+        torch.manual_seed(0)
+        x = torch.randn(2, 3, 128, 128)
+        with torch.no_grad():
+            got = torch.jit.load({str(out)!r})(x)
+            want = torch.jit.load({str(zoo / 'squeezenet.pt')!r})(x)
+        err = (got - want).abs().max().item() / want.abs().max().item()
+        print(err)
+    """)
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    # Same kernels, no batch norm to fold in SqueezeNet: float32 rounding only (batch 2 also shows
+    # that another batch size than the planned one runs).
+    assert float(r.stdout.strip().splitlines()[-1]) < 1e-5
+
+
+def test_truncated_file_is_a_clean_load_error(cli, zoo, tmp_path):
+    out = tmp_path / "sq.pt"
+    optimize(cli, zoo / "squeezenet.pt", out, "--input-shape", "1,3,64,64")
+    data = out.read_bytes()
+    (tmp_path / "cut.pt").write_bytes(data[: len(data) // 2])
+    autograph.load_library()
+    with pytest.raises(RuntimeError):
+        torch.jit.load(str(tmp_path / "cut.pt"))
+
+
+def test_wrong_inputs_raise_clear_errors(cli, zoo, tmp_path):
+    out = tmp_path / "sq.pt"
+    optimize(cli, zoo / "squeezenet.pt", out, "--input-shape", "1,3,64,64")
+    autograph.load_library()
+    m = torch.jit.load(str(out))
+    # The TorchScript interpreter re-raises the op's error as RuntimeError, message intact.
+    with pytest.raises(RuntimeError, match="rank 3"):
+        m(torch.randn(3, 64, 64))
+    with pytest.raises(RuntimeError, match="dtype"):
+        m(torch.randn(1, 3, 64, 64, dtype=torch.float64))
+
+
+def test_cli_rejects_cuda_without_a_gpu_or_bad_method(cli, zoo, tmp_path):
+    r = subprocess.run([cli, "optimize", str(zoo / "squeezenet.pt"), "-o", str(tmp_path / "x.pt"),
+                        "--method", "magic"], capture_output=True, text=True)
+    assert r.returncode != 0 and "magic" in r.stderr
+    if not torch.cuda.is_available():
+        r = subprocess.run([cli, "optimize", str(zoo / "squeezenet.pt"), "-o", str(tmp_path / "x.pt"),
+                            "--device", "cuda"], capture_output=True, text=True)
+        assert r.returncode == 2 and r.stderr.startswith("autograph: error:") and "CUDA" in r.stderr
