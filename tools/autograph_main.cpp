@@ -9,6 +9,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   auto run_inspect = autograph::cli::AddInspectCommand(app);
   auto run_optimize = autograph::cli::AddOptimizeCommand(app);
+  auto run_bench = autograph::cli::AddBenchCommand(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -17,6 +18,7 @@ int main(int argc, char** argv) {
   try {
     if (app.got_subcommand("inspect")) return run_inspect();
     if (app.got_subcommand("optimize")) return run_optimize();
+    if (app.got_subcommand("bench")) return run_bench();
   } catch (const autograph::Error& e) {
     std::cerr << "autograph: error: " << e.what() << "\n";
     return 2;

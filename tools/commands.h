@@ -14,6 +14,7 @@ using Command = std::function<int()>;
 
 Command AddInspectCommand(CLI::App& app);
 Command AddOptimizeCommand(CLI::App& app);
+Command AddBenchCommand(CLI::App& app);
 
 // --input-shape / --dtype, shared by the commands that run a model.
 struct InputOptions {

@@ -11,7 +11,7 @@ namespace autograph {
 
 // Clones the module, switches it to eval, freezes it (parameters become constants, methods are
 // inlined), removes dropout, folds conv+batch_norm (and conv+add/mul, linear+batch_norm), turns
-// in-place ops functional where that is provably safe, then constant propagation, CSE and DCE —
+// list mutation functional (in-place tensor ops stay), then constant propagation, CSE and DCE —
 // PyTorch's own passes. The returned graph has no `self` input: its inputs are forward's arguments.
 // Throws UnsupportedModelError when forward still needs the module after freezing.
 std::shared_ptr<torch::jit::Graph> LowerModule(const torch::jit::Module& module);
