@@ -31,6 +31,7 @@ struct BenchOptions {
   int batch = 1;
   int warmup = 10, runs = 50;
   std::string out;
+  bool host_overhead = false;
 };
 
 struct Row {
@@ -73,6 +74,15 @@ int RunBench(const BenchOptions& o) {
   c10::Device device(o.device);
   const bool cuda = device.is_cuda();
   if (cuda && !at::hasCUDA()) throw Error("--device cuda asked for, but no CUDA device is available here");
+  if (o.host_overhead) {
+    std::string table = MeasureHostOverhead();
+    if (!o.out.empty()) {
+      std::filesystem::create_directories(o.out);
+      std::ofstream(o.out + "/host_overhead.md") << table;
+    }
+    std::cout << table;
+    if (o.models.empty()) return 0;
+  }
   if (o.models.empty()) throw InputError("name at least one model (e.g. resnet50), found as ZOO/NAME.pt");
   std::vector<Row> rows;
   torch::NoGradGuard no_grad;
@@ -166,7 +176,8 @@ int RunBench(const BenchOptions& o) {
 Command AddBenchCommand(CLI::App& app) {
   auto o = std::make_shared<BenchOptions>();
   CLI::App* cmd = app.add_subcommand("bench", "Latency of jit vs autograph schedules on zoo models, side by side");
-  cmd->add_option("models", o->models, "Zoo model names")->required();
+  cmd->add_option("models", o->models, "Zoo model names");
+  cmd->add_flag("--host-overhead", o->host_overhead, "Measure the host time each executor adds per operator");
   cmd->add_option("--zoo", o->zoo, "Directory of NAME.pt and NAME.json");
   cmd->add_option("--device", o->device, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}));
   cmd->add_option("--methods", o->methods, "jit sequential greedy greedy_graph (CUDA Graph)")

@@ -16,6 +16,9 @@ Command AddInspectCommand(CLI::App& app);
 Command AddOptimizeCommand(CLI::App& app);
 Command AddBenchCommand(CLI::App& app);
 
+// Markdown table of the host time each executor adds per operator (tools/host_overhead.cpp).
+std::string MeasureHostOverhead();
+
 // --input-shape / --dtype, shared by the commands that run a model.
 struct InputOptions {
   std::vector<std::string> shapes;

@@ -153,20 +153,31 @@ CompiledGraph::CompiledGraph(std::shared_ptr<Graph> graph, const std::vector<Nod
   for (int s : input_slots_) kept_[s] = true;  // the caller's tensors
   for (const auto& [v, s] : slot)
     if (v->node()->kind() == c10::prim::Constant) kept_[s] = true;
-  std::vector<int> phase(steps_.size());
-  for (size_t i = 0; i < phase.size(); ++i) phase[i] = static_cast<int>(i);
-  sequential_release_ = ReleasePlan(phase, static_cast<int>(steps_.size()));
+  sequential_release_ = PlanReleases(std::vector<int>(steps_.size(), 0), std::vector<int>(steps_.size(), 0), 1);
 }
 
-std::vector<std::vector<int>> CompiledGraph::ReleasePlan(const std::vector<int>& phase_of_step, int num_phases) const {
-  TORCH_CHECK(phase_of_step.size() == steps_.size(), "ReleasePlan: one phase per step expected");
-  std::vector<int> last_phase(initial_table_.size(), -1);
-  for (size_t i = 0; i < steps_.size(); ++i)
-    for (int s : steps_[i].inputs) last_phase[s] = std::max(last_phase[s], phase_of_step[i]);
-  std::vector<std::vector<int>> release(num_phases);
-  for (size_t s = 0; s < last_phase.size(); ++s)
-    if (last_phase[s] >= 0 && !kept_[s]) release[last_phase[s]].push_back(static_cast<int>(s));
-  return release;
+CompiledGraph::ReleasePlan CompiledGraph::PlanReleases(const std::vector<int>& group_of_step,
+                                                        const std::vector<int>& phase_of_step, int num_phases) const {
+  TORCH_CHECK(group_of_step.size() == steps_.size() && phase_of_step.size() == steps_.size(),
+              "PlanReleases: one group and one phase per step expected");
+  const size_t n = initial_table_.size();
+  std::vector<int> last_step(n, -1), last_phase(n, -1), group(n, -1);
+  std::vector<bool> one_group(n, true);
+  for (size_t i = 0; i < steps_.size(); ++i) {
+    for (int s : steps_[i].inputs) {
+      if (group[s] >= 0 && group[s] != group_of_step[i]) one_group[s] = false;
+      group[s] = group_of_step[i];
+      last_step[s] = std::max(last_step[s], static_cast<int>(i));
+      last_phase[s] = std::max(last_phase[s], phase_of_step[i]);
+    }
+  }
+  ReleasePlan plan{std::vector<std::vector<int>>(steps_.size()), std::vector<std::vector<int>>(num_phases)};
+  for (size_t s = 0; s < n; ++s) {
+    if (last_step[s] < 0 || kept_[s]) continue;
+    if (one_group[s]) plan.after_step[last_step[s]].push_back(static_cast<int>(s));
+    else plan.after_phase[last_phase[s]].push_back(static_cast<int>(s));
+  }
+  return plan;
 }
 
 CompiledGraph::Table CompiledGraph::NewTable(std::vector<c10::IValue> inputs) const {
@@ -219,7 +230,7 @@ std::vector<c10::IValue> CompiledGraph::Run(std::vector<c10::IValue> inputs, con
       for (int s : steps_[i].outputs) outputs.push_back(table[s]);
       (*observer)(steps_[i].node, observed_inputs, outputs);
     }
-    for (int s : sequential_release_[i]) table[s] = c10::IValue();
+    for (int s : sequential_release_.after_step[i]) table[s] = c10::IValue();
   }
   return Outputs(table);
 }

@@ -71,14 +71,17 @@ class CpuStageBackend : public StageBackend {
         if (error) std::rethrow_exception(error);
         if (latch.error()) std::rethrow_exception(latch.error());
       }
-      for (int slot : plan.release_after_stage[s]) table[slot] = c10::IValue();
+      for (int slot : plan.release.after_phase[s]) table[slot] = c10::IValue();
     }
     return plan.compiled.Outputs(table);
   }
 
  private:
   void RunGroup(const StagePlan::GroupSteps& group, CompiledGraph::Table& table, torch::jit::Stack& stack) const {
-    for (size_t i = group.begin; i < group.end; ++i) plan_->compiled.RunStep(i, table, stack);
+    for (size_t i = group.begin; i < group.end; ++i) {
+      plan_->compiled.RunStep(i, table, stack);
+      for (int slot : plan_->release.after_step[i]) table[slot] = c10::IValue();
+    }
   }
 
   std::shared_ptr<const StagePlan> plan_;

@@ -106,11 +106,15 @@ class CudaStageBackend : public StageBackend {
           const StagePlan::OpSync& sync = plan.ops_in_order[op];
           for (int e : sync.wait_events) events[e].block(stream);
           for (int slot : sync.foreign_slots) MarkUsedOn(table[slot], stream);
-          for (; step < sync.end; ++step) plan.compiled.RunStep(step, table, stack);
+          for (; step < sync.end; ++step) {
+            plan.compiled.RunStep(step, table, stack);
+            // Same-group readers only: later allocations on this stream are ordered after them.
+            for (int slot : plan.release.after_step[step]) table[slot] = c10::IValue();
+          }
           if (sync.record_event >= 0) events[sync.record_event].record(stream);
         }
       }
-      for (int slot : plan.release_after_stage[s]) table[slot] = c10::IValue();
+      for (int slot : plan.release.after_phase[s]) table[slot] = c10::IValue();
     }
     for (int i = 1; i < plan.num_streams; ++i) {
       at::cuda::CUDAEvent& join = events[plan.num_events + i];

@@ -19,7 +19,8 @@ std::vector<torch::jit::Node*> ScheduleOrder(const OpGraph& graph, const Schedul
 
 StagePlan::StagePlan(const OpGraph& graph, const Schedule& schedule)
     : compiled((ValidateSchedule(schedule, graph), graph.graph()), ScheduleOrder(graph, schedule)) {
-  std::vector<int> phase_of_step(compiled.num_steps());
+  std::vector<int> phase_of_step(compiled.num_steps()), group_of_step(compiled.num_steps());
+  int group_id = 0;
   std::vector<int> stream_of_op(graph.size()), position_of_op(graph.size());
   std::vector<int> slot_producer(compiled.num_slots(), -1);  // op that writes each slot
   size_t step = 0;
@@ -33,6 +34,7 @@ StagePlan::StagePlan(const OpGraph& graph, const Schedule& schedule)
         sync.stream = static_cast<int>(g);
         for (size_t k = 0; k < graph.node(op).jit_nodes.size(); ++k, ++step) {
           phase_of_step[step] = static_cast<int>(s);
+          group_of_step[step] = group_id;
           for (int slot : compiled.step_outputs(step)) slot_producer[slot] = op;
         }
         sync.end = step;
@@ -42,11 +44,12 @@ StagePlan::StagePlan(const OpGraph& graph, const Schedule& schedule)
       }
       range.end = step;
       groups.push_back(range);
+      ++group_id;
     }
     num_streams = std::max(num_streams, static_cast<int>(groups.size()));
     stages.push_back(std::move(groups));
   }
-  release_after_stage = compiled.ReleasePlan(phase_of_step, static_cast<int>(stages.size()));
+  release = compiled.PlanReleases(group_of_step, phase_of_step, static_cast<int>(stages.size()));
 
   // Events: an operator waits only for the latest predecessor on each other stream that its stream
   // has not already waited for (a wait covers everything earlier on that stream).

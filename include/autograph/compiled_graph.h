@@ -37,9 +37,15 @@ class CompiledGraph {
   Table NewTable(std::vector<c10::IValue> inputs) const;  // checks the input count
   void RunStep(size_t step, Table& table, torch::jit::Stack& stack) const;
   std::vector<c10::IValue> Outputs(const Table& table) const;
-  // Slots to clear after each phase, given the phase of every step: a slot is released after the
-  // last phase that reads it; graph inputs/outputs and constants are kept.
-  std::vector<std::vector<int>> ReleasePlan(const std::vector<int>& phase_of_step, int num_phases) const;
+  // When to clear each computed slot, given every step's group (steps that run in order on one
+  // thread or stream) and phase (groups of one phase may run concurrently): right after its last
+  // reader when all its readers are in one group, else after the last phase that reads it. Graph
+  // inputs, outputs and constants are kept.
+  struct ReleasePlan {
+    std::vector<std::vector<int>> after_step, after_phase;
+  };
+  ReleasePlan PlanReleases(const std::vector<int>& group_of_step, const std::vector<int>& phase_of_step,
+                           int num_phases) const;
   const std::vector<int>& step_inputs(size_t step) const { return steps_[step].inputs; }
   const std::vector<int>& step_outputs(size_t step) const { return steps_[step].outputs; }
   torch::jit::Node* step_node(size_t step) const { return steps_[step].node; }
@@ -63,7 +69,7 @@ class CompiledGraph {
   std::vector<int> input_slots_;
   std::vector<int> output_slots_;
   std::vector<Step> steps_;
-  std::vector<std::vector<int>> sequential_release_;
+  ReleasePlan sequential_release_;
 };
 
 }  // namespace autograph

@@ -1,8 +1,8 @@
 #pragma once
 // Runs a Schedule: stages one after another; the groups of a stage concurrently — on CUDA streams
 // (one stream per group, events only where a dependence crosses streams, forked from and joined into
-// the caller's current stream) or on CPU threads (a pool owned by the executor). Intermediates are
-// released after the last stage that reads them.
+// the caller's current stream) or on CPU threads (a pool owned by the executor). An intermediate is
+// released right after its last reader when one group reads it, else after the last stage that does.
 #include <ATen/core/ivalue.h>
 #include <c10/core/Device.h>
 
@@ -39,7 +39,7 @@ struct StagePlan {
 
   CompiledGraph compiled;  // steps in schedule order
   std::vector<std::vector<GroupSteps>> stages;
-  std::vector<std::vector<int>> release_after_stage;
+  CompiledGraph::ReleasePlan release;  // phases are stages
   std::vector<OpSync> ops_in_order;  // operators in schedule order
   int num_streams = 1;
   int num_events = 0;
