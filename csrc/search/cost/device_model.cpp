@@ -1,0 +1,150 @@
+#include "autograph/device_model.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <thread>
+
+namespace autograph {
+
+namespace {
+
+// Figures that are ours, not a vendor's, shared by the GPU presets until calibration replaces them:
+// ATen dispatch + cudaLaunchKernel on a current server CPU is a few microseconds per operator, and a
+// fork/join of one stream (cudaEventRecord + cudaStreamWaitEvent, both ways) about two.
+constexpr double kGpuLaunchUs = 5.0;
+constexpr double kGpuSyncUs = 2.0;
+// CUDA C++ Programming Guide, "Features and Technical Specifications", table of compute capabilities:
+// maximum number of resident grids per device (concurrent kernel execution) is 128 for 7.0, 8.0, 9.0.
+constexpr int kGpuResidentGrids = 128;
+
+DeviceModel H100() {
+  // NVIDIA H100 Tensor Core GPU Architecture whitepaper (2022), H100 SXM5 column, and the H100
+  // datasheet: 132 SMs; FP32 67 TFLOP/s; TF32 tensor 989 TFLOP/s and FP16 tensor 1979 TFLOP/s with
+  // 2:4 sparsity, so half of each dense; HBM3 3.35 TB/s (80 GB).
+  DeviceModel d;
+  d.name = "h100";
+  d.sms = 132;
+  d.fp32_tflops = 67.0;
+  d.tf32_tflops = 494.7;
+  d.fp16_tflops = 989.4;
+  d.memory_gbps = 3350;
+  d.launch_us = kGpuLaunchUs;
+  d.sync_us = kGpuSyncUs;
+  d.max_concurrent_kernels = kGpuResidentGrids;
+  return d;
+}
+
+DeviceModel A100() {
+  // NVIDIA A100 Tensor Core GPU Architecture whitepaper (2020): 108 SMs. NVIDIA A100 80GB datasheet,
+  // SXM column: FP32 19.5 TFLOP/s; TF32 tensor 156 and FP16 tensor 312 TFLOP/s dense (312 / 624 with
+  // sparsity); HBM2e 2039 GB/s.
+  DeviceModel d;
+  d.name = "a100";
+  d.sms = 108;
+  d.fp32_tflops = 19.5;
+  d.tf32_tflops = 156;
+  d.fp16_tflops = 312;
+  d.memory_gbps = 2039;
+  d.launch_us = kGpuLaunchUs;
+  d.sync_us = kGpuSyncUs;
+  d.max_concurrent_kernels = kGpuResidentGrids;
+  return d;
+}
+
+DeviceModel V100() {
+  // NVIDIA Tesla V100 GPU Architecture whitepaper (2017): 80 SMs. NVIDIA V100 datasheet, SXM2
+  // column: FP32 15.7 TFLOP/s; tensor (FP16) 125 TFLOP/s; HBM2 900 GB/s. Volta has no TF32, so TF32
+  // math runs at the FP32 rate.
+  DeviceModel d;
+  d.name = "v100";
+  d.sms = 80;
+  d.fp32_tflops = 15.7;
+  d.tf32_tflops = 15.7;
+  d.fp16_tflops = 125;
+  d.memory_gbps = 900;
+  d.launch_us = kGpuLaunchUs;
+  d.sync_us = kGpuSyncUs;
+  d.max_concurrent_kernels = kGpuResidentGrids;
+  return d;
+}
+
+DeviceModel Cpu() {
+  // The local CPU, each core standing in for an SM. Assumptions (nominal, to be calibrated):
+  // - 80 GFLOP/s FP32 per core: 2.5 GHz x two 256-bit FMA pipes x 8 lanes x 2 FLOPs (the AVX2 core of
+  //   Intel's Optimization Reference Manual since Haswell, and AMD Zen 2 and later);
+  // - no tensor units: TF32 and FP16 run at the FP32 rate;
+  // - 10 GB/s of DRAM bandwidth per core (a server socket's bandwidth shared by its cores);
+  // - 2 us to dispatch an ATen op (no device launch), 10 us to hand a group to a pool thread and join;
+  // - ATen splits elementwise loops into chunks of at::internal::GRAIN_SIZE = 32768 elements.
+  const int cores = std::max(1u, std::thread::hardware_concurrency());
+  DeviceModel d;
+  d.name = "cpu";
+  d.sms = cores;
+  d.fp32_tflops = 0.080 * cores;
+  d.tf32_tflops = d.fp32_tflops;
+  d.fp16_tflops = d.fp32_tflops;
+  d.memory_gbps = 10.0 * cores;
+  d.launch_us = 2.0;
+  d.sync_us = 10.0;
+  d.max_concurrent_kernels = cores;
+  d.gemm_efficiency = 0.6;
+  d.memory_efficiency = 0.7;
+  d.sm_bandwidth_share = 2;
+  d.elementwise_block_elements = 32768;
+  return d;
+}
+
+struct Preset {
+  const char* name;
+  DeviceModel (*make)();
+};
+const Preset kPresets[] = {{"h100", H100}, {"a100", A100}, {"v100", V100}, {"cpu", Cpu}};
+
+}  // namespace
+
+std::vector<std::string> DeviceModel::KnownNames() {
+  std::vector<std::string> names;
+  for (const Preset& preset : kPresets) names.emplace_back(preset.name);
+  return names;
+}
+
+DeviceModel DeviceModel::ByName(const std::string& name) {
+  std::string lower = name;
+  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+  for (const Preset& preset : kPresets)
+    if (lower == preset.name) return preset.make();
+  std::string known;
+  for (const Preset& preset : kPresets) known += std::string(known.empty() ? "" : ", ") + preset.name;
+  throw Error("unknown device model \"" + name + "\"; known devices: " + known +
+              " (or load a calibrated one from JSON)");
+}
+
+void ValidateDeviceModel(const DeviceModel& d) {
+  auto fail = [&](const char* field, double value, const char* expected) {
+    throw Error("device model \"" + d.name + "\": " + field + " is " + std::to_string(value) + "; expected " +
+                expected);
+  };
+  auto positive = [&](const char* field, double value) {
+    if (!(value > 0) || !std::isfinite(value)) fail(field, value, "a positive number");
+  };
+  auto fraction = [&](const char* field, double value) {
+    if (!(value > 0 && value <= 1)) fail(field, value, "an efficiency in (0, 1]");
+  };
+  positive("sms", d.sms);
+  positive("fp32_tflops", d.fp32_tflops);
+  positive("tf32_tflops", d.tf32_tflops);
+  positive("fp16_tflops", d.fp16_tflops);
+  positive("memory_gbps", d.memory_gbps);
+  if (!(d.launch_us >= 0) || !std::isfinite(d.launch_us)) fail("launch_us", d.launch_us, "a non-negative number");
+  if (!(d.sync_us >= 0) || !std::isfinite(d.sync_us)) fail("sync_us", d.sync_us, "a non-negative number");
+  positive("max_concurrent_kernels", d.max_concurrent_kernels);
+  fraction("gemm_efficiency", d.gemm_efficiency);
+  fraction("vector_efficiency", d.vector_efficiency);
+  fraction("memory_efficiency", d.memory_efficiency);
+  positive("sm_bandwidth_share", d.sm_bandwidth_share);
+  positive("gemm_tile", d.gemm_tile);
+  positive("elementwise_block_elements", d.elementwise_block_elements);
+}
+
+}  // namespace autograph
