@@ -56,7 +56,7 @@ int RunOptimize(const OptimizeCommandOptions& o) {
   try {
     optimized.save(o.output);
   } catch (const c10::Error& e) {
-    throw Error("cannot write '" + o.output + "': " + std::string(e.what_without_backtrace()).substr(0, 200));
+    throw Error("cannot write '" + o.output + "': " + FirstLineOf(e));
   }
   nlohmann::json measured = nullptr;
   if (o.measure_runs > 0) {

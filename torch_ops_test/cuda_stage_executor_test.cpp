@@ -24,16 +24,9 @@
 
 namespace {
 
-#ifdef AUTOGRAPH_WITH_CUDA
+using autograph::testing::Flatten;
 
-std::vector<at::Tensor> Flatten(const std::vector<c10::IValue>& values) {
-  std::vector<at::Tensor> out;
-  for (const auto& v : values) {
-    if (v.isTensor()) out.push_back(v.toTensor());
-    else if (v.isTuple()) for (const auto& e : v.toTupleRef().elements()) out.push_back(e.toTensor());
-  }
-  return out;
-}
+#ifdef AUTOGRAPH_WITH_CUDA
 
 // Streams change when kernels run, not what they compute, and cuDNN picks the same algorithm for
 // the same shapes in one process: results should be identical. The bound allows for a library

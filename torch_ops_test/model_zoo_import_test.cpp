@@ -15,6 +15,7 @@
 
 namespace {
 
+using autograph::testing::Flatten;
 using autograph::testing::ZooModel;
 
 struct ZooCase {
@@ -24,16 +25,6 @@ struct ZooCase {
 };
 
 std::ostream& operator<<(std::ostream& os, const ZooCase& c) { return os << c.name; }
-
-std::vector<at::Tensor> Flatten(const std::vector<c10::IValue>& values) {
-  std::vector<at::Tensor> out;
-  for (const auto& v : values) {
-    if (v.isTensor()) out.push_back(v.toTensor());
-    else if (v.isTuple()) for (const auto& e : v.toTupleRef().elements()) out.push_back(e.toTensor());
-    else if (v.isTensorList()) for (const auto& t : v.toTensorVector()) out.push_back(t);
-  }
-  return out;
-}
 
 class ModelZoo : public ::testing::TestWithParam<ZooCase> {};
 

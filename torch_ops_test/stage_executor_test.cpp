@@ -23,16 +23,8 @@
 
 namespace {
 
+using autograph::testing::Flatten;
 using autograph::testing::ZooModel;
-
-std::vector<at::Tensor> Flatten(const std::vector<c10::IValue>& values) {
-  std::vector<at::Tensor> out;
-  for (const auto& v : values) {
-    if (v.isTensor()) out.push_back(v.toTensor());
-    else if (v.isTuple()) for (const auto& e : v.toTupleRef().elements()) out.push_back(e.toTensor());
-  }
-  return out;
-}
 
 struct ExecutorCase {
   std::string name;

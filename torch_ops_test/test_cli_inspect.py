@@ -46,7 +46,7 @@ def test_text_output(cli, zoo):
     (["/nonexistent/model.pt"], "no such file"),
     (["{garbage}"], "not a loadable TorchScript file"),
     (["{squeezenet}", "--input-shape", "1,3,x"], "bad input shape"),
-    (["{squeezenet}", "--input-shape", "1,5,64,64"], "check that the example inputs match"),
+    (["{squeezenet}", "--input-shape", "1,5,64,64"], "check that the inputs match"),
     (["{squeezenet}", "--input-shape", "1,3,64,64", "--input-shape", "1,3,64,64"], "takes 1 input"),
     (["{squeezenet}", "--input-shape", "1,3,64,64", "--dtype", "int64"], "failed"),
     (["{bare}"], "no example input shapes"),

@@ -23,10 +23,7 @@ torch::jit::Module LoadModule(const std::string& path) {
   try {
     return torch::jit::load(path);
   } catch (const std::exception& e) {
-    std::string what = e.what();
-    if (auto* c10_error = dynamic_cast<const c10::Error*>(&e)) what = c10_error->what_without_backtrace();
-    what = what.substr(0, what.find('\n'));
-    throw ModelLoadError("'" + path + "' is not a loadable TorchScript file (" + what +
+    throw ModelLoadError("'" + path + "' is not a loadable TorchScript file (" + FirstLineOf(e) +
                          "); save models with torch.jit.save(torch.jit.script(m) or torch.jit.trace(m, x), path)");
   }
 }

@@ -104,11 +104,6 @@ std::string Describe(const Node* node) {
   return os.str();
 }
 
-std::string FirstLine(const std::string& s) {
-  auto end = s.find('\n');
-  return end == std::string::npos ? s : s.substr(0, end);
-}
-
 }  // namespace
 
 CompiledGraph::CompiledGraph(std::shared_ptr<Graph> graph, const std::vector<Node*>& order)
@@ -199,9 +194,7 @@ void CompiledGraph::RunStep(size_t index, Table& table, torch::jit::Stack& stack
   try {
     step.operation(stack);
   } catch (const std::exception& e) {
-    const char* what = e.what();
-    if (auto* c10_error = dynamic_cast<const c10::Error*>(&e)) what = c10_error->what_without_backtrace();
-    throw InputError("running " + Describe(step.node) + " failed: " + FirstLine(what) +
+    throw InputError("running " + Describe(step.node) + " failed: " + FirstLineOf(e) +
                      "; check that the inputs match what the model expects (shape, dtype, device)");
   }
   TORCH_CHECK(stack.size() == step.outputs.size(), "CompiledGraph: ", Describe(step.node), " returned ",

@@ -1,5 +1,6 @@
 // CPU backend: the groups of a stage run concurrently, group 0 on the calling thread and the others
 // on a thread pool owned by the backend; the caller waits for the whole stage before the next.
+#include <ATen/ThreadLocalState.h>
 #include <c10/core/thread_pool.h>
 
 #include <condition_variable>
@@ -49,10 +50,12 @@ class CpuStageBackend : public StageBackend {
         RunGroup(groups[0], table, stack);
       } else {
         StageLatch latch(static_cast<int>(groups.size()) - 1);
+        const at::ThreadLocalState caller_state;  // grad mode, inference mode, ... follow the work
         for (size_t g = 1; g < groups.size(); ++g) {
-          pool_->run([this, &groups, g, &table, &latch] {
+          pool_->run([this, &groups, g, &table, &latch, &caller_state] {
             std::exception_ptr error;
             try {
+              at::ThreadLocalStateGuard state_guard(caller_state);
               torch::jit::Stack own_stack;
               RunGroup(groups[g], table, own_stack);
             } catch (...) {

@@ -104,8 +104,7 @@ c10::intrusive_ptr<Program> Program::FromState(State state) {
   } catch (const std::out_of_range& e) {
     throw Error(std::string("corrupted program: an operator names a node that does not exist (") + e.what() + ")");
   } catch (const c10::Error& e) {
-    std::string what = e.what_without_backtrace();
-    throw Error("corrupted program: " + what.substr(0, what.find('\n')));
+    throw Error("corrupted program: " + FirstLineOf(e));
   }
   if (program->inputs_.size() != graph->inputs().size()) {
     throw Error("corrupted program: " + std::to_string(program->inputs_.size()) + " input signatures for a graph of " +
@@ -114,8 +113,7 @@ c10::intrusive_ptr<Program> Program::FromState(State state) {
   try {
     program->BuildExecutor();  // validates the schedule against the operators and their nodes
   } catch (const c10::Error& e) {
-    std::string what = e.what_without_backtrace();
-    throw Error("corrupted program: " + what.substr(0, what.find('\n')));
+    throw Error("corrupted program: " + FirstLineOf(e));
   }
   return program;
 }

@@ -7,7 +7,9 @@ namespace autograph {
 
 namespace {
 
+// The nodes of every operator, stage by stage, group by group. Validates first: the plan relies on it.
 std::vector<torch::jit::Node*> ScheduleOrder(const OpGraph& graph, const Schedule& schedule) {
+  ValidateSchedule(schedule, graph);
   std::vector<torch::jit::Node*> order;
   for (const Stage& stage : schedule.stages)
     for (const auto& group : stage.groups)
@@ -18,7 +20,7 @@ std::vector<torch::jit::Node*> ScheduleOrder(const OpGraph& graph, const Schedul
 }  // namespace
 
 StagePlan::StagePlan(const OpGraph& graph, const Schedule& schedule)
-    : compiled((ValidateSchedule(schedule, graph), graph.graph()), ScheduleOrder(graph, schedule)) {
+    : compiled(graph.graph(), ScheduleOrder(graph, schedule)) {
   std::vector<int> phase_of_step(compiled.num_steps()), group_of_step(compiled.num_steps());
   int group_id = 0;
   std::vector<int> stream_of_op(graph.size()), position_of_op(graph.size());

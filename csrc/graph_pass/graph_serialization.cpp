@@ -66,8 +66,7 @@ std::shared_ptr<torch::jit::Graph> DeserializeGraph(const SerializedGraph& seria
   try {
     torch::jit::parseIR(serialized.ir, graph.get());
   } catch (const std::exception& e) {
-    std::string what = e.what();
-    throw Error("corrupted program: its graph does not parse (" + what.substr(0, what.find('\n')) + ")");
+    throw Error("corrupted program: its graph does not parse (" + FirstLineOf(e) + ")");
   }
   const size_t lifted = serialized.tensor_constants.size();
   if (graph->inputs().size() < lifted) {

@@ -43,8 +43,7 @@ std::shared_ptr<torch::jit::Graph> LowerModule(const torch::jit::Module& module)
   try {
     frozen = torch::jit::freeze(copy, std::nullopt, /*optimize_numerics=*/false);
   } catch (const c10::Error& e) {
-    std::string what = e.what_without_backtrace();
-    throw UnsupportedModelError("cannot freeze the module (" + what.substr(0, what.find('\n')) +
+    throw UnsupportedModelError("cannot freeze the module (" + FirstLineOf(e) +
                                 "); autograph needs a module whose forward can be frozen (see torch.jit.freeze)");
   }
   auto graph = frozen.get_method("forward").graph()->copy();

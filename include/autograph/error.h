@@ -1,5 +1,6 @@
 #pragma once
 // Typed errors of the public API. Each message says what went wrong, where, and what to do.
+#include <exception>
 #include <stdexcept>
 #include <string>
 
@@ -27,5 +28,9 @@ class UnsupportedModelError : public Error {
  public:
   using Error::Error;
 };
+
+// The first line of an exception's message, without c10's backtrace: for quoting a library's error
+// inside one of ours.
+std::string FirstLineOf(const std::exception& e);
 
 }  // namespace autograph
