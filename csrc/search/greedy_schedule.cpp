@@ -21,6 +21,7 @@
 #include <string>
 
 #include "autograph/simple_schedulers.h"
+#include "search/stage_builder.h"
 
 namespace autograph {
 
@@ -39,17 +40,11 @@ std::vector<double> RemainingPathPriority(const OpGraph& graph) {
 class GreedyStageBuilder {
  public:
   GreedyStageBuilder(const OpGraph& graph, int max_groups)
-      : graph_(graph), max_groups_(max_groups), priority_(RemainingPathPriority(graph)),
-        stage_of_(graph.size(), -1), group_of_(graph.size(), -1), pending_preds_(graph.size()) {
-    for (int v = 0; v < graph.size(); ++v) {
-      pending_preds_[v] = static_cast<int>(graph.preds(v).size());
-      if (pending_preds_[v] == 0) ready_.push_back(v);
-    }
-  }
+      : graph_(graph), max_groups_(max_groups), priority_(RemainingPathPriority(graph)), builder_(graph) {}
 
   Schedule Build() {
     Schedule schedule;
-    while (num_placed_ < graph_.size()) schedule.stages.push_back(BuildStage(schedule.stages.size()));
+    while (!builder_.done()) schedule.stages.push_back(BuildStage(schedule.stages.size()));
     return schedule;
   }
 
@@ -57,51 +52,33 @@ class GreedyStageBuilder {
   bool Higher(int a, int b) const { return priority_[a] != priority_[b] ? priority_[a] > priority_[b] : a < b; }
 
   Stage BuildStage(int s) {
-    stage_ = Stage{};
-    stage_index_ = s;
-    std::sort(ready_.begin(), ready_.end(), [this](int a, int b) { return Higher(a, b); });
+    builder_.BeginStage(s);
+    std::vector<int> ready = builder_.ready();
+    std::sort(ready.begin(), ready.end(), [this](int a, int b) { return Higher(a, b); });
     std::vector<int> heads;
-    for (int v : ready_)
+    for (int v : ready)
       if (graph_.node(v).kind != OpKind::View && static_cast<int>(heads.size()) < max_groups_) heads.push_back(v);
-    if (heads.empty()) heads.push_back(ready_.front());  // only views are ready; ready_ is never empty in a DAG
+    if (heads.empty()) heads.push_back(ready.front());  // only views are ready; ready is never empty in a DAG
     for (int head : heads) {
-      stage_.groups.emplace_back();
-      const int g = static_cast<int>(stage_.groups.size()) - 1;
-      Place(head, g);
+      const int g = builder_.AddGroup();
+      builder_.Place(head, g);
       ExtendChain(g);
     }
     AbsorbViews();
-    CloseStage();
-    return std::move(stage_);
-  }
-
-  void Place(int v, int g) {
-    stage_of_[v] = stage_index_;
-    group_of_[v] = g;
-    stage_.groups[g].push_back(v);
-    ++num_placed_;
-  }
-
-  // All predecessors in earlier stages or in group g of this stage.
-  bool CanJoin(int w, int g) const {
-    for (int p : graph_.preds(w)) {
-      if (stage_of_[p] < 0) return false;
-      if (stage_of_[p] == stage_index_ && group_of_[p] != g) return false;
-    }
-    return true;
+    return builder_.CloseStage();
   }
 
   void ExtendChain(int g) {
     for (;;) {
       // The successors of the group's last op are all unplaced: only this chain could have placed one.
-      const auto& succs = graph_.succs(stage_.groups[g].back());
+      const auto& succs = graph_.succs(builder_.stage().groups[g].back());
       const int fork = static_cast<int>(succs.size());
       if (fork > 1 && fork <= max_groups_) return;  // the branches run side by side in the next stage
       int best = -1;
       for (int w : succs)
-        if (CanJoin(w, g) && (best < 0 || Higher(w, best))) best = w;
+        if (builder_.CanJoin(w, g) && (best < 0 || Higher(w, best))) best = w;
       if (best < 0) return;
-      Place(best, g);
+      builder_.Place(best, g);
     }
   }
 
@@ -109,44 +86,29 @@ class GreedyStageBuilder {
     // Candidates in id order: ready views, and views fed by this stage; absorbing one adds its
     // successors, whose ids are larger, so one ordered pass also takes chains of views.
     std::set<int> candidates;
-    for (int v : ready_)
-      if (stage_of_[v] < 0 && graph_.node(v).kind == OpKind::View) candidates.insert(v);
-    for (const auto& group : stage_.groups)
+    for (int v : builder_.ready())
+      if (!builder_.placed(v) && graph_.node(v).kind == OpKind::View) candidates.insert(v);
+    for (const auto& group : builder_.stage().groups)
       for (int v : group)
         for (int w : graph_.succs(v))
-          if (stage_of_[w] < 0 && graph_.node(w).kind == OpKind::View) candidates.insert(w);
+          if (!builder_.placed(w) && graph_.node(w).kind == OpKind::View) candidates.insert(w);
     while (!candidates.empty()) {
       const int w = *candidates.begin();
       candidates.erase(candidates.begin());
       int group = 0;  // no predecessor in this stage: any group will do, take the first
       for (int p : graph_.preds(w))
-        if (stage_of_[p] == stage_index_) group = group_of_[p];
-      if (!CanJoin(w, group)) continue;  // a predecessor unplaced, or in another group of this stage
-      Place(w, group);
+        if (builder_.stage_of(p) == builder_.stage_index()) group = builder_.group_of(p);
+      if (!builder_.CanJoin(w, group)) continue;  // a predecessor unplaced, or in another group of this stage
+      builder_.Place(w, group);
       for (int x : graph_.succs(w))
         if (graph_.node(x).kind == OpKind::View) candidates.insert(x);
     }
   }
 
-  // Ops whose predecessors are now all in closed stages become ready for the next one.
-  void CloseStage() {
-    ready_.erase(std::remove_if(ready_.begin(), ready_.end(), [this](int v) { return stage_of_[v] >= 0; }),
-                 ready_.end());
-    for (const auto& group : stage_.groups)
-      for (int v : group)
-        for (int w : graph_.succs(v))
-          if (--pending_preds_[w] == 0 && stage_of_[w] < 0) ready_.push_back(w);
-  }
-
   const OpGraph& graph_;
   const int max_groups_;
   const std::vector<double> priority_;
-  std::vector<int> stage_of_, group_of_;  // -1 while unplaced
-  std::vector<int> pending_preds_;        // predecessors not yet in a closed stage
-  std::vector<int> ready_;
-  int num_placed_ = 0;
-  Stage stage_;  // the stage being built
-  int stage_index_ = 0;
+  StageBuilder builder_;
 };
 
 }  // namespace

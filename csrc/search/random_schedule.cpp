@@ -19,6 +19,7 @@
 #include <utility>
 
 #include "autograph/simple_schedulers.h"
+#include "search/stage_builder.h"
 
 namespace autograph {
 
@@ -27,19 +28,14 @@ namespace {
 class RandomStageBuilder {
  public:
   RandomStageBuilder(const OpGraph& graph, uint64_t seed, int max_groups)
-      : graph_(graph), max_groups_(max_groups), rng_(seed), stage_of_(graph.size(), -1),
-        group_of_(graph.size(), -1), pending_preds_(graph.size()), offered_(graph.size(), -1) {
+      : graph_(graph), max_groups_(max_groups), rng_(seed), builder_(graph), offered_(graph.size(), -1) {
     width_mode_ = static_cast<WidthMode>(Below(3));
     grow_quarters_ = Below(5);
-    for (int v = 0; v < graph.size(); ++v) {
-      pending_preds_[v] = static_cast<int>(graph.preds(v).size());
-      if (pending_preds_[v] == 0) ready_.push_back(v);
-    }
   }
 
   Schedule Build() {
     Schedule schedule;
-    while (num_placed_ < graph_.size()) schedule.stages.push_back(BuildStage(schedule.stages.size()));
+    while (!builder_.done()) schedule.stages.push_back(BuildStage(schedule.stages.size()));
     return schedule;
   }
 
@@ -47,42 +43,24 @@ class RandomStageBuilder {
   size_t Below(size_t bound) { return static_cast<size_t>(rng_() % bound); }
 
   Stage BuildStage(int s) {
-    stage_ = Stage{};
-    stage_index_ = s;
-    std::vector<int> pool = ready_;
+    builder_.BeginStage(s);
+    std::vector<int> pool = builder_.ready();
     const size_t widest = std::min<size_t>(max_groups_, pool.size());
     const int k = static_cast<int>(width_mode_ == WidthMode::kRandom    ? 1 + Below(widest)
                                    : width_mode_ == WidthMode::kWidest ? widest
                                                                          : 1);
     for (int g = 0; g < k; ++g) {
       const size_t pick = Below(pool.size());
-      stage_.groups.emplace_back();
-      Place(pool[pick], g);
+      builder_.Place(pool[pick], builder_.AddGroup());
       pool.erase(pool.begin() + pick);
     }
     while (Below(4) < grow_quarters_) {
       auto moves = AllowedMoves();
       if (moves.empty()) break;
       const auto [op, group] = moves[Below(moves.size())];
-      Place(op, group);
+      builder_.Place(op, group);
     }
-    CloseStage();
-    return std::move(stage_);
-  }
-
-  void Place(int v, int g) {
-    stage_of_[v] = stage_index_;
-    group_of_[v] = g;
-    stage_.groups[g].push_back(v);
-    ++num_placed_;
-  }
-
-  bool CanJoin(int w, int g) const {
-    for (int p : graph_.preds(w)) {
-      if (stage_of_[p] < 0) return false;
-      if (stage_of_[p] == stage_index_ && group_of_[p] != g) return false;
-    }
-    return true;
+    return builder_.CloseStage();
   }
 
   // (op, group) pairs that may be appended now: a ready op may join any group; an op fed by this
@@ -90,29 +68,21 @@ class RandomStageBuilder {
   std::vector<std::pair<int, int>> AllowedMoves() {
     ++round_;
     std::vector<std::pair<int, int>> moves;
-    const int k = static_cast<int>(stage_.groups.size());
-    for (int v : ready_)
-      if (stage_of_[v] < 0)
+    const auto& groups = builder_.stage().groups;
+    const int k = static_cast<int>(groups.size());
+    for (int v : builder_.ready())
+      if (!builder_.placed(v))
         for (int g = 0; g < k; ++g) moves.emplace_back(v, g);
     for (int g = 0; g < k; ++g) {
-      for (int v : stage_.groups[g]) {
+      for (int v : groups[g]) {
         for (int w : graph_.succs(v)) {
-          if (stage_of_[w] >= 0 || offered_[w] == round_) continue;
+          if (builder_.placed(w) || offered_[w] == round_) continue;
           offered_[w] = round_;
-          if (CanJoin(w, g)) moves.emplace_back(w, g);
+          if (builder_.CanJoin(w, g)) moves.emplace_back(w, g);
         }
       }
     }
     return moves;
-  }
-
-  void CloseStage() {
-    ready_.erase(std::remove_if(ready_.begin(), ready_.end(), [this](int v) { return stage_of_[v] >= 0; }),
-                 ready_.end());
-    for (const auto& group : stage_.groups)
-      for (int v : group)
-        for (int w : graph_.succs(v))
-          if (--pending_preds_[w] == 0 && stage_of_[w] < 0) ready_.push_back(w);
   }
 
   enum class WidthMode { kRandom, kWidest, kOne };
@@ -122,14 +92,9 @@ class RandomStageBuilder {
   std::mt19937_64 rng_;
   WidthMode width_mode_;
   size_t grow_quarters_;  // chance, in quarters, to append one more op to the stage
-  std::vector<int> stage_of_, group_of_;  // -1 while unplaced
-  std::vector<int> pending_preds_;        // predecessors not yet in a closed stage
-  std::vector<int> offered_;              // round in which an op was last considered, to list it once
-  std::vector<int> ready_;
-  int num_placed_ = 0;
+  StageBuilder builder_;
+  std::vector<int> offered_;  // round in which an op was last considered, to list it once
   int round_ = 0;
-  Stage stage_;
-  int stage_index_ = 0;
 };
 
 }  // namespace
