@@ -50,14 +50,6 @@ bool WritesAnInput(const Node* node) {
   return schema && schema->is_mutable();
 }
 
-// What running a node showed: its kind and cost, from real inputs and outputs.
-struct NodeRecord {
-  OpKind kind = OpKind::View;
-  std::vector<TensorMeta> inputs, outputs;
-  double flops = 0;
-  int64_t bytes_read = 0, bytes_written = 0, weight_bytes = 0;
-};
-
 TensorMeta MetaOf(const at::Tensor& t) {
   return TensorMeta{t.sizes().vec(), t.scalar_type()};
 }
@@ -72,12 +64,15 @@ bool AllOutputsAliasInputs(const std::vector<at::Tensor>& ins, const std::vector
   return true;
 }
 
-NodeRecord Record(const Node* node, const std::vector<c10::IValue>& inputs, const std::vector<c10::IValue>& outputs) {
-  NodeRecord r;
+// What running a node showed: its kind and cost, from real inputs and outputs (an OpNode without
+// its graph links).
+OpNode Record(const Node* node, const std::vector<c10::IValue>& inputs, const std::vector<c10::IValue>& outputs) {
+  OpNode r;
   std::vector<at::Tensor> ins, outs;
   for (const auto& v : inputs) CollectTensors(v, &ins);
   for (const auto& v : outputs) CollectTensors(v, &outs);
   const std::string op = node->kind().toQualString();
+  r.op = op;
 
   if (!node->blocks().empty()) {
     r.kind = OpKind::ControlFlow;
@@ -142,7 +137,7 @@ OpGraph ImportOpGraph(std::shared_ptr<torch::jit::Graph> graph, const std::vecto
   }
 
   // 1. Run once, recording what each node really did.
-  std::unordered_map<const Node*, NodeRecord> records;
+  std::unordered_map<const Node*, OpNode> records;
   CompiledGraph::Observer observer = [&](const Node* n, const std::vector<c10::IValue>& in,
                                          const std::vector<c10::IValue>& out) { records[n] = Record(n, in, out); };
   auto returned = CompiledGraph(graph, order).Run(example_inputs, &observer);
@@ -249,16 +244,7 @@ OpGraph ImportOpGraph(std::shared_ptr<torch::jit::Graph> graph, const std::vecto
   for (int i = 0; i < n; ++i) members[group[i]].push_back(order[i]);
   for (int u : topo) {
     Node* anchor_node = order[anchor[u]];
-    const NodeRecord& r = records.at(anchor_node);
-    OpNode node;
-    node.op = anchor_node->kind().toQualString();
-    node.kind = r.kind;
-    node.inputs = r.inputs;
-    node.outputs = r.outputs;
-    node.flops = r.flops;
-    node.bytes_read = r.bytes_read;
-    node.bytes_written = r.bytes_written;
-    node.weight_bytes = r.weight_bytes;
+    OpNode node = std::move(records.at(anchor_node));
     node.anchor = anchor_node;
     node.jit_nodes = members[u];
     result.AddNode(std::move(node));
