@@ -105,8 +105,9 @@ int RunBench(const BenchOptions& o) {
         OptimizeOptions options;
         options.example_inputs = cpu_inputs;
         options.device = device;
-        options.method = method.rfind("greedy", 0) == 0 ? "greedy" : method;
-        options.cuda_graph = method.size() > 6 && method.substr(method.size() - 6) == "_graph";
+        const std::string suffix = "_graph";  // METHOD_graph: the same schedule under a CUDA Graph
+        options.cuda_graph = method.size() > suffix.size() && method.compare(method.size() - suffix.size(), suffix.size(), suffix) == 0;
+        options.method = options.cuda_graph ? method.substr(0, method.size() - suffix.size()) : method;
         OptimizeReport report;
         auto start = std::chrono::steady_clock::now();
         runnable = optimize(module, options, &report);
@@ -180,8 +181,8 @@ Command AddBenchCommand(CLI::App& app) {
   cmd->add_flag("--host-overhead", o->host_overhead, "Measure the host time each executor adds per operator");
   cmd->add_option("--zoo", o->zoo, "Directory of NAME.pt and NAME.json");
   cmd->add_option("--device", o->device, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}));
-  cmd->add_option("--methods", o->methods, "jit sequential greedy greedy_graph (CUDA Graph)")
-      ->check(CLI::IsMember({"jit", "sequential", "greedy", "sequential_graph", "greedy_graph"}));
+  cmd->add_option("--methods", o->methods, "jit sequential greedy ios, and METHOD_graph under a CUDA Graph")
+      ->check(CLI::IsMember({"jit", "sequential", "greedy", "ios", "sequential_graph", "greedy_graph", "ios_graph"}));
   cmd->add_option("--batch", o->batch, "Batch size")->check(CLI::PositiveNumber);
   cmd->add_option("--warmup", o->warmup, "Warm-up runs")->check(CLI::NonNegativeNumber);
   cmd->add_option("--runs", o->runs, "Timed runs")->check(CLI::PositiveNumber);

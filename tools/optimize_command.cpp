@@ -22,6 +22,8 @@ struct OptimizeCommandOptions {
   int max_streams = 8;
   bool cuda_graph = false, json = false;
   int measure_runs = 0;
+  std::string device_model;
+  int r = 3, s = 8, block = 24;
 };
 
 // Median wall time of `runs` forward calls after `runs / 5 + 1` warm-up calls; on CUDA each call is
@@ -51,6 +53,10 @@ int RunOptimize(const OptimizeCommandOptions& o) {
   options.method = o.method;
   options.max_streams = o.max_streams;
   options.cuda_graph = o.cuda_graph;
+  options.device_model = o.device_model;
+  options.ios_r = o.r;
+  options.ios_s = o.s;
+  options.ios_block = o.block;
   OptimizeReport report;
   torch::jit::Module optimized = optimize(module, options, &report);
   try {
@@ -68,13 +74,13 @@ int RunOptimize(const OptimizeCommandOptions& o) {
   nlohmann::json result = {{"model", o.model},
                            {"method", report.method},
                            {"device", options.device.str()},
-                           {"cost", nullptr},
+                           {"cost", report.method == "ios" ? nlohmann::json("analytical") : nlohmann::json(nullptr)},
                            {"operators_before", report.operators_before},
                            {"operators_after", report.operators_after},
                            {"stages", report.stages},
                            {"groups", report.groups},
                            {"streams", report.streams},
-                           {"predicted_ms", nullptr},
+                           {"predicted_ms", report.predicted_ms >= 0 ? nlohmann::json(report.predicted_ms) : nlohmann::json(nullptr)},
                            {"measured_ms", measured},
                            {"search_seconds", report.search_seconds},
                            {"states_explored", report.states_explored},
@@ -98,9 +104,14 @@ Command AddOptimizeCommand(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("optimize", "Plan a schedule and write an optimized TorchScript module");
   cmd->add_option("model", o->model, "TorchScript file (.pt)")->required();
   cmd->add_option("-o,--output", o->output, "Where to write the optimized module")->required();
-  cmd->add_option("--method", o->method, "Scheduler")->check(CLI::IsMember({"sequential", "greedy"}));
+  cmd->add_option("--method", o->method, "Scheduler")->check(CLI::IsMember({"sequential", "greedy", "ios"}));
   cmd->add_option("--device", o->device, "Device to plan and run on")->check(CLI::IsMember({"cpu", "cuda"}));
   cmd->add_option("--max-streams", o->max_streams, "Most groups (streams/threads) per stage")->check(CLI::Range(1, 64));
+  cmd->add_option("--device-model", o->device_model, "ios: device the analytical cost model describes")
+      ->check(CLI::IsMember({"h100", "a100", "v100", "cpu"}));
+  cmd->add_option("--r", o->r, "ios: most operators per group")->check(CLI::Range(1, 64));
+  cmd->add_option("--s", o->s, "ios: most groups per stage")->check(CLI::Range(1, 64));
+  cmd->add_option("--block", o->block, "ios: operators per block of the dynamic program")->check(CLI::Range(1, 64));
   cmd->add_flag("--cuda-graph", o->cuda_graph, "Capture the multi-stream run into a CUDA Graph (cuda only)");
   cmd->add_option("--measure", o->measure_runs, "Time N runs of the optimized module (median ms in measured_ms)");
   cmd->add_flag("--json", o->json, "One JSON object on stdout");

@@ -195,3 +195,37 @@ TEST(Optimize, RejectsMissingExamplesAndUnknownMethods) {
 }
 
 }  // namespace
+
+namespace {
+
+// IOS block by block under the analytical H100 model: a valid schedule that keeps the outputs.
+TEST(Optimize, IosMethodPlansBlockByBlock) {
+  torch::NoGradGuard no_grad;
+  torch::jit::Module m = autograph::LoadModule(ZooModel("inception_v3"));
+  m.eval();
+  at::Tensor x = torch::randn({1, 3, 160, 160});
+  autograph::OptimizeOptions options;
+  options.example_inputs = {x};
+  options.method = "ios";
+  options.device_model = "h100";
+  options.ios_block = 16;
+  options.ios_r = 2;
+  options.ios_s = 4;
+  autograph::OptimizeReport report;
+  torch::jit::Module optimized = autograph::optimize(m, options, &report);
+  EXPECT_GT(report.predicted_ms, 0);
+  EXPECT_GT(report.states_explored, 0);
+  EXPECT_GT(report.streams, 1) << "Inception's branches pay off under the H100 model";
+  for (const auto& stage : report.schedule.stages) {
+    EXPECT_LE(stage.groups.size(), 4u);
+    for (const auto& group : stage.groups) EXPECT_LE(group.size(), 2u);
+  }
+  at::Tensor want = m.forward({x}).toTensor();
+  at::Tensor got = optimized.forward({x}).toTensor();
+  // Lowering folds batch norms: float32 rounding, |error| <= 1e-4 * max|reference|.
+  EXPECT_LE((got - want).abs().max().item<double>(), 1e-4 * want.abs().max().item<double>());
+  options.ios_block = 65;
+  EXPECT_THROW(autograph::optimize(m, options), autograph::Error);
+}
+
+}  // namespace

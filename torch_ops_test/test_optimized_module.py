@@ -23,7 +23,7 @@ OPTIMIZE_KEYS = {"model", "method", "device", "cost", "operators_before", "opera
                  "output"}
 
 
-@pytest.mark.parametrize("method", ["sequential", "greedy"])
+@pytest.mark.parametrize("method", ["sequential", "greedy", "ios"])
 def test_fresh_python_process_loads_and_matches(cli, zoo, tmp_path, method):
     out = tmp_path / f"squeezenet_{method}.pt"
     report = optimize(cli, zoo / "squeezenet.pt", out, "--method", method, "--input-shape", "1,3,128,128")
@@ -32,6 +32,10 @@ def test_fresh_python_process_loads_and_matches(cli, zoo, tmp_path, method):
     assert report["stages"] == (1 if method == "sequential" else report["stages"])
     if method == "greedy":
         assert report["streams"] == 2 and report["stages"] < report["operators_before"]
+    if method == "ios":
+        assert report["cost"] == "analytical" and report["predicted_ms"] > 0 and report["states_explored"] > 0
+    else:
+        assert report["cost"] is None and report["predicted_ms"] is None
     # A fresh interpreter: nothing of this process (library, classes) carries over.
     script = textwrap.dedent(f"""
         import sys, torch

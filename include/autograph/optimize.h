@@ -17,7 +17,11 @@ namespace autograph {
 
 struct OptimizeOptions {
   std::vector<c10::IValue> example_inputs;  // one per forward() argument; moved to `device`
-  std::string method = "greedy";            // sequential | greedy
+  std::string method = "greedy";            // sequential | greedy | ios
+  std::string device_model;                 // cost model's device for ios: h100, a100, v100, cpu
+                                            // (default: h100 on cuda, cpu on cpu)
+  int ios_r = 3, ios_s = 8;                 // ios: operators per group, groups per stage
+  int ios_block = 24;                       // ios: operators per block (contiguous in topological order)
   c10::Device device = c10::kCPU;
   int max_streams = 8;                      // at most this many groups per stage
   bool cuda_graph = false;                  // CUDA only
@@ -30,6 +34,7 @@ struct OptimizeReport {
   int stages = 0, groups = 0, streams = 0;
   double search_seconds = 0;
   int64_t states_explored = 0;
+  double predicted_ms = -1;  // under the analytical cost model (ios), else -1
   Schedule schedule;
 };
 
