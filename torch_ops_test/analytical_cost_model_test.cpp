@@ -361,7 +361,7 @@ TEST(AnalyticalCostStage, MergeReadsTheSharedInputOnce) {
   EXPECT_LT(shared, 0.6 * separate);
 }
 
-TEST(AnalyticalCostModel, MemoFollowsEditedNodes) {
+TEST(AnalyticalCostModel, CostsFollowEditedNodes) {
   AnalyticalCostModel model(DeviceModel::ByName("h100"));
   OpGraph g = GraphOf({SmallConv()});
   const double before = model.OperatorMs(g, 0);

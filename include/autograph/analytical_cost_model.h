@@ -18,7 +18,6 @@
 // Merge stage: one kernel whose flops, bytes and thread blocks are the sums over its operators (the
 // shared input read once when all read an input of the same shape), plus one launch.
 #include <string>
-#include <unordered_map>
 
 #include "autograph/cost_model.h"
 #include "autograph/device_model.h"
@@ -29,7 +28,7 @@ struct AnalyticalCostOptions {
   bool allow_tf32 = false;  // FP32 GEMMs/convs at the TF32 tensor-core rate (torch's allow_tf32)
 };
 
-// Not thread-safe: operator costs are memoized.
+// Stateless after construction: operator costs are recomputed on each call.
 class AnalyticalCostModel : public CostModel {
  public:
   explicit AnalyticalCostModel(DeviceModel device, AnalyticalCostOptions options = {});
@@ -47,29 +46,13 @@ class AnalyticalCostModel : public CostModel {
     double sm_share = 0;
     double full_bandwidth_ms = 0;
   };
-  // What an OpCost was computed from, so that a memo entry found under a reused graph address or a
-  // node edited since is recomputed rather than trusted.
-  struct MemoEntry {
-    OpNode inputs;  // the node's cost-relevant fields (no jit pointers)
-    OpCost cost;
-  };
-  struct MemoKey {
-    const OpGraph* graph;
-    int op;
-    bool operator==(const MemoKey& other) const { return graph == other.graph && op == other.op; }
-  };
-  struct MemoKeyHash {
-    size_t operator()(const MemoKey& key) const;
-  };
-
-  const OpCost& CostOf(const OpGraph& graph, int op);
+  OpCost CostOf(const OpGraph& graph, int op) const;
   OpCost ComputeCost(const OpNode& node) const;
   double ConcurrentStageMs(const OpGraph& graph, const Stage& stage);
   double MergedStageMs(const OpGraph& graph, const Stage& stage);
 
   DeviceModel device_;
   AnalyticalCostOptions options_;
-  std::unordered_map<MemoKey, MemoEntry, MemoKeyHash> memo_;
 };
 
 }  // namespace autograph

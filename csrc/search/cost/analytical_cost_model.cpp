@@ -7,40 +7,6 @@
 
 namespace autograph {
 
-namespace {
-
-bool SameMetas(const std::vector<TensorMeta>& a, const std::vector<TensorMeta>& b) {
-  return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](const TensorMeta& x, const TensorMeta& y) {
-    return x.dtype == y.dtype && x.shape == y.shape;
-  });
-}
-
-// Everything ComputeCost reads.
-bool SameCostInputs(const OpNode& a, const OpNode& b) {
-  return a.kind == b.kind && a.flops == b.flops && a.bytes_read == b.bytes_read &&
-         a.bytes_written == b.bytes_written && a.weight_bytes == b.weight_bytes && a.op == b.op &&
-         SameMetas(a.outputs, b.outputs) && SameMetas(a.inputs, b.inputs);
-}
-
-OpNode CostInputsOf(const OpNode& node) {
-  OpNode copy;
-  copy.op = node.op;
-  copy.kind = node.kind;
-  copy.inputs = node.inputs;
-  copy.outputs = node.outputs;
-  copy.flops = node.flops;
-  copy.bytes_read = node.bytes_read;
-  copy.bytes_written = node.bytes_written;
-  copy.weight_bytes = node.weight_bytes;
-  return copy;
-}
-
-}  // namespace
-
-size_t AnalyticalCostModel::MemoKeyHash::operator()(const MemoKey& key) const {
-  return std::hash<const void*>()(key.graph) * 31 + std::hash<int>()(key.op);
-}
-
 AnalyticalCostModel::AnalyticalCostModel(DeviceModel device, AnalyticalCostOptions options)
     : device_(std::move(device)), options_(options) {
   ValidateDeviceModel(device_);  // a zero rate would turn every prediction into inf or NaN
@@ -68,18 +34,14 @@ AnalyticalCostModel::OpCost AnalyticalCostModel::ComputeCost(const OpNode& node)
   return cost;
 }
 
-const AnalyticalCostModel::OpCost& AnalyticalCostModel::CostOf(const OpGraph& graph, int op) {
-  const OpNode& node = graph.node(op);
-  auto [it, inserted] = memo_.try_emplace(MemoKey{&graph, op});
-  if (inserted || !SameCostInputs(it->second.inputs, node)) {
-    it->second.inputs = CostInputsOf(node);
-    it->second.cost = ComputeCost(node);
-  }
-  return it->second.cost;
+// Recomputed on every call: a roofline of a few shapes costs about what checking a memo entry
+// against the node would, and nothing can go stale.
+AnalyticalCostModel::OpCost AnalyticalCostModel::CostOf(const OpGraph& graph, int op) const {
+  return ComputeCost(graph.node(op));
 }
 
 double AnalyticalCostModel::OperatorMs(const OpGraph& graph, int op) {
-  const OpCost& cost = CostOf(graph, op);
+  const OpCost cost = CostOf(graph, op);
   return cost.launches ? device_.launch_us / 1e3 + cost.kernel_ms : 0.0;
 }
 
@@ -96,7 +58,7 @@ double AnalyticalCostModel::ConcurrentStageMs(const OpGraph& graph, const Stage&
     double group_ms = 0;
     int kernels = 0;
     for (int op : group) {
-      const OpCost& cost = CostOf(graph, op);
+      const OpCost cost = CostOf(graph, op);
       if (!cost.launches) continue;
       ++kernels;
       group_ms += launch_ms + cost.kernel_ms;
