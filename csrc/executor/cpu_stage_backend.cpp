@@ -44,13 +44,13 @@ class CpuStageBackend : public StageBackend {
     const StagePlan& plan = *plan_;
     CompiledGraph::Table table = plan.compiled.NewTable(std::move(inputs));
     torch::jit::Stack stack;
+    const at::ThreadLocalState caller_state;  // grad mode, inference mode, ... follow the work
     for (size_t s = 0; s < plan.stages.size(); ++s) {
       const auto& groups = plan.stages[s];
       if (groups.size() == 1) {
         RunGroup(groups[0], table, stack);
       } else {
         StageLatch latch(static_cast<int>(groups.size()) - 1);
-        const at::ThreadLocalState caller_state;  // grad mode, inference mode, ... follow the work
         for (size_t g = 1; g < groups.size(); ++g) {
           pool_->run([this, &groups, g, &table, &latch, &caller_state] {
             std::exception_ptr error;

@@ -28,6 +28,10 @@ namespace {
 using c10::cuda::CUDAStream;
 
 void MarkUsedOn(const c10::IValue& value, const CUDAStream& stream) {
+  if (value.isTensor()) {  // the common case, without collecting into a vector
+    if (value.toTensor().is_cuda()) value.toTensor().record_stream(stream);
+    return;
+  }
   std::vector<at::Tensor> tensors;
   CollectTensors(value, &tensors);
   for (const at::Tensor& t : tensors)
