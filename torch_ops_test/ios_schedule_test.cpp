@@ -1,5 +1,7 @@
 #include "autograph/ios_schedule.h"
 
+#include "search_test_util.h"
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -15,6 +17,8 @@
 
 namespace {
 
+using namespace autograph::testing;
+
 using autograph::CostModel;
 using autograph::IosOptions;
 using autograph::IosSchedule;
@@ -28,75 +32,10 @@ using autograph::StageStrategy;
 using Groups = std::vector<std::vector<int>>;
 using Mask = uint64_t;
 
-int AddOp(OpGraph& g, double flops) {
-  OpNode node;
-  node.op = "test::op" + std::to_string(g.size());
-  node.kind = OpKind::ComputeBound;
-  node.flops = flops;
-  return g.AddNode(node);
-}
-
-OpGraph MakeGraph(const std::vector<double>& flops, const std::vector<std::pair<int, int>>& edges) {
-  OpGraph g;
-  for (double f : flops) AddOp(g, f);
-  for (auto [u, v] : edges) g.AddEdge(u, v);
-  return g;
-}
-
-// n ops with random FLOPs in 0..99, each forward edge present with probability `density`.
-OpGraph RandomDag(std::mt19937& rng, int n, double density) {
-  OpGraph g;
-  for (int i = 0; i < n; ++i) AddOp(g, rng() % 100);
-  for (int u = 0; u < n; ++u)
-    for (int v = u + 1; v < n; ++v)
-      if ((rng() % 1000) / 1000.0 < density) g.AddEdge(u, v);
-  return g;
-}
-
-std::vector<int> AllIds(const OpGraph& g) {
-  std::vector<int> ids(g.size());
-  for (int i = 0; i < g.size(); ++i) ids[i] = i;
-  return ids;
-}
-
-// A toy latency model. An op takes 0.02 ms plus flops / 100. A concurrent stage takes as long as its
-// longest group or 60% of its total work, whichever is more (streams compete for the device), plus
-// 0.01 ms per stage and 0.05 ms per extra stream. Running two ops side by side pays off when both are
-// large, not when one is tiny; a chain is cheapest as one group.
-class ToyCost : public CostModel {
- public:
-  std::string name() const override { return "toy"; }
-  double OperatorMs(const OpGraph& graph, int op) override { return 0.02 + graph.node(op).flops / 100; }
-  double StageMs(const OpGraph& graph, const Stage& stage) override {
-    ++calls;
-    if (stage.strategy != StageStrategy::Concurrent) throw std::logic_error("ToyCost: only concurrent stages");
-    double longest = 0, total = 0;
-    for (const auto& group : stage.groups) {
-      double ms = 0;
-      for (int op : group) ms += OperatorMs(graph, op);
-      longest = std::max(longest, ms);
-      total += ms;
-    }
-    return std::max(longest, 0.6 * total) + 0.01 + 0.05 * (static_cast<double>(stage.groups.size()) - 1);
-  }
-  int64_t calls = 0;
-};
-
 std::vector<Groups> StagesOf(const Schedule& s) {
   std::vector<Groups> out;
   for (const Stage& stage : s.stages) out.push_back(stage.groups);
   return out;
-}
-
-std::string Dump(const Schedule& s) { return autograph::ScheduleToJson(s).dump(); }
-
-std::string ValidationError(const Schedule& s, const OpGraph& g) {
-  try {
-    autograph::ValidateSchedule(s, g);
-  } catch (const autograph::ScheduleError& e) {
-    return e.what();
-  }
-  return "";
 }
 
 bool Contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
@@ -234,7 +173,7 @@ TEST(IosSchedule, MatchesBruteForceOnRandomSmallDags) {
     const int n = 1 + trial % 7;
     const double density = densities[rng() % 5];
     OpGraph g = RandomDag(rng, n, density);
-    const IosOptions o{rs[trial % 3], ss[(trial / 3) % 4], false};
+    const IosOptions o{rs[trial % 3], ss[(trial / 3) % 4], {}};
     const std::string context = "trial " + std::to_string(trial) + " n=" + std::to_string(n) + " density=" +
                                 std::to_string(density) + " r=" + std::to_string(o.max_ops_per_group) +
                                 " s=" + std::to_string(o.max_groups_per_stage);
@@ -271,7 +210,7 @@ TEST(IosSchedule, MatchesBruteForceOnBlocksOfLargerGraphs) {
     for (int v = first; v < first + size; ++v)
       for (int w : g.succs(v))
         if (w < first + size) sub.AddEdge(v - first, w - first);
-    const IosOptions o{1 + trial % 3, 1 + trial % 4, false};
+    const IosOptions o{1 + trial % 3, 1 + trial % 4, {}};
     const std::string context = "trial " + std::to_string(trial) + " block " + std::to_string(first) + ".." +
                                 std::to_string(first + size - 1);
     ToyCost cost;
@@ -352,7 +291,7 @@ TEST(IosSchedule, TriesEveryEndingOnce) {
   std::mt19937 rng(5);
   for (int trial = 0; trial < 80; ++trial) {
     OpGraph g = RandomDag(rng, 1 + rng() % 10, (rng() % 70) / 100.0);
-    const IosOptions o{1 + static_cast<int>(rng() % 4), 1 + static_cast<int>(rng() % 4), false};
+    const IosOptions o{1 + static_cast<int>(rng() % 4), 1 + static_cast<int>(rng() % 4), {}};
     const std::string context = "trial " + std::to_string(trial) + " r=" + std::to_string(o.max_ops_per_group) +
                                 " s=" + std::to_string(o.max_groups_per_stage);
     ToyCost cost;
@@ -374,12 +313,12 @@ TEST(IosSchedule, FindsEndingsJoinedOnlyByACommonPredecessor) {
   OpGraph g = MakeGraph({0, 0, 0}, {{0, 1}, {0, 2}});
   ToyCost cost;
   SearchStats stats;
-  const Schedule s = IosSchedule(g, AllIds(g), cost, IosOptions{3, 1, false}, &stats);
+  const Schedule s = IosSchedule(g, AllIds(g), cost, IosOptions{3, 1, {}}, &stats);
   EXPECT_EQ(StagesOf(s), (std::vector<Groups>{{{0, 1, 2}}}));
   EXPECT_DOUBLE_EQ(stats.predicted_ms, 0.07);
   // The same shape as a state inside a larger graph: 3 -> 4 and 3 -> 5 hang below the fork.
   OpGraph h = MakeGraph({50, 50, 50, 0, 0, 0}, {{0, 1}, {0, 2}, {1, 3}, {2, 3}, {3, 4}, {3, 5}});
-  const Schedule t = IosSchedule(h, AllIds(h), cost, IosOptions{3, 1, false});
+  const Schedule t = IosSchedule(h, AllIds(h), cost, IosOptions{3, 1, {}});
   ASSERT_FALSE(t.stages.empty());
   EXPECT_EQ(t.stages.back().groups, (Groups{{3, 4, 5}})) << Dump(t);
 }
@@ -389,7 +328,7 @@ TEST(IosSchedule, CountsOnAChain) {
   OpGraph g = MakeGraph({1, 2, 3, 4}, {{0, 1}, {1, 2}, {2, 3}});
   ToyCost cost;
   SearchStats stats;
-  IosSchedule(g, AllIds(g), cost, IosOptions{3, 8, false}, &stats);
+  IosSchedule(g, AllIds(g), cost, IosOptions{3, 8, {}}, &stats);
   EXPECT_EQ(stats.states, 4);
   EXPECT_EQ(stats.endings, 1 + 2 + 3 + 3);
   EXPECT_EQ(stats.stages_evaluated, 9);  // every (prefix, suffix) gives a different interval
@@ -408,7 +347,7 @@ OpGraph Grid3x3() {
 
 TEST(IosSchedule, CountsOnAGrid) {
   OpGraph g = Grid3x3();
-  for (const IosOptions& o : {IosOptions{3, 8, false}, IosOptions{1, 3, false}, IosOptions{9, 9, false}}) {
+  for (const IosOptions& o : {IosOptions{3, 8, {}}, IosOptions{1, 3, {}}, IosOptions{9, 9, {}}}) {
     ToyCost cost;
     SearchStats stats;
     const Schedule s = IosSchedule(g, AllIds(g), cost, o, &stats);
@@ -429,31 +368,26 @@ TEST(IosSchedule, CountsOnAGrid) {
 TEST(IosSchedule, ChainIsOneGroupWhenItFits) {
   OpGraph g = MakeGraph({10, 20, 30, 40, 50}, {{0, 1}, {1, 2}, {2, 3}, {3, 4}});
   ToyCost cost;
-  EXPECT_EQ(StagesOf(IosSchedule(g, AllIds(g), cost, IosOptions{5, 8, false})),
+  EXPECT_EQ(StagesOf(IosSchedule(g, AllIds(g), cost, IosOptions{5, 8, {}})),
             (std::vector<Groups>{{{0, 1, 2, 3, 4}}}));
   // With r = 3 it takes two one-group stages: 1.6 ms of work plus 0.01 per stage.
   SearchStats stats;
-  const Schedule s = IosSchedule(g, AllIds(g), cost, IosOptions{3, 8, false}, &stats);
+  const Schedule s = IosSchedule(g, AllIds(g), cost, IosOptions{3, 8, {}}, &stats);
   EXPECT_EQ(s.stages.size(), 2u) << Dump(s);
   EXPECT_EQ(s.max_groups(), 1) << Dump(s);
   EXPECT_NEAR(stats.predicted_ms, 1.6 + 0.02, 1e-12);
-}
-
-OpGraph ForkJoin(double branch_flops) {
-  return MakeGraph({0, branch_flops, branch_flops, branch_flops, 0},
-                   {{0, 1}, {0, 2}, {0, 3}, {1, 4}, {2, 4}, {3, 4}});
 }
 
 TEST(IosSchedule, ForkJoinRunsLargeBranchesTogether) {
   OpGraph g = ForkJoin(90);
   ToyCost cost;
   SearchStats stats;
-  const Schedule s = IosSchedule(g, AllIds(g), cost, IosOptions{3, 8, false}, &stats);
+  const Schedule s = IosSchedule(g, AllIds(g), cost, IosOptions{3, 8, {}}, &stats);
   EXPECT_EQ(StagesOf(s), (std::vector<Groups>{{{0}}, {{1}, {2}, {3}}, {{4}}}));
   // 0.03 + (0.6 * 2.76 + 0.01 + 0.10) + 0.03
   EXPECT_NEAR(stats.predicted_ms, 0.03 + 1.656 + 0.11 + 0.03, 1e-12);
   // Two streams at most: the three branches cannot share a stage.
-  const Schedule narrow = IosSchedule(g, AllIds(g), cost, IosOptions{3, 2, false});
+  const Schedule narrow = IosSchedule(g, AllIds(g), cost, IosOptions{3, 2, {}});
   EXPECT_EQ(narrow.max_groups(), 2) << Dump(narrow);
   for (const Stage& stage : narrow.stages) EXPECT_LE(stage.groups.size(), 2u);
 }
@@ -462,7 +396,7 @@ TEST(IosSchedule, ForkJoinRunsTinyBranchesInOneStream) {
   // 0.02 ms ops: an extra stream (0.05 ms) costs more than it hides.
   OpGraph g = ForkJoin(0);
   ToyCost cost;
-  const Schedule s = IosSchedule(g, AllIds(g), cost, IosOptions{3, 8, false});
+  const Schedule s = IosSchedule(g, AllIds(g), cost, IosOptions{3, 8, {}});
   EXPECT_EQ(s.max_groups(), 1) << Dump(s);
   EXPECT_EQ(ValidationError(s, g), "");
 }
@@ -505,16 +439,44 @@ TEST(IosSchedule, TakesBlocksOfUpTo64Ops) {
   EXPECT_DOUBLE_EQ(stats.predicted_ms, cost.ScheduleMs(chain, s));
 }
 
-TEST(IosSchedule, RejectsMergeStages) {
-  OpGraph g = ForkJoin(1);
-  ToyCost cost;
-  try {
-    IosSchedule(g, AllIds(g), cost, IosOptions{3, 8, true});
-    ADD_FAILURE() << "allow_merge was accepted";
-  } catch (const autograph::Error& e) {
-    EXPECT_TRUE(Contains(e.what(), "merge stages are not supported yet")) << e.what();
-  }
-  EXPECT_EQ(cost.calls, 0);
+TEST(IosSchedule, MergesSiblingsOfOneClassWhenCheaper) {
+  OpGraph g = ForkJoin(90);
+  ToyMergeCost cost;
+  IosOptions options;
+  options.merge_classes = {{1, 2, 3}};
+  SearchStats stats;
+  const Schedule s = IosSchedule(g, AllIds(g), cost, options, &stats);
+  ASSERT_EQ(s.stages.size(), 3u) << Dump(s);
+  EXPECT_EQ(s.stages[1].strategy, StageStrategy::Merge);
+  EXPECT_EQ(s.stages[1].groups, (Groups{{1}, {2}, {3}}));
+  EXPECT_NEAR(stats.predicted_ms, 0.03 + (0.02 + 1.35 + 0.01) + 0.03, 1e-12);
+  // Every subset of two or more sinks of the class is costed once: {1,2,3} and three pairs.
+  EXPECT_EQ(cost.merged_calls, 4);
+  EXPECT_DOUBLE_EQ(stats.predicted_ms, cost.ScheduleMs(g, s));
+}
+
+TEST(IosSchedule, MergeStagesHoldOnlySinksOfOneClass) {
+  // 1 -> 2 inside the class: 2 is a sink and 1 is not until 2 has run, so no merge stage pairs them.
+  OpGraph g = MakeGraph({0, 90, 90, 90, 0}, {{0, 1}, {1, 2}, {0, 3}, {2, 4}, {3, 4}});
+  ToyMergeCost cost;
+  IosOptions options;
+  options.merge_classes = {{1, 2}, {3, 99}};  // ids outside the block are ignored
+  const Schedule s = IosSchedule(g, AllIds(g), cost, options);
+  for (const Stage& stage : s.stages) EXPECT_EQ(stage.strategy, StageStrategy::Concurrent) << Dump(s);
+  EXPECT_EQ(cost.merged_calls, 0);
+  EXPECT_EQ(ValidationError(s, g), "");
+}
+
+TEST(IosSchedule, KeepsConcurrentStagesWhenMergingIsDearer) {
+  OpGraph g = ForkJoin(1);  // tiny branches: one stream and no merge is cheapest under ToyMergeCost?
+  ToyMergeCost cost;
+  IosOptions options;
+  options.merge_classes = {{1, 2, 3}};
+  SearchStats merged_stats, plain_stats;
+  IosSchedule(g, AllIds(g), cost, options, &merged_stats);
+  IosSchedule(g, AllIds(g), cost, IosOptions{}, &plain_stats);
+  // Allowing merges never makes the optimum worse: the Concurrent endings are all still there.
+  EXPECT_LE(merged_stats.predicted_ms, plain_stats.predicted_ms + 1e-12);
 }
 
 TEST(IosSchedule, RejectsBadOptionsAndBlocks) {
@@ -526,8 +488,8 @@ TEST(IosSchedule, RejectsBadOptionsAndBlocks) {
     std::string expected_in_message;
   };
   const std::vector<Case> cases = {
-      {{0, 1, 2, 3}, IosOptions{0, 8, false}, "max_ops_per_group (r) is 0"},
-      {{0, 1, 2, 3}, IosOptions{3, 0, false}, "max_groups_per_stage (s) is 0"},
+      {{0, 1, 2, 3}, IosOptions{0, 8, {}}, "max_ops_per_group (r) is 0"},
+      {{0, 1, 2, 3}, IosOptions{3, 0, {}}, "max_groups_per_stage (s) is 0"},
       {{0, 1, 4}, IosOptions{}, "lists op 4"},
       {{-1, 0}, IosOptions{}, "lists op -1"},
       {{0, 1, 1}, IosOptions{}, "op 1 (test::op1) twice"},

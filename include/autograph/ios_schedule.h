@@ -14,7 +14,9 @@ namespace autograph {
 struct IosOptions {
   int max_ops_per_group = 3;     // r: operators in one group (one stream) of a stage
   int max_groups_per_stage = 8;  // s: groups (streams) in one stage
-  bool allow_merge = false;      // Merge stages; not supported yet: IosSchedule throws when set
+  // Merge stages: sets of op ids any two or more of which may run as one merged kernel (from
+  // MergeableConvolutionClasses); empty: Concurrent stages only.
+  std::vector<std::vector<int>> merge_classes;
 };
 
 struct SearchStats {
@@ -26,16 +28,17 @@ struct SearchStats {
 };
 
 // The schedule of the operators `block` with the least cost.ScheduleMs among the schedules whose
-// stages are Concurrent, each group is a weakly connected set of the stage's operators listed in id
-// order, with at most r operators, and a stage has at most s groups (groups of one stage share no
-// edge, so they are exactly the weakly connected components of the stage). Only edges inside the
-// block count: operators outside it run before or after the whole block.
+// stages are either Concurrent, each group a weakly connected set of the stage's operators listed in
+// id order, with at most r operators, and at most s groups (groups of one stage share no edge, so
+// they are exactly the weakly connected components of the stage); or Merge, two or more operators of
+// one merge class, one per group. Only edges inside the block count: operators outside it run before
+// or after the whole block.
 //
 // `block`: distinct op ids of `graph` (any order; ids are a topological order) forming a convex set
 // (no path leaves the block and comes back); pass all ids to schedule the whole graph. At most 64
 // operators: partition larger graphs into blocks first. An empty block gives an empty schedule.
 // Throws autograph::Error for a block that is too large, not convex or lists a bad or repeated id,
-// for r or s below 1, and for allow_merge (not supported yet).
+// and for r or s below 1.
 Schedule IosSchedule(const OpGraph& graph, const std::vector<int>& block, CostModel& cost, const IosOptions& options,
                      SearchStats* stats = nullptr);
 
