@@ -111,10 +111,36 @@ TEST(ScheduleValidate, AcceptsValidSchedules) {
   EXPECT_EQ(ValidationError(MakeSchedule({{{0}}, {{1}, {2}}, {{3}}}), g), "");
   EXPECT_EQ(ValidationError(MakeSchedule({{{0, 2, 1, 3}}}), g), "");
   EXPECT_EQ(ValidationError(MakeSchedule({{{0, 1}}, {{2, 3}}}), g), "");
-  Schedule merge = MakeSchedule({{{0}}, {{1}, {2}}, {{3}}});
-  merge.stages[1].strategy = StageStrategy::Merge;
-  EXPECT_EQ(ValidationError(merge, g), "");
   EXPECT_EQ(ValidationError(Schedule{}, OpGraph{}), "");
+}
+
+// Merge stages need convolutions of one input (merged_convolution_test.cpp accepts real ones); the
+// structure is checked first: >= 2 groups of exactly one op each.
+TEST(ScheduleValidate, RejectsMergeStagesThatCannotBeOneKernel) {
+  OpGraph g = Diamond();
+  Schedule s = MakeSchedule({{{0}}, {{1}, {2}}, {{3}}});
+  s.stages[1].strategy = StageStrategy::Merge;
+  std::string msg = ValidationError(s, g);
+  EXPECT_TRUE(Contains(msg, "merge stage 1 cannot run as one kernel: op 1 (test::op1) has no TorchScript node")) << msg;
+  s = MakeSchedule({{{0}}, {{1, 2}}, {{3}}});
+  s.stages[1].strategy = StageStrategy::Merge;
+  msg = ValidationError(s, g);
+  EXPECT_TRUE(Contains(msg, "merge stage 1 has 1 group")) << msg;
+  s = MakeSchedule({{{0, 1}, {2}}});
+  s.stages[0].strategy = StageStrategy::Merge;
+  msg = ValidationError(s, MakeGraph(3, {}));
+  EXPECT_TRUE(Contains(msg, "merge stage 0 group 0 lists 2 ops, starting with op 0 (test::op0)")) << msg;
+}
+
+TEST(ScheduleCounts, KernelsLaunchedCountsAMergeStageOnce) {
+  OpGraph g;
+  for (OpKind kind : {OpKind::ComputeBound, OpKind::ComputeBound, OpKind::ComputeBound, OpKind::View, OpKind::MemoryBound})
+    AddOp(g, kind);
+  EXPECT_EQ(autograph::KernelsLaunched(g, MakeSchedule({{{0, 1, 2, 3, 4}}})), 4);  // the view launches none
+  Schedule s = MakeSchedule({{{0}, {1}, {2}}, {{3}, {4}}});
+  EXPECT_EQ(autograph::KernelsLaunched(g, s), 4);
+  s.stages[0].strategy = StageStrategy::Merge;  // counted without validating
+  EXPECT_EQ(autograph::KernelsLaunched(g, s), 2);
 }
 
 TEST(ScheduleValidate, RejectsMissingOp) {

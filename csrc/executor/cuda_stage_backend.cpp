@@ -4,7 +4,9 @@
 // with other streams. Events are recorded only after operators whose outputs another stream
 // reads; tensors read across streams are marked with record_stream, so releasing them on the host
 // at stage ends never hands their memory to another stream too early. Optionally the whole run is
-// captured into a CUDA Graph once per input shape and replayed from static input buffers.
+// captured into a CUDA Graph once per input shape and replayed from static input buffers. A Merge
+// stage is one group: its merged convolution runs on the stage's first stream (the caller's), and
+// readers on other streams wait on the event recorded after it, like after any operator.
 #include "autograph/stage_executor.h"
 
 #ifdef AUTOGRAPH_WITH_CUDA
@@ -110,10 +112,12 @@ class CudaStageBackend : public StageBackend {
           const StagePlan::OpSync& sync = plan.ops_in_order[op];
           for (int e : sync.wait_events) events[e].block(stream);
           for (int slot : sync.foreign_slots) MarkUsedOn(table[slot], stream);
-          for (; step < sync.end; ++step) {
-            plan.compiled.RunStep(step, table, stack);
+          while (step < sync.end) {
+            // One node, or a Merge stage's merged convolution (its outputs are made on this stream).
+            const size_t next = plan.Run(step, table, stack);
             // Same-group readers only: later allocations on this stream are ordered after them.
-            for (int slot : plan.release.after_step[step]) table[slot] = c10::IValue();
+            for (; step < next; ++step)
+              for (int slot : plan.release.after_step[step]) table[slot] = c10::IValue();
           }
           if (sync.record_event >= 0) events[sync.record_event].record(stream);
         }

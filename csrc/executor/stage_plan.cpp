@@ -1,20 +1,89 @@
+// StagePlan: a Schedule compiled into steps, stream indices, events and release points, once, for
+// both backends. A Merge stage becomes one group on stream 0 running one merged convolution, its
+// weights merged here from the graph's frozen constants (so a loaded Program rebuilds them: they are
+// never pickled).
+#include <ATen/ATen.h>
+#include <c10/core/impl/DeviceGuardImplInterface.h>
+#include <torch/csrc/jit/ir/ir.h>
+
 #include <algorithm>
 #include <map>
+#include <set>
 
+#include "autograph/error.h"
 #include "autograph/stage_executor.h"
 
 namespace autograph {
 
 namespace {
 
-// The nodes of every operator, stage by stage, group by group. Validates first: the plan relies on it.
-std::vector<torch::jit::Node*> ScheduleOrder(const OpGraph& graph, const Schedule& schedule) {
+using torch::jit::Node;
+using torch::jit::Value;
+
+// The nodes of every operator, stage by stage, group by group. In a Merge stage: the nodes before
+// each convolution's anchor, then the anchors side by side (the merged kernel replaces them), then
+// the nodes after. No node of one op reads another op of the stage (no edges inside a stage), and
+// each op's nodes keep their order, so data dependences hold. Validates first: the plan relies on it.
+std::vector<Node*> ScheduleOrder(const OpGraph& graph, const Schedule& schedule) {
   ValidateSchedule(schedule, graph);
-  std::vector<torch::jit::Node*> order;
-  for (const Stage& stage : schedule.stages)
+  std::vector<Node*> order;
+  for (const Stage& stage : schedule.stages) {
+    if (stage.strategy == StageStrategy::Merge) {
+      std::vector<Node*> before, anchors, after;
+      for (const auto& group : stage.groups) {
+        const OpNode& op = graph.node(group[0]);
+        bool past_anchor = false;
+        for (Node* n : op.jit_nodes) {
+          if (n == op.anchor) {
+            anchors.push_back(n);
+            past_anchor = true;
+          } else {
+            (past_anchor ? after : before).push_back(n);
+          }
+        }
+      }
+      for (const auto* part : {&before, &anchors, &after}) order.insert(order.end(), part->begin(), part->end());
+      continue;
+    }
     for (const auto& group : stage.groups)
       for (int op : group) order.insert(order.end(), graph.node(op).jit_nodes.begin(), graph.node(op).jit_nodes.end());
+  }
   return order;
+}
+
+// Whether the slice written for a convolution's output `value` must get memory of its own.
+//
+// The slices are narrow views of the merged output (no copy). At batch 1 a channel slice of an
+// NCHW tensor is contiguous anyway; at batch > 1 it is strided. ATen kernels read strided tensors:
+// elementwise ops write a fresh dense output, an in-place op writes only its own slice (disjoint
+// from the others' channels, so it cannot corrupt them), a following convolution copies into
+// contiguous memory internally as it would for any strided input. Copying every slice up front
+// would add one kernel per convolution to every run and undo much of what merging saves, so views
+// stay views — except for readers that rely on the layout of a fresh tensor, which get a
+// contiguous copy (.contiguous(): a no-op whenever the slice is already contiguous, e.g. batch 1):
+// view-like ops that fail on or reinterpret strided memory, resizing ops, graph outputs (the caller
+// may .view() them, and should not keep the whole merged buffer alive through one slice), and
+// anything that is not an aten op (block returns of control flow, custom ops).
+bool NeedsOwnMemory(const Value* value, int depth = 0) {
+  static const std::set<c10::Symbol> layout_readers = {
+      c10::aten::view,       c10::aten::view_as, c10::aten::_unsafe_view,  c10::aten::as_strided,
+      c10::aten::as_strided_, c10::aten::resize_, c10::aten::resize_as_, c10::aten::set_,
+      c10::aten::_reshape_alias};
+  for (const torch::jit::Use& use : value->uses()) {
+    const Node* user = use.user;
+    if (user->kind() == c10::prim::ListConstruct || user->kind() == c10::prim::TupleConstruct) {
+      if (depth >= 4 || NeedsOwnMemory(user->output(), depth + 1)) return true;  // cat(...), tuple returns
+      continue;
+    }
+    if (!user->kind().is_aten() || layout_readers.count(user->kind())) return true;
+  }
+  return false;
+}
+
+std::string MergedLabel(const std::vector<int>& ops, size_t stage) {
+  std::string label = "the merged convolution of ops ";
+  for (size_t i = 0; i < ops.size(); ++i) label += (i ? ", " : "") + std::to_string(ops[i]);
+  return label + " (stage " + std::to_string(stage) + ")";
 }
 
 }  // namespace
@@ -22,31 +91,90 @@ std::vector<torch::jit::Node*> ScheduleOrder(const OpGraph& graph, const Schedul
 StagePlan::StagePlan(const OpGraph& graph, const Schedule& schedule)
     : compiled(graph.graph(), ScheduleOrder(graph, schedule)) {
   std::vector<int> phase_of_step(compiled.num_steps()), group_of_step(compiled.num_steps());
+  merged_at_step.assign(compiled.num_steps(), -1);
   int group_id = 0;
   std::vector<int> stream_of_op(graph.size()), position_of_op(graph.size());
+  std::vector<std::vector<int>> ops_at_position;     // the op(s) of each entry of ops_in_order
   std::vector<int> slot_producer(compiled.num_slots(), -1);  // op that writes each slot
   size_t step = 0;
   for (size_t s = 0; s < schedule.stages.size(); ++s) {
+    const Stage& stage = schedule.stages[s];
     std::vector<GroupSteps> groups;
-    for (size_t g = 0; g < schedule.stages[s].groups.size(); ++g) {
-      GroupSteps range{step, step, static_cast<int>(g)};
-      for (int op : schedule.stages[s].groups[g]) {
-        OpSync sync;
-        sync.begin = step;
-        sync.stream = static_cast<int>(g);
-        for (size_t k = 0; k < graph.node(op).jit_nodes.size(); ++k, ++step) {
-          phase_of_step[step] = static_cast<int>(s);
-          group_of_step[step] = group_id;
-          for (int slot : compiled.step_outputs(step)) slot_producer[slot] = op;
-        }
-        sync.end = step;
-        stream_of_op[op] = sync.stream;
-        position_of_op[op] = static_cast<int>(ops_in_order.size());
-        ops_in_order.push_back(std::move(sync));
+    if (stage.strategy == StageStrategy::Merge) {
+      // One group on stream 0; one synchronization unit for all its ops.
+      std::vector<int> ops;
+      size_t num_steps = 0, before_anchors = 0;
+      for (const auto& group : stage.groups) {
+        const OpNode& op = graph.node(group[0]);
+        ops.push_back(op.id);
+        num_steps += op.jit_nodes.size();
+        before_anchors += std::find(op.jit_nodes.begin(), op.jit_nodes.end(), op.anchor) - op.jit_nodes.begin();
       }
-      range.end = step;
-      groups.push_back(range);
+      OpSync sync;
+      sync.begin = step;
+      sync.end = step + num_steps;
+      for (size_t k = sync.begin; k < sync.end; ++k) {
+        phase_of_step[k] = static_cast<int>(s);
+        group_of_step[k] = group_id;
+        for (int slot : compiled.step_outputs(k)) slot_producer[slot] = ops[0];
+      }
+      for (int op : ops) {
+        stream_of_op[op] = 0;
+        position_of_op[op] = static_cast<int>(ops_in_order.size());
+      }
+      ops_at_position.push_back(ops);
+      ops_in_order.push_back(sync);
+
+      MergedSteps kernel;
+      kernel.begin = step + before_anchors;
+      kernel.end = kernel.begin + ops.size();
+      kernel.label = MergedLabel(ops, s);
+      kernel.conv = MergeConvolutionOps(graph, ops);
+      for (size_t k = kernel.begin; k < kernel.end; ++k) {
+        const Node* anchor = graph.node(ops[k - kernel.begin]).anchor;
+        TORCH_CHECK(compiled.step_node(k) == anchor && compiled.step_outputs(k).size() == 1,
+                    "StagePlan: ", kernel.label, " does not find its convolutions where expected (internal error)");
+        const int input = compiled.step_inputs(k).at(0);
+        TORCH_CHECK(kernel.input_slot < 0 || kernel.input_slot == input, "StagePlan: ", kernel.label,
+                    " reads more than one input (internal error)");
+        kernel.input_slot = input;
+        kernel.output_slots.push_back(compiled.step_outputs(k)[0]);
+        kernel.contiguous.push_back(NeedsOwnMemory(anchor->output()));
+      }
+      // The merged weights were made on the current stream; runs use other streams (the caller's
+      // at that time, or the backend's): wait once here rather than order every run after it.
+      if (kernel.conv.weight.is_cuda()) {
+        const c10::Device device = kernel.conv.weight.device();
+        c10::impl::getDeviceGuardImpl(device.type())->getStream(device).synchronize();
+      }
+      merged_at_step[kernel.begin] = static_cast<int>(merged.size());
+      merged.push_back(std::move(kernel));
+
+      groups.push_back(GroupSteps{sync.begin, sync.end, 0});
+      step = sync.end;
       ++group_id;
+    } else {
+      for (size_t g = 0; g < stage.groups.size(); ++g) {
+        GroupSteps range{step, step, static_cast<int>(g)};
+        for (int op : stage.groups[g]) {
+          OpSync sync;
+          sync.begin = step;
+          sync.stream = static_cast<int>(g);
+          for (size_t k = 0; k < graph.node(op).jit_nodes.size(); ++k, ++step) {
+            phase_of_step[step] = static_cast<int>(s);
+            group_of_step[step] = group_id;
+            for (int slot : compiled.step_outputs(step)) slot_producer[slot] = op;
+          }
+          sync.end = step;
+          stream_of_op[op] = sync.stream;
+          position_of_op[op] = static_cast<int>(ops_in_order.size());
+          ops_at_position.push_back({op});
+          ops_in_order.push_back(std::move(sync));
+        }
+        range.end = step;
+        groups.push_back(range);
+        ++group_id;
+      }
     }
     num_streams = std::max(num_streams, static_cast<int>(groups.size()));
     stages.push_back(std::move(groups));
@@ -54,16 +182,16 @@ StagePlan::StagePlan(const OpGraph& graph, const Schedule& schedule)
   release = compiled.PlanReleases(group_of_step, phase_of_step, static_cast<int>(stages.size()));
 
   // Events: an operator waits only for the latest predecessor on each other stream that its stream
-  // has not already waited for (a wait covers everything earlier on that stream).
+  // has not already waited for (a wait covers everything earlier on that stream). A Merge stage
+  // waits for the predecessors of all its convolutions, and records one event after the kernel.
   std::vector<std::vector<int>> waited(num_streams, std::vector<int>(num_streams, -1));  // [stream][other] position
-  std::vector<int> op_at(ops_in_order.size());
-  for (int op = 0; op < graph.size(); ++op) op_at[position_of_op[op]] = op;
   for (size_t pos = 0; pos < ops_in_order.size(); ++pos) {
     OpSync& sync = ops_in_order[pos];
-    const int op = op_at[pos];
     std::map<int, int> latest;  // other stream -> latest predecessor position
-    for (int p : graph.preds(op))
-      if (stream_of_op[p] != sync.stream) latest[stream_of_op[p]] = std::max(latest[stream_of_op[p]], position_of_op[p]);
+    for (int op : ops_at_position[pos]) {
+      for (int p : graph.preds(op))
+        if (stream_of_op[p] != sync.stream) latest[stream_of_op[p]] = std::max(latest[stream_of_op[p]], position_of_op[p]);
+    }
     for (const auto& [other, p] : latest) {
       if (waited[sync.stream][other] >= p) continue;
       waited[sync.stream][other] = p;
@@ -80,6 +208,25 @@ StagePlan::StagePlan(const OpGraph& graph, const Schedule& schedule)
       }
     }
   }
+}
+
+size_t StagePlan::Run(size_t step, CompiledGraph::Table& table, torch::jit::Stack& stack) const {
+  const int m = merged_at_step[step];
+  if (m < 0) {
+    compiled.RunStep(step, table, stack);
+    return step + 1;
+  }
+  const MergedSteps& kernel = merged[m];
+  std::vector<at::Tensor> slices;
+  try {
+    slices = RunMergedConvolution(table[kernel.input_slot].toTensor(), kernel.conv);
+  } catch (const std::exception& e) {
+    throw InputError("running " + kernel.label + " failed: " + FirstLineOf(e) +
+                     "; check that the inputs match what the model expects (shape, dtype, device)");
+  }
+  for (size_t i = 0; i < slices.size(); ++i)
+    table[kernel.output_slots[i]] = kernel.contiguous[i] ? slices[i].contiguous() : std::move(slices[i]);
+  return kernel.end;
 }
 
 StageExecutor::StageExecutor(const OpGraph& graph, const Schedule& schedule, const ExecutorOptions& options)

@@ -7,6 +7,8 @@
 #include <sstream>
 #include <string>
 
+#include "autograph/merged_convolution.h"
+
 namespace autograph {
 
 int Schedule::num_ops() const {
@@ -93,6 +95,41 @@ void ValidateSchedule(const Schedule& schedule, const OpGraph& graph) {
       if (pu.position > pv.position) Fail(edge + ", later in the same group");
     }
   }
+
+  // Merge stages: one convolution per group, all of one class (CanMergeConvolutions).
+  for (int s = 0; s < static_cast<int>(schedule.stages.size()); ++s) {
+    const Stage& stage = schedule.stages[s];
+    if (stage.strategy != StageStrategy::Merge) continue;
+    const std::string where = "merge stage " + std::to_string(s);
+    if (stage.groups.size() < 2) {
+      Fail(where + " has " + std::to_string(stage.groups.size()) +
+           " group; a merge stage merges >= 2 convolutions, one per group (make it a concurrent stage)");
+    }
+    std::vector<int> ops;
+    for (int g = 0; g < static_cast<int>(stage.groups.size()); ++g) {
+      if (stage.groups[g].size() != 1) {
+        Fail(where + " group " + std::to_string(g) + " lists " + std::to_string(stage.groups[g].size()) +
+             " ops, starting with " + OpLabel(graph, stage.groups[g][0]) +
+             "; each group of a merge stage is exactly one convolution");
+      }
+      ops.push_back(stage.groups[g][0]);
+    }
+    std::string why;
+    if (!CanMergeConvolutions(graph, ops, &why)) Fail(where + " cannot run as one kernel: " + why);
+  }
+}
+
+int KernelsLaunched(const OpGraph& graph, const Schedule& schedule) {
+  int kernels = 0;
+  for (const Stage& stage : schedule.stages) {
+    if (stage.strategy == StageStrategy::Merge) {
+      ++kernels;
+      continue;
+    }
+    for (const auto& group : stage.groups)
+      for (int op : group) kernels += graph.node(op).kind != OpKind::View;
+  }
+  return kernels;
 }
 
 namespace {

@@ -30,7 +30,9 @@ struct OptimizeOptions {
 struct OptimizeReport {
   std::string method;
   int operators_before = 0;  // OpGraph operators that launch a kernel
-  int operators_after = 0;   // kernels launched per run after merging/stitching (none yet: equal)
+  int operators_after = 0;   // kernels launched per run after merging/stitching
+                             // TODO(lead): rewrite_module.cpp copies operators_before; set it to
+                             // KernelsLaunched(graph, schedule) (schedule.h): a Merge stage counts once
   int stages = 0, groups = 0, streams = 0;
   double search_seconds = 0;
   int64_t states_explored = 0;

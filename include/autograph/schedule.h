@@ -10,8 +10,9 @@
 
 namespace autograph {
 
-// How the groups of a stage run: on separate streams (Concurrent), or fused into one wider kernel
-// (Merge; planned, validated like Concurrent for now).
+// How the groups of a stage run: on separate streams (Concurrent), or as one wider kernel (Merge:
+// each group is one convolution, all reading the same input; the executor runs them as one
+// autograph merged convolution on the stage's first stream, see merged_convolution.h).
 enum class StageStrategy { Concurrent, Merge };
 
 struct Stage {
@@ -23,7 +24,7 @@ struct Schedule {
   std::vector<Stage> stages;
   int num_ops() const;     // total ids listed
   int num_groups() const;  // total groups over all stages
-  int max_groups() const;  // widest stage = streams needed
+  int max_groups() const;  // widest stage = streams needed (a Merge stage runs on one but counts all)
 };
 
 // A schedule that is malformed, does not fit its graph, or cannot be built as asked.
@@ -35,8 +36,13 @@ class ScheduleError : public Error {
 // Throws ScheduleError naming the op, stage and group at fault unless: every op of `graph` appears
 // exactly once; no stage or group is empty; for every edge u -> v either stage(u) < stage(v), or u
 // and v are in the same group with u before v (groups of one stage run concurrently, so an edge
-// between them is a violation).
+// between them is a violation); and every Merge stage has >= 2 groups of exactly one op each, whose
+// ops CanMergeConvolutions accepts (the message names the stage and quotes its reason).
 void ValidateSchedule(const Schedule& schedule, const OpGraph& graph);
+
+// Kernels one run of `schedule` launches: one per operator that launches work (kind other than
+// View), a Merge stage counting once. (What OptimizeReport::operators_after reports.)
+int KernelsLaunched(const OpGraph& graph, const Schedule& schedule);
 
 // {"version":1,"stages":[{"strategy":"concurrent","groups":[[0,1],[2]]}, ...]}
 nlohmann::json ScheduleToJson(const Schedule& schedule);

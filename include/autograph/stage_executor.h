@@ -1,15 +1,19 @@
 #pragma once
 // Runs a Schedule: stages one after another; the groups of a stage concurrently — on CUDA streams
 // (one stream per group, events only where a dependence crosses streams, forked from and joined into
-// the caller's current stream) or on CPU threads (a pool owned by the executor). An intermediate is
-// released right after its last reader when one group reads it, else after the last stage that does.
+// the caller's current stream) or on CPU threads (a pool owned by the executor). A Merge stage is one
+// merged convolution on the stage's first stream, its weights merged once when the plan is built.
+// An intermediate is released right after its last reader when one group reads it, else after the
+// last stage that does.
 #include <ATen/core/ivalue.h>
 #include <c10/core/Device.h>
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "autograph/compiled_graph.h"
+#include "autograph/merged_convolution.h"
 #include "autograph/op_graph.h"
 #include "autograph/schedule.h"
 
@@ -20,13 +24,24 @@ struct ExecutorOptions {
   bool cuda_graph = false;  // CUDA only: capture the whole multi-stream run once per input shape
 };
 
-// The schedule compiled into steps: immutable, shared by the backends.
+// The schedule compiled into steps: immutable, shared by the backends. A Merge stage becomes one
+// group on stream 0 whose steps are its operators' nodes, the convolutions' anchors contiguous in
+// the middle (replaced by one MergedSteps kernel), the nodes before and after them around it.
 struct StagePlan {
   struct GroupSteps {
     size_t begin = 0, end = 0;  // steps [begin, end) of the CompiledGraph
     int stream = 0;             // index of the group within its stage
   };
-  // Cross-stream synchronization of one operator on the CUDA backend.
+  // The convolutions of a Merge stage, run as one kernel instead of their steps [begin, end).
+  struct MergedSteps {
+    size_t begin = 0, end = 0;
+    int input_slot = -1;
+    std::vector<int> output_slots;  // one per convolution, in the stage's group order
+    std::vector<bool> contiguous;   // copy the slice into its own memory (see stage_plan.cpp)
+    MergedConvolution conv;         // built from the graph's frozen weights with the plan
+    std::string label;              // "the merged convolution of ops 3, 5 (stage 2)", for errors
+  };
+  // Cross-stream synchronization of one operator (or of a whole Merge stage) on the CUDA backend.
   struct OpSync {
     size_t begin = 0, end = 0;        // its steps
     int stream = 0;
@@ -37,10 +52,16 @@ struct StagePlan {
 
   StagePlan(const OpGraph& graph, const Schedule& schedule);
 
+  // Runs step `step` — or, when a merged kernel starts there, the merged kernel — and returns the
+  // step after what ran. Throws InputError naming the node or the merged convolution that failed.
+  size_t Run(size_t step, CompiledGraph::Table& table, torch::jit::Stack& stack) const;
+
   CompiledGraph compiled;  // steps in schedule order
   std::vector<std::vector<GroupSteps>> stages;
   CompiledGraph::ReleasePlan release;  // phases are stages
-  std::vector<OpSync> ops_in_order;  // operators in schedule order
+  std::vector<OpSync> ops_in_order;  // operators in schedule order; one entry per Merge stage
+  std::vector<MergedSteps> merged;
+  std::vector<int> merged_at_step;  // per step: the index in `merged` of the kernel that starts there, or -1
   int num_streams = 1;
   int num_events = 0;
 };
