@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <iostream>
 #include <random>
 #include <set>
 #include <string>
@@ -340,13 +341,14 @@ TEST(NimbleSchedule, RejectsMaxStreamsBelowOne) {
   }
 }
 
-// Inception-v3 imported at a small input size (the structure does not depend on it).
-TEST(NimbleSchedule, InceptionV3ScheduleValidates) {
-  const std::string path = autograph::testing::ZooModel("inception_v3");
+// SqueezeNet imported at a small input size (the structure does not depend on it). Inception-v3 would
+// be the richer case, but lowering it alone takes seconds.
+TEST(NimbleSchedule, SqueezeNetScheduleValidates) {
+  const std::string path = autograph::testing::ZooModel("squeezenet");
   if (!std::filesystem::exists(path)) GTEST_SKIP() << path << " is missing: run models/export.py";
   torch::NoGradGuard no_grad;
   auto specs = autograph::ReadInputSpecs(*autograph::InputSpecPathFor(path));
-  specs[0].shape = {1, 3, 96, 96};
+  specs[0].shape = {1, 3, 128, 128};
   const OpGraph g =
       autograph::ImportOpGraph(autograph::LowerModule(autograph::LoadModule(path)), autograph::MakeExampleInputs(specs));
   const int width = autograph::DagWidth(SuccsOf(g));
@@ -356,7 +358,11 @@ TEST(NimbleSchedule, InceptionV3ScheduleValidates) {
     EXPECT_EQ(ValidationError(s, g), "") << max_streams;
     EXPECT_LE(s.max_groups(), max_streams);
     EXPECT_LE(stats.streams, max_streams);
-    std::cout << "inception_v3 (" << g.size() << " ops, width " << width << "), max_streams " << max_streams << ": "
+    // The two expand convolutions of a fire module run side by side in one stage.
+    if (max_streams > 1) {
+      EXPECT_EQ(s.max_groups(), 2) << max_streams;
+    }
+    std::cout << "squeezenet (" << g.size() << " ops, width " << width << "), max_streams " << max_streams << ": "
               << stats.chains << " chains, " << stats.streams << " streams, " << stats.cross_stream_edges
               << " cross-stream edges, " << s.stages.size() << " stages\n";
   }

@@ -49,8 +49,13 @@
 // earliest; so the cuts that remain are the cheap ones, and no two neighbouring blocks fit in one.
 #include "autograph/partition_by_min_cut.h"
 
+// GCC 12 reports a false "may be used uninitialized" inside Boost.Graph's edge iterator (a
+// boost::optional it inlines into the max flow); the pragma applies to the lines of these headers.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <boost/graph/adjacency_list.hpp>
 #include <boost/graph/boykov_kolmogorov_max_flow.hpp>
+#pragma GCC diagnostic pop
 
 #include <algorithm>
 #include <cstdint>
