@@ -181,8 +181,10 @@ Command AddBenchCommand(CLI::App& app) {
   cmd->add_flag("--host-overhead", o->host_overhead, "Measure the host time each executor adds per operator");
   cmd->add_option("--zoo", o->zoo, "Directory of NAME.pt and NAME.json");
   cmd->add_option("--device", o->device, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}));
-  cmd->add_option("--methods", o->methods, "jit sequential greedy ios, and METHOD_graph under a CUDA Graph")
-      ->check(CLI::IsMember({"jit", "sequential", "greedy", "ios", "sequential_graph", "greedy_graph", "ios_graph"}));
+  cmd->add_option("--methods", o->methods,
+                  "jit sequential greedy nimble ios autograph, and METHOD_graph under a CUDA Graph")
+      ->check(CLI::IsMember({"jit", "sequential", "greedy", "nimble", "ios", "autograph", "sequential_graph",
+                             "greedy_graph", "nimble_graph", "ios_graph", "autograph_graph"}));
   cmd->add_option("--batch", o->batch, "Batch size")->check(CLI::PositiveNumber);
   cmd->add_option("--warmup", o->warmup, "Warm-up runs")->check(CLI::NonNegativeNumber);
   cmd->add_option("--runs", o->runs, "Timed runs")->check(CLI::PositiveNumber);

@@ -1,4 +1,5 @@
-// autograph optimize MODEL.pt -o OUT.pt [--method sequential|greedy] [--device cpu|cuda] [--json] ...
+// autograph optimize MODEL.pt -o OUT.pt [--method sequential|greedy|nimble|ios|autograph]
+//                    [--cost analytical|measured] [--device cpu|cuda] [--json] ...
 #include <torch/cuda.h>
 #include <torch/script.h>
 
@@ -11,6 +12,7 @@
 #include "autograph/model_loading.h"
 #include "autograph/optimize.h"
 #include "commands.h"
+#include "progress_bar.h"
 
 namespace autograph::cli {
 
@@ -22,8 +24,11 @@ struct OptimizeCommandOptions {
   int max_streams = 8;
   bool cuda_graph = false, json = false;
   int measure_runs = 0;
-  std::string device_model;
-  int r = 3, s = 8, block = 24;
+  std::string device_model, cost = "analytical";
+  int r = -1, s = 8, block = 24, verify = 3;
+  double alpha = 1.0;
+  int64_t budget = 20000;
+  bool no_merge = false;
 };
 
 // Median wall time of `runs` forward calls after `runs / 5 + 1` warm-up calls; on CUDA each call is
@@ -54,9 +59,17 @@ int RunOptimize(const OptimizeCommandOptions& o) {
   options.max_streams = o.max_streams;
   options.cuda_graph = o.cuda_graph;
   options.device_model = o.device_model;
-  options.ios_r = o.r;
+  options.cost = o.cost;
+  if (o.r > 0) options.ios_r = options.autograph_r = o.r;  // else each method's default
   options.ios_s = o.s;
-  options.ios_block = o.block;
+  options.max_streams = std::min(o.max_streams, o.s);
+  options.ios_block = options.block_ops = o.block;
+  options.alpha = o.alpha;
+  options.budget = o.budget;
+  options.verify = o.verify;
+  options.merge = !o.no_merge;
+  ProgressBar progress(o.method + " search");
+  options.progress = [&progress](int done, int total) { progress.Update(done, total); };
   OptimizeReport report;
   torch::jit::Module optimized = optimize(module, options, &report);
   try {
@@ -65,6 +78,7 @@ int RunOptimize(const OptimizeCommandOptions& o) {
     throw Error("cannot write '" + o.output + "': " + FirstLineOf(e));
   }
   nlohmann::json measured = nullptr;
+  if (report.measured_ms >= 0) measured = report.measured_ms;
   if (o.measure_runs > 0) {
     std::vector<c10::IValue> inputs;
     for (const auto& v : options.example_inputs) inputs.push_back(v.toTensor().to(options.device));
@@ -74,7 +88,7 @@ int RunOptimize(const OptimizeCommandOptions& o) {
   nlohmann::json result = {{"model", o.model},
                            {"method", report.method},
                            {"device", options.device.str()},
-                           {"cost", report.method == "ios" ? nlohmann::json("analytical") : nlohmann::json(nullptr)},
+                           {"cost", report.cost.empty() ? nlohmann::json(nullptr) : nlohmann::json(report.cost)},
                            {"operators_before", report.operators_before},
                            {"operators_after", report.operators_after},
                            {"stages", report.stages},
@@ -84,15 +98,20 @@ int RunOptimize(const OptimizeCommandOptions& o) {
                            {"measured_ms", measured},
                            {"search_seconds", report.search_seconds},
                            {"states_explored", report.states_explored},
+                           {"stages_evaluated", report.stages_evaluated},
+                           {"candidates_verified", report.candidates_verified},
                            {"output", o.output}};
   if (o.json) {
     std::cout << result.dump() << std::endl;
   } else {
     std::cout << "wrote " << o.output << ": " << report.method << " schedule, " << report.stages << " stages, "
               << report.groups << " groups on up to " << report.streams << " streams, " << report.operators_before
-              << " operators";
-    if (!measured.is_null()) std::cout << ", " << measured.get<double>() << " ms median";
-    std::cout << "\n";
+              << " operators -> " << report.operators_after << " kernels\n";
+    if (!report.cost.empty())
+      std::cout << "search: " << report.search_seconds << " s, " << report.states_explored << " states, "
+                << report.stages_evaluated << " stages costed (" << report.cost << "), predicted "
+                << report.predicted_ms << " ms\n";
+    if (!measured.is_null()) std::cout << "measured: " << measured.get<double>() << " ms\n";
   }
   return 0;
 }
@@ -104,14 +123,25 @@ Command AddOptimizeCommand(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("optimize", "Plan a schedule and write an optimized TorchScript module");
   cmd->add_option("model", o->model, "TorchScript file (.pt)")->required();
   cmd->add_option("-o,--output", o->output, "Where to write the optimized module")->required();
-  cmd->add_option("--method", o->method, "Scheduler")->check(CLI::IsMember({"sequential", "greedy", "ios"}));
+  cmd->add_option("--method", o->method, "Scheduler")
+      ->check(CLI::IsMember({"sequential", "greedy", "nimble", "ios", "autograph"}));
+  cmd->add_option("--cost", o->cost, "ios, autograph: cost model")->check(CLI::IsMember({"analytical", "measured"}));
   cmd->add_option("--device", o->device, "Device to plan and run on")->check(CLI::IsMember({"cpu", "cuda"}));
   cmd->add_option("--max-streams", o->max_streams, "Most groups (streams/threads) per stage")->check(CLI::Range(1, 64));
-  cmd->add_option("--device-model", o->device_model, "ios: device the analytical cost model describes")
-      ->check(CLI::IsMember({"h100", "a100", "v100", "cpu"}));
-  cmd->add_option("--r", o->r, "ios: most operators per group")->check(CLI::Range(1, 64));
-  cmd->add_option("--s", o->s, "ios: most groups per stage")->check(CLI::Range(1, 64));
-  cmd->add_option("--block", o->block, "ios: operators per block of the dynamic program")->check(CLI::Range(1, 64));
+  cmd->add_option("--device-model", o->device_model,
+                  "analytical: h100, a100, v100, cpu, or a file from autograph calibrate (.json)");
+  cmd->add_option("--r", o->r, "ios, autograph: most operators per group (default 3 for ios, 4 for autograph)")
+      ->check(CLI::Range(1, 64));
+  cmd->add_option("--s", o->s, "ios, autograph: most groups per stage")->check(CLI::Range(1, 64));
+  cmd->add_option("--block", o->block, "ios, autograph: operators per block of the dynamic program")
+      ->check(CLI::Range(1, 64));
+  cmd->add_option("--alpha", o->alpha, "autograph: weight of the critical path in the mixed cost")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--budget", o->budget, "autograph: states per block searched with full backtracking")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--verify", o->verify, "autograph: best candidates run for real; the fastest is kept (0: none)")
+      ->check(CLI::Range(0, 16));
+  cmd->add_flag("--no-merge", o->no_merge, "ios, autograph: no merged convolution stages");
   cmd->add_flag("--cuda-graph", o->cuda_graph, "Capture the multi-stream run into a CUDA Graph (cuda only)");
   cmd->add_option("--measure", o->measure_runs, "Time N runs of the optimized module (median ms in measured_ms)");
   cmd->add_flag("--json", o->json, "One JSON object on stdout");

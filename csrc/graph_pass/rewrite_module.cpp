@@ -9,14 +9,12 @@
 #include <chrono>
 #include <sstream>
 
-#include "autograph/analytical_cost_model.h"
+#include "api/plan_schedule.h"
 #include "autograph/error.h"
-#include "autograph/ios_schedule.h"
 #include "autograph/import_op_graph.h"
 #include "autograph/lower_module.h"
 #include "autograph/optimize.h"
 #include "autograph/program.h"
-#include "autograph/simple_schedulers.h"
 
 namespace autograph {
 
@@ -50,35 +48,6 @@ struct AutographResolver : torch::jit::Resolver {
   }
 };
 
-// IOS's dynamic program block by block: blocks are runs of at most `block` consecutive operators
-// in topological order (any such run is convex, and earlier blocks hold every predecessor from
-// outside), so the blocks' schedules concatenate into a valid one. The flow-based partition of
-// AutoGraph's search will replace these fixed cuts.
-Schedule BlockwiseIosSchedule(const OpGraph& graph, const OptimizeOptions& options, OptimizeReport* report) {
-  if (options.ios_block < 1 || options.ios_block > 64) throw Error("ios block size must be in 1..64");
-  std::string device_model = options.device_model;
-  if (device_model.empty()) device_model = options.device.is_cuda() ? "h100" : "cpu";
-  AnalyticalCostModel cost(DeviceModel::ByName(device_model));
-  IosOptions ios;
-  ios.max_ops_per_group = options.ios_r;
-  ios.max_groups_per_stage = std::min(options.ios_s, options.max_streams);
-  Schedule schedule;
-  double predicted = 0;
-  int64_t states = 0;
-  for (int begin = 0; begin < graph.size(); begin += options.ios_block) {
-    std::vector<int> block;
-    for (int v = begin; v < std::min(graph.size(), begin + options.ios_block); ++v) block.push_back(v);
-    SearchStats stats;
-    Schedule part = IosSchedule(graph, block, cost, ios, &stats);
-    predicted += stats.predicted_ms;
-    states += stats.states;
-    for (Stage& stage : part.stages) schedule.stages.push_back(std::move(stage));
-  }
-  report->predicted_ms = predicted;
-  report->states_explored = states;
-  return schedule;
-}
-
 std::vector<c10::IValue> ToDevice(const std::vector<c10::IValue>& values, c10::Device device) {
   std::vector<c10::IValue> out;
   for (const auto& v : values) out.push_back(v.isTensor() ? c10::IValue(v.toTensor().to(device)) : v);
@@ -100,7 +69,6 @@ torch::jit::Module optimize(const torch::jit::Module& module, const OptimizeOpti
     }
     signature.push_back(InputSignature{v.toTensor().sizes().vec(), v.toTensor().scalar_type()});
   }
-  if (options.max_streams < 1) throw Error("max_streams must be at least 1");
   if (options.device.is_cuda() && !at::hasCUDA()) {
     throw Error("--device " + options.device.str() + " was asked for but no CUDA device is available here");
   }
@@ -114,17 +82,9 @@ torch::jit::Module optimize(const torch::jit::Module& module, const OptimizeOpti
   auto start = std::chrono::steady_clock::now();
   OptimizeReport local_report;
   if (!report) report = &local_report;
-  Schedule schedule;
-  if (options.method == "sequential") {
-    schedule = SequentialSchedule(graph);
-  } else if (options.method == "greedy") {
-    schedule = GreedySchedule(graph, options.max_streams);
-  } else if (options.method == "ios") {
-    schedule = BlockwiseIosSchedule(graph, options, report);
-  } else {
-    throw Error("unknown method '" + options.method + "': use sequential, greedy or ios");
-  }
-  double search_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  *report = OptimizeReport{};
+  Schedule schedule = PlanSchedule(graph, inputs, options, report);
+  const double search_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   ValidateSchedule(schedule, graph);
 
   ExecutorOptions executor_options{options.device, options.cuda_graph};
@@ -152,9 +112,8 @@ torch::jit::Module optimize(const torch::jit::Module& module, const OptimizeOpti
   optimized.define(source.str(), std::make_shared<AutographResolver>());
 
   {
-    report->method = options.method;
     for (const OpNode& n : graph.nodes()) report->operators_before += n.kind != OpKind::View;
-    report->operators_after = report->operators_before;
+    report->operators_after = KernelsLaunched(graph, schedule);
     report->stages = static_cast<int>(schedule.stages.size());
     report->groups = schedule.num_groups();
     report->streams = schedule.max_groups();

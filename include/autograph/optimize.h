@@ -4,6 +4,7 @@
 #include <ATen/core/ivalue.h>
 #include <c10/core/Device.h>
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -17,26 +18,42 @@ namespace autograph {
 
 struct OptimizeOptions {
   std::vector<c10::IValue> example_inputs;  // one per forward() argument; moved to `device`
-  std::string method = "greedy";            // sequential | greedy | ios
-  std::string device_model;                 // cost model's device for ios: h100, a100, v100, cpu
-                                            // (default: h100 on cuda, cpu on cpu)
-  int ios_r = 3, ios_s = 8;                 // ios: operators per group, groups per stage
-  int ios_block = 24;                       // ios: operators per block (contiguous in topological order)
+  std::string method = "greedy";            // sequential | greedy | nimble | ios | autograph
   c10::Device device = c10::kCPU;
   int max_streams = 8;                      // at most this many groups per stage
   bool cuda_graph = false;                  // CUDA only
+
+  // Searches (ios, autograph): the cost model stages are ranked with. "analytical": a roofline of
+  // `device_model`; "measured": stages run for real on `device` (memoized, cached on disk).
+  std::string cost = "analytical";
+  std::string device_model;    // h100, a100, v100, cpu, or a calibrated .json (default: h100 on cuda, cpu on cpu)
+  int ios_r = 3, ios_s = 8;    // ios: operators per group, groups per stage
+  int ios_block = 24;          // ios: operators per block (contiguous in topological order)
+  bool merge = true;           // ios, autograph: sibling convolutions may become one merged kernel
+
+  // autograph: flow-based partition, then per block a DP with backtracking ranked by the mixed
+  // critical path cost; the best `verify` whole-graph candidates run for real on `device` and the
+  // fastest is kept (0: keep the best predicted).
+  double alpha = 1.0;
+  int block_ops = 24;
+  int autograph_r = 4;
+  int64_t budget = 20000;
+  int verify = 3;
+  std::function<void(int, int)> progress;  // search progress: (blocks done, blocks in all)
 };
 
 struct OptimizeReport {
   std::string method;
+  std::string cost;          // cost model's name, empty for methods that use none
   int operators_before = 0;  // OpGraph operators that launch a kernel
-  int operators_after = 0;   // kernels launched per run after merging/stitching
-                             // TODO(lead): rewrite_module.cpp copies operators_before; set it to
-                             // KernelsLaunched(graph, schedule) (schedule.h): a Merge stage counts once
+  int operators_after = 0;   // kernels launched per run after merging
   int stages = 0, groups = 0, streams = 0;
   double search_seconds = 0;
   int64_t states_explored = 0;
-  double predicted_ms = -1;  // under the analytical cost model (ios), else -1
+  int64_t stages_evaluated = 0;
+  double predicted_ms = -1;  // under the cost model (ios, autograph), else -1
+  double measured_ms = -1;   // on-board verification of the kept schedule (autograph with verify > 0), else -1
+  int candidates_verified = 0;
   Schedule schedule;
 };
 

@@ -1,0 +1,19 @@
+#pragma once
+// PlanSchedule: the schedule optimize() builds for a graph, by the method the options name, with the
+// cost model it names; fills the planning part of the report.
+#include <ATen/core/ivalue.h>
+
+#include <vector>
+
+#include "autograph/op_graph.h"
+#include "autograph/optimize.h"
+#include "autograph/schedule.h"
+
+namespace autograph {
+
+// `inputs`: the graph's example inputs on options.device (measured costs and on-board verification
+// run the graph on them). Throws autograph::Error for an unknown method or cost, or bad knobs.
+Schedule PlanSchedule(const OpGraph& graph, const std::vector<c10::IValue>& inputs, const OptimizeOptions& options,
+                      OptimizeReport* report);
+
+}  // namespace autograph
