@@ -34,6 +34,7 @@
 
 #include "autograph/error.h"
 #include "search/block_dag.h"
+#include "search/stage_cost_memo.h"
 #include "search/mixed_critical_path.h"
 
 namespace autograph {
@@ -45,7 +46,7 @@ constexpr double kInfinity = std::numeric_limits<double>::infinity();
 class AutographBlockSearch {
  public:
   AutographBlockSearch(const BlockDag& dag, CostModel& cost, const AutographOptions& options)
-      : dag_(dag), cost_(cost), options_(options), path_(dag, Weights(dag, cost, options), options.alpha) {}
+      : dag_(dag), options_(options), path_(dag, Weights(dag, cost, options), options.alpha), stage_cost_(dag, cost) {}
 
   // The k best schedules, best first, and their costs.
   std::vector<std::pair<double, Schedule>> Run(int k, AutographStats* stats) {
@@ -79,7 +80,7 @@ class AutographBlockSearch {
       stats->blocks += 1;
       stats->blocks_over_budget += OverBudget() || truncated_ > 0 ? 1 : 0;
       stats->states += expanded_;
-      stats->stages_evaluated += static_cast<int64_t>(concurrent_ms_.size() + merged_ms_.size());
+      stats->stages_evaluated += stage_cost_.size();
       stats->endings += endings_;
       stats->pruned += pruned_;
     }
@@ -145,7 +146,7 @@ class AutographBlockSearch {
     std::unordered_set<OpMask> listed;
     auto add = [&](OpMask ending, StageStrategy strategy) {
       ++endings_;
-      const double ms = StageCost(ending, strategy);
+      const double ms = stage_cost_(ending, strategy);
       out.push_back(Candidate{ending, strategy, ms, ms + path_.Estimate(state & ~ending)});
     };
     bool complete = false;
@@ -174,7 +175,7 @@ class AutographBlockSearch {
     constexpr size_t kSeeds = 16;
     std::vector<std::pair<double, BlockDag::Piece>> ranked;
     for (const BlockDag::Piece& piece : dag_.Pieces(state, options_.max_ops_per_group))
-      ranked.emplace_back(StageCost(piece.ops, StageStrategy::Concurrent) + path_.Estimate(state & ~piece.ops), piece);
+      ranked.emplace_back(stage_cost_(piece.ops, StageStrategy::Concurrent) + path_.Estimate(state & ~piece.ops), piece);
     std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
     std::vector<OpMask> endings;
     for (const auto& entry : ranked) endings.push_back(entry.second.ops);
@@ -192,13 +193,6 @@ class AutographBlockSearch {
     return endings;
   }
 
-  double StageCost(OpMask ending, StageStrategy strategy) {
-    auto& memo = strategy == StageStrategy::Merge ? merged_ms_ : concurrent_ms_;
-    if (auto it = memo.find(ending); it != memo.end()) return it->second;
-    const double ms = cost_.StageMs(dag_.graph(), dag_.MakeStage(ending, strategy));
-    memo.emplace(ending, ms);
-    return ms;
-  }
 
   // The optimal schedule of a state whose exact optimum is known, following the recorded choices.
   Schedule Reconstruct(OpMask state) const {
@@ -214,11 +208,10 @@ class AutographBlockSearch {
   }
 
   const BlockDag& dag_;
-  CostModel& cost_;
   const AutographOptions& options_;
   MixedCriticalPath path_;
   std::unordered_map<OpMask, Record> memo_;
-  std::unordered_map<OpMask, double> concurrent_ms_, merged_ms_;
+  StageCostMemo stage_cost_;
   int64_t expanded_ = 0, endings_ = 0, pruned_ = 0, truncated_ = 0;
 };
 

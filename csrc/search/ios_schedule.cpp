@@ -13,6 +13,7 @@
 
 #include "autograph/error.h"
 #include "search/block_dag.h"
+#include "search/stage_cost_memo.h"
 
 namespace autograph {
 
@@ -21,8 +22,8 @@ namespace {
 class IosDynamicProgram {
  public:
   IosDynamicProgram(const BlockDag& dag, CostModel& cost, const IosOptions& options)
-      : dag_(dag), cost_(cost), max_ops_per_group_(options.max_ops_per_group),
-        max_groups_per_stage_(options.max_groups_per_stage) {}
+      : dag_(dag), max_ops_per_group_(options.max_ops_per_group),
+        max_groups_per_stage_(options.max_groups_per_stage), stage_cost_(dag, cost) {}
 
   Schedule Solve(SearchStats* stats) {
     const auto start = std::chrono::steady_clock::now();
@@ -38,7 +39,7 @@ class IosDynamicProgram {
     schedule.stages.assign(reversed.rbegin(), reversed.rend());
     if (stats) {
       stats->states = static_cast<int64_t>(best_.size());
-      stats->stages_evaluated = static_cast<int64_t>(concurrent_ms_.size() + merged_ms_.size());
+      stats->stages_evaluated = stage_cost_.size();
       stats->endings = endings_tried_;
       stats->predicted_ms = ms;
       stats->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -59,7 +60,7 @@ class IosDynamicProgram {
     Best best;
     auto consider = [&](OpMask ending, StageStrategy strategy) {
       ++endings_tried_;
-      const double ms = Optimum(state & ~ending) + StageCost(ending, strategy);
+      const double ms = Optimum(state & ~ending) + stage_cost_(ending, strategy);
       if (ms < best.ms) best = Best{ms, ending, strategy};
     };
     dag_.ForEachConcurrentEnding(state, max_ops_per_group_, max_groups_per_stage_,
@@ -72,19 +73,10 @@ class IosDynamicProgram {
     return best.ms;
   }
 
-  double StageCost(OpMask ending, StageStrategy strategy) {
-    auto& memo = strategy == StageStrategy::Merge ? merged_ms_ : concurrent_ms_;
-    if (auto it = memo.find(ending); it != memo.end()) return it->second;
-    const double ms = cost_.StageMs(dag_.graph(), dag_.MakeStage(ending, strategy));
-    memo.emplace(ending, ms);
-    return ms;
-  }
-
   const BlockDag& dag_;
-  CostModel& cost_;
   const int max_ops_per_group_, max_groups_per_stage_;
   std::unordered_map<OpMask, Best> best_;
-  std::unordered_map<OpMask, double> concurrent_ms_, merged_ms_;
+  StageCostMemo stage_cost_;
   int64_t endings_tried_ = 0;
 };
 
