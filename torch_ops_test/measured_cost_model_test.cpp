@@ -1,6 +1,6 @@
-// MeasuredCostModel, its stage signatures and disk cache, and TimeSchedule, on CPU. Timings on a
-// shared CI machine are noisy: the tests check that numbers are sane and that caching behaves,
-// never that one schedule beats another.
+// MeasuredCostModel, its stage signatures and disk cache, TimeSchedule, and the calibration of the
+// analytical model, on CPU. Timings on a shared CI machine are noisy: the tests check that numbers
+// are sane and that caching and fitting behave, never that one schedule beats another.
 #include "autograph/measured_cost_model.h"
 
 #include <gtest/gtest.h>
@@ -18,6 +18,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "autograph/analytical_cost_model.h"
+#include "autograph/calibrate_device_model.h"
+#include "autograph/device_model.h"
 #include "autograph/error.h"
 #include "autograph/import_op_graph.h"
 #include "autograph/lower_module.h"
@@ -31,6 +34,7 @@
 namespace {
 
 namespace fs = std::filesystem;
+using autograph::DeviceModel;
 using autograph::MeasuredCostModel;
 using autograph::MeasuredCostOptions;
 using autograph::OpGraph;
@@ -367,6 +371,79 @@ TEST(MeasuredCostTimeSchedule, MedianAtMostP90) {
   autograph::Schedule broken = schedule;
   broken.stages.pop_back();
   EXPECT_THROW(autograph::TimeSchedule(g.graph, broken, g.inputs, c10::kCPU, false, 1, 3), autograph::ScheduleError);
+}
+
+TEST(Calibration, FitOnSqueezenetDoesNotIncreaseTheErrorAndIsValid) {
+  Imported g = Squeezenet();
+  MeasuredCostOptions options = Quick();
+  options.repeats = 2;
+  MeasuredCostModel measured(g.graph, g.inputs, options);
+  const DeviceModel start = DeviceModel::ByName("cpu");
+  autograph::CalibrationReport report;
+  const DeviceModel fitted = autograph::CalibrateDeviceModel(start, g.graph, measured, &report);
+  EXPECT_NO_THROW(autograph::ValidateDeviceModel(fitted));
+  EXPECT_EQ(fitted.name, "cpu-calibrated");
+  EXPECT_EQ(fitted.sms, start.sms);
+  EXPECT_EQ(fitted.fp32_tflops, start.fp32_tflops);
+  EXPECT_GT(report.operators, 20);
+  EXPECT_LE(report.after.rms, report.before.rms + 1e-12);
+  EXPECT_LE(report.after.median, report.after.p90);
+  EXPECT_EQ(report.fitted.gemm_efficiency, fitted.gemm_efficiency);
+  std::cout << "[ info ] squeezenet 32x32 CPU: " << report.operators << " operators, " << report.measurements
+            << " measured in " << report.measure_seconds << " s; |ln ratio| median " << report.before.median << " -> "
+            << report.after.median << ", p90 " << report.before.p90 << " -> " << report.after.p90 << ", rms "
+            << report.before.rms << " -> " << report.after.rms << "; gemm " << fitted.gemm_efficiency << " vector "
+            << fitted.vector_efficiency << " memory " << fitted.memory_efficiency << " launch_us "
+            << fitted.launch_us << " sm_bw " << fitted.sm_bandwidth_share << "\n";
+  // Calibrating the calibrated model keeps its name.
+  EXPECT_EQ(autograph::FitDeviceModel(fitted, report.timings).name, "cpu-calibrated");
+}
+
+// Times made by a known device model: the fit should find factors that reproduce them.
+TEST(Calibration, FitRecoversSyntheticFactors) {
+  Imported g = Squeezenet();
+  DeviceModel truth = DeviceModel::ByName("cpu");
+  truth.gemm_efficiency = 0.15;
+  truth.vector_efficiency = 0.05;
+  truth.memory_efficiency = 0.3;
+  truth.launch_us = 25;
+  autograph::AnalyticalCostModel oracle(truth);
+  std::vector<autograph::OperatorTiming> timings;
+  for (const auto& node : g.graph.nodes())
+    if (node.kind == autograph::OpKind::ComputeBound || node.kind == autograph::OpKind::MemoryBound)
+      timings.push_back({&g.graph, node.id, oracle.OperatorMs(g.graph, node.id)});
+  autograph::CalibrationReport report;
+  const DeviceModel fitted = autograph::FitDeviceModel(DeviceModel::ByName("cpu"), timings, &report);
+  EXPECT_GT(report.before.rms, 0.2);
+  EXPECT_LT(report.after.rms, 0.05);
+  EXPECT_LT(report.after.p90, 0.1);
+  EXPECT_NEAR(fitted.launch_us, 25, 5);
+  EXPECT_THROW(autograph::FitDeviceModel(truth, {}), autograph::Error);
+}
+
+TEST(DeviceModelByName, LoadsASavedJsonFile) {
+  TempDir dir;
+  DeviceModel d = DeviceModel::ByName("a100");
+  d.name = "a100-calibrated";
+  d.gemm_efficiency = 0.42;
+  d.launch_us = 7.5;
+  const std::string path = dir.File("a100.json");
+  autograph::SaveDeviceModel(d, path);
+  const DeviceModel loaded = DeviceModel::ByName(path);
+  EXPECT_EQ(loaded.name, "a100-calibrated");
+  EXPECT_EQ(loaded.gemm_efficiency, 0.42);
+  EXPECT_EQ(loaded.launch_us, 7.5);
+  EXPECT_EQ(loaded.sms, 108);
+  try {
+    DeviceModel::ByName(dir.File("missing.json"));
+    FAIL() << "expected autograph::Error";
+  } catch (const autograph::Error& e) {
+    const std::string message = e.what();
+    EXPECT_NE(message.find("does not exist"), std::string::npos) << message;
+    EXPECT_NE(message.find("autograph calibrate"), std::string::npos) << message;
+  }
+  std::ofstream(dir.File("bad.json")) << "{\"version\": 1}";
+  EXPECT_THROW(DeviceModel::ByName(dir.File("bad.json")), autograph::Error);
 }
 
 }  // namespace
