@@ -99,6 +99,7 @@ int RunCalibrate(const CalibrateOptions& o) {
     nlohmann::json factors = {{"gemm_efficiency", fitted.gemm_efficiency},
                               {"vector_efficiency", fitted.vector_efficiency},
                               {"memory_efficiency", fitted.memory_efficiency},
+                              {"memory_gbps", fitted.memory_gbps},
                               {"launch_us", fitted.launch_us},
                               {"sm_bandwidth_share", fitted.sm_bandwidth_share}};
     nlohmann::json result = {{"models", o.models},
@@ -125,12 +126,13 @@ int RunCalibrate(const CalibrateOptions& o) {
             << Fixed(report.after.p90, 3) << "\n"
             << "gemm_efficiency " << Fixed(fitted.gemm_efficiency, 4) << ", vector_efficiency "
             << Fixed(fitted.vector_efficiency, 4) << ", memory_efficiency " << Fixed(fitted.memory_efficiency, 4)
-            << ", launch_us " << Fixed(fitted.launch_us, 2) << ", sm_bandwidth_share "
-            << Fixed(fitted.sm_bandwidth_share, 3) << "\n"
+            << " of " << Fixed(fitted.memory_gbps, 1) << " GB/s, launch_us " << Fixed(fitted.launch_us, 2)
+            << ", sm_bandwidth_share " << Fixed(fitted.sm_bandwidth_share, 3) << "\n"
             << "worst fitted operators (measured vs predicted ms):\n";
   for (const auto& row : worst)
     std::cout << "  " << row["op"].get<std::string>() << " " << row["inputs"].dump() << "  "
-              << Fixed(row["measured_ms"].get<double>(), 4) << " vs " << Fixed(row["predicted_ms"].get<double>(), 4) << "\n";
+              << Fixed(row["measured_ms"].get<double>(), 4) << " vs " << Fixed(row["predicted_ms"].get<double>(), 4)
+              << "\n";
   std::cout << "wrote " << o.output << "\n";
   return 0;
 }

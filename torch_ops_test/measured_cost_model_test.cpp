@@ -421,6 +421,26 @@ TEST(Calibration, FitRecoversSyntheticFactors) {
   EXPECT_THROW(autograph::FitDeviceModel(truth, {}), autograph::Error);
 }
 
+// Memory-bound operators faster than the DRAM peak (tensors in cache): the fit keeps efficiencies
+// in (0, 1] and raises the bandwidth instead.
+TEST(Calibration, FitRaisesBandwidthBeyondThePeak) {
+  Imported g = Squeezenet(64);
+  DeviceModel truth = DeviceModel::ByName("cpu");
+  truth.memory_gbps *= 8;
+  truth.memory_efficiency = 1;
+  autograph::AnalyticalCostModel oracle(truth);
+  std::vector<autograph::OperatorTiming> timings;
+  for (const auto& node : g.graph.nodes())
+    if (node.kind == autograph::OpKind::MemoryBound) timings.push_back({&g.graph, node.id, oracle.OperatorMs(g.graph, node.id)});
+  const DeviceModel start = DeviceModel::ByName("cpu");
+  autograph::CalibrationReport report;
+  const DeviceModel fitted = autograph::FitDeviceModel(start, timings, &report);
+  EXPECT_NO_THROW(autograph::ValidateDeviceModel(fitted));
+  EXPECT_LE(fitted.memory_efficiency, 1.0);
+  EXPECT_GT(fitted.memory_gbps, 2 * start.memory_gbps);
+  EXPECT_LT(report.after.rms, 0.5 * report.before.rms);
+}
+
 TEST(DeviceModelByName, LoadsASavedJsonFile) {
   TempDir dir;
   DeviceModel d = DeviceModel::ByName("a100");

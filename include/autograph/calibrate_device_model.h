@@ -5,7 +5,9 @@
 // AnalyticalCostModel::OperatorMs matches the measurements in the least-squares sense on a log
 // scale (a 2x error counts the same on a 10 us and on a 10 ms operator). Peak rates, SM count and
 // stage-level figures (sync_us, max_concurrent_kernels) are kept: they are published figures, and a
-// one-operator measurement says nothing about them.
+// one-operator measurement says nothing about them — with one exception: when memory-bound
+// operators run faster than the DRAM peak allows (their tensors stay in cache, common at batch 1),
+// memory_efficiency stays at 1 and memory_gbps is raised to the effective bandwidth.
 #include <string>
 #include <vector>
 
@@ -42,9 +44,9 @@ struct CalibrationReport {
 std::vector<OperatorTiming> MeasureOperators(const OpGraph& graph, MeasuredCostModel& measured);
 
 // Coordinate descent over the log of each factor within its valid range (efficiencies in
-// [1e-4, 1], launch_us in [0.05, 2000], sm_bandwidth_share in [0.05, 256]): per factor a coarse
-// scan then golden-section refinement, a move kept only when it lowers the squared log error, so
-// the fit never gets worse than `start`. Throws Error when no timing is usable. The result passes
+// [1e-4, 1], the memory one up to 64 as effective bandwidth, launch_us in [0.05, 2000],
+// sm_bandwidth_share in [0.05, 256]): per factor a coarse scan then golden-section refinement, a
+// move kept only when it lowers the squared log error, so the fit never gets worse than `start`. Throws Error when no timing is usable. The result passes
 // ValidateDeviceModel; its name is start's with "-calibrated" appended (once).
 DeviceModel FitDeviceModel(const DeviceModel& start, const std::vector<OperatorTiming>& timings,
                            CalibrationReport* report = nullptr);
