@@ -57,7 +57,8 @@ Imported FromIr(const std::string& ir, std::vector<c10::IValue> inputs) {
 Imported Squeezenet(int64_t hw = 32) {  // a small input keeps the tests short
   torch::NoGradGuard no_grad;
   std::vector<c10::IValue> inputs = {torch::randn({1, 3, hw, hw})};
-  OpGraph graph = autograph::ImportOpGraph(autograph::LowerModule(autograph::LoadModule(ZooModel("squeezenet"))), inputs);
+  OpGraph graph =
+      autograph::ImportOpGraph(autograph::LowerModule(autograph::LoadModule(ZooModel("squeezenet"))), inputs);
   return Imported{std::move(graph), std::move(inputs)};
 }
 
@@ -140,7 +141,8 @@ TEST(MeasuredCostModel, StageTimesArePositiveAndFinite) {
 TEST(MeasuredCostModel, ConcurrentAndSequentialMatmulsBothSane) {
   torch::manual_seed(0);
   const int64_t n = 256;
-  Imported g = FromIr(kTwoMatmuls, {torch::randn({n, n}), torch::randn({n, n}), torch::randn({n, n}), torch::randn({n, n})});
+  Imported g =
+      FromIr(kTwoMatmuls, {torch::randn({n, n}), torch::randn({n, n}), torch::randn({n, n}), torch::randn({n, n})});
   ASSERT_EQ(g.graph.node(0).op, "aten::mm");
   ASSERT_EQ(g.graph.node(1).op, "aten::mm");
   MeasuredCostModel model(g.graph, g.inputs, Quick());
@@ -431,7 +433,8 @@ TEST(Calibration, FitRaisesBandwidthBeyondThePeak) {
   autograph::AnalyticalCostModel oracle(truth);
   std::vector<autograph::OperatorTiming> timings;
   for (const auto& node : g.graph.nodes())
-    if (node.kind == autograph::OpKind::MemoryBound) timings.push_back({&g.graph, node.id, oracle.OperatorMs(g.graph, node.id)});
+    if (node.kind == autograph::OpKind::MemoryBound)
+      timings.push_back({&g.graph, node.id, oracle.OperatorMs(g.graph, node.id)});
   const DeviceModel start = DeviceModel::ByName("cpu");
   autograph::CalibrationReport report;
   const DeviceModel fitted = autograph::FitDeviceModel(start, timings, &report);

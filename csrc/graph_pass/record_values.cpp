@@ -12,7 +12,8 @@ ValueRecord RecordValues(const OpGraph& graph, std::vector<c10::IValue> inputs) 
   const auto& jit_graph = graph.graph();
   if (!jit_graph) throw Error("recording values needs an OpGraph imported from a TorchScript graph (ImportOpGraph)");
   ValueRecord values;
-  for (size_t i = 0; i < inputs.size() && i < jit_graph->inputs().size(); ++i) values[jit_graph->inputs()[i]] = inputs[i];
+  for (size_t i = 0; i < inputs.size() && i < jit_graph->inputs().size(); ++i)
+    values[jit_graph->inputs()[i]] = inputs[i];
   std::vector<torch::jit::Node*> order;
   for (torch::jit::Node* n : jit_graph->nodes())
     if (n->kind() != c10::prim::Constant) order.push_back(n);

@@ -46,8 +46,9 @@ std::vector<OperatorTiming> MeasureOperators(const OpGraph& graph, MeasuredCostM
 // Coordinate descent over the log of each factor within its valid range (efficiencies in
 // [1e-4, 1], the memory one up to 64 as effective bandwidth, launch_us in [0.05, 2000],
 // sm_bandwidth_share in [0.05, 256]): per factor a coarse scan then golden-section refinement, a
-// move kept only when it lowers the squared log error, so the fit never gets worse than `start`. Throws Error when no timing is usable. The result passes
-// ValidateDeviceModel; its name is start's with "-calibrated" appended (once).
+// move kept only when it lowers the squared log error, so the fit never gets worse than `start`.
+// Throws Error when no timing is usable. The result passes ValidateDeviceModel; its name is start's
+// with "-calibrated" appended (once).
 DeviceModel FitDeviceModel(const DeviceModel& start, const std::vector<OperatorTiming>& timings,
                            CalibrationReport* report = nullptr);
 

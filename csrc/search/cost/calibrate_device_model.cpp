@@ -153,7 +153,8 @@ DeviceModel FitDeviceModel(const DeviceModel& start, const std::vector<OperatorT
     if (before - error <= 1e-9 * std::max(1.0, before)) break;
   }
   const std::string suffix = "-calibrated";
-  if (fitted.name.size() < suffix.size() || fitted.name.compare(fitted.name.size() - suffix.size(), suffix.size(), suffix) != 0)
+  if (fitted.name.size() < suffix.size() ||
+      fitted.name.compare(fitted.name.size() - suffix.size(), suffix.size(), suffix) != 0)
     fitted.name += suffix;
   fitted = Normalized(fitted);
   ValidateDeviceModel(fitted);

@@ -23,7 +23,8 @@ constexpr int kVersion = 1;
 
 }  // namespace
 
-CostCache::CostCache(std::string path, std::string device_id) : path_(std::move(path)), device_id_(std::move(device_id)) {
+CostCache::CostCache(std::string path, std::string device_id)
+    : path_(std::move(path)), device_id_(std::move(device_id)) {
   if (!path_.empty()) entries_ = ReadFile();
 }
 

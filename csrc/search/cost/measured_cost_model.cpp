@@ -62,8 +62,10 @@ std::string DescribeStage(const OpGraph& graph, const Stage& stage) {
 MeasuredCostModel::MeasuredCostModel(const OpGraph& graph, std::vector<c10::IValue> inputs, MeasuredCostOptions options)
     : impl_(std::make_unique<Impl>()) {
   Impl& m = *impl_;
-  if (options.repeats < 1) throw Error("MeasuredCostOptions.repeats is " + std::to_string(options.repeats) + "; expected at least 1");
-  if (options.warmup < 0) throw Error("MeasuredCostOptions.warmup is " + std::to_string(options.warmup) + "; expected 0 or more");
+  if (options.repeats < 1)
+    throw Error("MeasuredCostOptions.repeats is " + std::to_string(options.repeats) + "; expected at least 1");
+  if (options.warmup < 0)
+    throw Error("MeasuredCostOptions.warmup is " + std::to_string(options.warmup) + "; expected 0 or more");
   if (!(options.fastest_fraction > 0 && options.fastest_fraction <= 1))
     throw Error("MeasuredCostOptions.fastest_fraction is " + std::to_string(options.fastest_fraction) +
                 "; expected a fraction in (0, 1]");
