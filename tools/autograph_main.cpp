@@ -10,6 +10,7 @@ int main(int argc, char** argv) {
   auto run_inspect = autograph::cli::AddInspectCommand(app);
   auto run_optimize = autograph::cli::AddOptimizeCommand(app);
   auto run_bench = autograph::cli::AddBenchCommand(app);
+  auto run_calibrate = autograph::cli::AddCalibrateCommand(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -19,6 +20,7 @@ int main(int argc, char** argv) {
     if (app.got_subcommand("inspect")) return run_inspect();
     if (app.got_subcommand("optimize")) return run_optimize();
     if (app.got_subcommand("bench")) return run_bench();
+    if (app.got_subcommand("calibrate")) return run_calibrate();
   } catch (const autograph::Error& e) {
     std::cerr << "autograph: error: " << e.what() << "\n";
     return 2;

@@ -15,6 +15,7 @@ using Command = std::function<int()>;
 Command AddInspectCommand(CLI::App& app);
 Command AddOptimizeCommand(CLI::App& app);
 Command AddBenchCommand(CLI::App& app);
+Command AddCalibrateCommand(CLI::App& app);
 
 // Markdown table of the host time each executor adds per operator (tools/host_overhead.cpp).
 std::string MeasureHostOverhead();

@@ -36,8 +36,10 @@ struct DeviceModel {
   int elementwise_block_elements = 1024;  // a memory-bound thread block handles this many elements
 
   // Published presets: "h100" (SXM5 80GB), "a100" (SXM4 80GB), "v100" (SXM2), and "cpu" (this host:
-  // cores from std::thread::hardware_concurrency, nominal per-core rates; see device_model.cpp).
-  // Throws autograph::Error listing the known names for any other name.
+  // cores from std::thread::hardware_concurrency, nominal per-core rates; see device_model.cpp);
+  // names are case-insensitive. A name ending in ".json" is the path of a saved model (e.g. one
+  // fitted by `autograph calibrate`), loaded with LoadDeviceModel. Throws autograph::Error listing
+  // the known names for any other name, and saying how to make the file when it does not exist.
   static DeviceModel ByName(const std::string& name);
   static std::vector<std::string> KnownNames();
 };

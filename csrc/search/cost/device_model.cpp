@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <filesystem>
 #include <thread>
 
 namespace autograph {
@@ -101,6 +102,12 @@ struct Preset {
 };
 const Preset kPresets[] = {{"h100", H100}, {"a100", A100}, {"v100", V100}, {"cpu", Cpu}};
 
+std::string JoinedNames() {
+  std::string known;
+  for (const Preset& preset : kPresets) known += std::string(known.empty() ? "" : ", ") + preset.name;
+  return known;
+}
+
 }  // namespace
 
 std::vector<std::string> DeviceModel::KnownNames() {
@@ -112,12 +119,20 @@ std::vector<std::string> DeviceModel::KnownNames() {
 DeviceModel DeviceModel::ByName(const std::string& name) {
   std::string lower = name;
   std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+  const std::string json_suffix = ".json";
+  if (lower.size() > json_suffix.size() &&
+      lower.compare(lower.size() - json_suffix.size(), json_suffix.size(), json_suffix) == 0) {
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(name, ec)) {
+      throw Error("device model file '" + name + "' does not exist; write one with `autograph calibrate MODEL.pt " +
+                  "-o " + name + "`, or name a preset: " + JoinedNames());
+    }
+    return LoadDeviceModel(name);
+  }
   for (const Preset& preset : kPresets)
     if (lower == preset.name) return preset.make();
-  std::string known;
-  for (const Preset& preset : kPresets) known += std::string(known.empty() ? "" : ", ") + preset.name;
-  throw Error("unknown device model \"" + name + "\"; known devices: " + known +
-              " (or load a calibrated one from JSON)");
+  throw Error("unknown device model \"" + name + "\"; known devices: " + JoinedNames() +
+              ", or the path of a calibrated one (FILE.json, written by `autograph calibrate`)");
 }
 
 void ValidateDeviceModel(const DeviceModel& d) {

@@ -1,0 +1,199 @@
+// Calibration of a DeviceModel against measured operator times; see calibrate_device_model.h.
+#include "autograph/calibrate_device_model.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+#include "autograph/analytical_cost_model.h"
+#include "autograph/error.h"
+
+namespace autograph {
+
+namespace {
+
+// One fitted factor: where it lives in the DeviceModel and its valid range.
+struct Factor {
+  const char* name;
+  double DeviceModel::*field;
+  double lo, hi;
+};
+const Factor kFactors[] = {
+    {"gemm_efficiency", &DeviceModel::gemm_efficiency, 1e-4, 1.0},
+    {"vector_efficiency", &DeviceModel::vector_efficiency, 1e-4, 1.0},
+    // Up to 64: above 1, the measured operators move data faster than the DRAM peak (tensors that
+    // stay in cache: an L2 of 50 MB on an H100, an L3 on a CPU), and Normalized() raises
+    // memory_gbps instead, an efficiency staying a fraction of the peak.
+    {"memory_efficiency", &DeviceModel::memory_efficiency, 1e-4, 64.0},
+    {"launch_us", &DeviceModel::launch_us, 0.05, 2000.0},
+    {"sm_bandwidth_share", &DeviceModel::sm_bandwidth_share, 0.05, 256.0},
+};
+
+constexpr int kScanPoints = 33;
+constexpr int kGoldenSteps = 40;
+constexpr int kMaxSweeps = 12;
+
+// A memory "efficiency" above 1 becomes effective bandwidth: the same predictions, a valid model.
+DeviceModel Normalized(DeviceModel device) {
+  if (device.memory_efficiency > 1) {
+    device.memory_gbps *= device.memory_efficiency;
+    device.memory_efficiency = 1;
+  }
+  return device;
+}
+
+// ln(predicted / measured) per timing.
+std::vector<double> LogRatios(const DeviceModel& device, const std::vector<OperatorTiming>& timings) {
+  AnalyticalCostModel model(Normalized(device));
+  std::vector<double> ratios;
+  ratios.reserve(timings.size());
+  for (const OperatorTiming& t : timings) {
+    const double predicted = model.OperatorMs(*t.graph, t.op);
+    ratios.push_back(std::log(std::max(predicted, 1e-12) / t.measured_ms));
+  }
+  return ratios;
+}
+
+double SquaredLogError(const DeviceModel& device, const std::vector<OperatorTiming>& timings) {
+  double sum = 0;
+  for (double r : LogRatios(device, timings)) sum += r * r;
+  return sum / static_cast<double>(timings.size());
+}
+
+double Quantile(std::vector<double> v, double q) {
+  std::sort(v.begin(), v.end());
+  const double pos = q * static_cast<double>(v.size() - 1);
+  const size_t lo = static_cast<size_t>(pos), hi = std::min(lo + 1, v.size() - 1);
+  return v[lo] + (pos - lo) * (v[hi] - v[lo]);
+}
+
+CalibrationError ErrorOf(const DeviceModel& device, const std::vector<OperatorTiming>& timings) {
+  std::vector<double> abs;
+  double sum = 0;
+  for (double r : LogRatios(device, timings)) {
+    abs.push_back(std::fabs(r));
+    sum += r * r;
+  }
+  return CalibrationError{Quantile(abs, 0.5), Quantile(abs, 0.9), std::sqrt(sum / static_cast<double>(abs.size()))};
+}
+
+// Minimizes the error over one factor (in log space), the others fixed. Changes `device` only when
+// that lowers the error below `*best`.
+void FitFactor(const Factor& f, DeviceModel* device, const std::vector<OperatorTiming>& timings, double* best) {
+  DeviceModel trial = *device;
+  auto error_at = [&](double log_value) {
+    trial.*f.field = std::clamp(std::exp(log_value), f.lo, f.hi);
+    return SquaredLogError(trial, timings);
+  };
+  const double lo = std::log(f.lo), hi = std::log(f.hi);
+  // The error is piecewise smooth (maxima of rooflines) and may have plateaus: scan, then refine
+  // around the best scan point, which brackets the minimum between its neighbours.
+  const double step = (hi - lo) / (kScanPoints - 1);
+  double best_x = std::log(std::clamp(device->*f.field, f.lo, f.hi)), best_error = *best;
+  for (int i = 0; i < kScanPoints; ++i) {
+    const double x = lo + i * step;
+    const double e = error_at(x);
+    if (e < best_error) best_error = e, best_x = x;
+  }
+  double a = std::max(lo, best_x - step), b = std::min(hi, best_x + step);
+  const double ratio = (std::sqrt(5.0) - 1) / 2;
+  double c = b - ratio * (b - a), d = a + ratio * (b - a);
+  double ec = error_at(c), ed = error_at(d);
+  for (int i = 0; i < kGoldenSteps; ++i) {
+    if (ec < ed) {
+      b = d, d = c, ed = ec;
+      c = b - ratio * (b - a);
+      ec = error_at(c);
+    } else {
+      a = c, c = d, ec = ed;
+      d = a + ratio * (b - a);
+      ed = error_at(d);
+    }
+  }
+  if (ec < best_error) best_error = ec, best_x = c;
+  if (ed < best_error) best_error = ed, best_x = d;
+  if (best_error < *best) {
+    device->*f.field = std::clamp(std::exp(best_x), f.lo, f.hi);
+    *best = best_error;
+  }
+}
+
+}  // namespace
+
+std::vector<OperatorTiming> MeasureOperators(const OpGraph& graph, MeasuredCostModel& measured) {
+  std::vector<OperatorTiming> timings;
+  for (const OpNode& node : graph.nodes()) {
+    if (node.kind != OpKind::ComputeBound && node.kind != OpKind::MemoryBound) continue;
+    timings.push_back(OperatorTiming{&graph, node.id, measured.OperatorMs(graph, node.id)});
+  }
+  return timings;
+}
+
+DeviceModel FitDeviceModel(const DeviceModel& start, const std::vector<OperatorTiming>& timings,
+                           CalibrationReport* report) {
+  ValidateDeviceModel(start);
+  const auto begin = std::chrono::steady_clock::now();
+  std::vector<OperatorTiming> usable;
+  for (const OperatorTiming& t : timings)
+    if (t.graph && t.measured_ms > 0 && std::isfinite(t.measured_ms)) usable.push_back(t);
+  if (usable.empty())
+    throw Error("calibration of device model \"" + start.name +
+                "\": no operator with a measured time to fit; give a model with convolutions, GEMMs or "
+                "elementwise operators");
+
+  DeviceModel fitted = start;
+  // Start inside the ranges (a preset may sit on a bound, e.g. launch_us 0).
+  for (const Factor& f : kFactors) fitted.*f.field = std::clamp(fitted.*f.field, f.lo, f.hi);
+  double error = SquaredLogError(fitted, usable);
+  const double start_error = SquaredLogError(start, usable);
+  if (start_error < error) fitted = start, error = start_error;
+  for (int sweep = 0; sweep < kMaxSweeps; ++sweep) {
+    const double before = error;
+    for (const Factor& f : kFactors) FitFactor(f, &fitted, usable, &error);
+    if (before - error <= 1e-9 * std::max(1.0, before)) break;
+  }
+  const std::string suffix = "-calibrated";
+  if (fitted.name.size() < suffix.size() ||
+      fitted.name.compare(fitted.name.size() - suffix.size(), suffix.size(), suffix) != 0)
+    fitted.name += suffix;
+  fitted = Normalized(fitted);
+  ValidateDeviceModel(fitted);
+
+  if (report) {
+    report->operators = static_cast<int>(usable.size());
+    report->before = ErrorOf(start, usable);
+    report->after = ErrorOf(fitted, usable);
+    report->fitted = fitted;
+    report->timings = usable;
+    report->fit_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+  }
+  return fitted;
+}
+
+DeviceModel CalibrateDeviceModel(const DeviceModel& start, const std::vector<CalibrationGraph>& graphs,
+                                 CalibrationReport* report) {
+  const auto begin = std::chrono::steady_clock::now();
+  std::vector<OperatorTiming> timings;
+  int64_t measurements = 0;
+  for (const CalibrationGraph& g : graphs) {
+    if (!g.graph || !g.measured) throw Error("CalibrateDeviceModel: a graph without its MeasuredCostModel");
+    const int64_t before = g.measured->measurements();
+    std::vector<OperatorTiming> part = MeasureOperators(*g.graph, *g.measured);
+    measurements += g.measured->measurements() - before;
+    timings.insert(timings.end(), part.begin(), part.end());
+  }
+  const double measure_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+  DeviceModel fitted = FitDeviceModel(start, timings, report);
+  if (report) {
+    report->measurements = measurements;
+    report->measure_seconds = measure_seconds;
+  }
+  return fitted;
+}
+
+DeviceModel CalibrateDeviceModel(const DeviceModel& start, const OpGraph& graph, MeasuredCostModel& measured,
+                                 CalibrationReport* report) {
+  return CalibrateDeviceModel(start, {CalibrationGraph{&graph, &measured}}, report);
+}
+
+}  // namespace autograph

@@ -1,0 +1,160 @@
+// autograph calibrate MODEL.pt [MODEL2.pt ...] -o FILE.json [--device cpu|cuda] [--device-model NAME]
+//                    [--input-shape ...] [--warmup N] [--repeats N] [--cache PATH|none] [--json]
+// Measures every kernel-launching operator of the models alone on the device and fits the
+// analytical cost model's efficiency factors and launch overhead to them; writes the fitted
+// DeviceModel, which `--device-model FILE.json` (DeviceModel::ByName) then loads.
+#include <ATen/Context.h>
+#include <ATen/core/grad_mode.h>
+#include <torch/script.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "autograph/analytical_cost_model.h"
+#include "autograph/calibrate_device_model.h"
+#include "autograph/error.h"
+#include "autograph/import_op_graph.h"
+#include "autograph/lower_module.h"
+#include "autograph/measured_cost_model.h"
+#include "autograph/model_loading.h"
+#include "commands.h"
+
+namespace autograph::cli {
+
+namespace {
+
+struct CalibrateOptions {
+  std::vector<std::string> models;
+  std::string output, device = "cpu", device_model, cache;
+  InputOptions inputs;
+  int warmup = 2, repeats = 10;
+  bool json = false;
+};
+
+nlohmann::json ErrorJson(const CalibrationError& e) {
+  return {{"median", e.median}, {"p90", e.p90}, {"rms", e.rms}};
+}
+
+// The operators the fitted model predicts worst, worst first: where the analytical model's
+// assumptions fail on this device.
+nlohmann::json WorstOperators(const DeviceModel& fitted, const CalibrationReport& report, size_t count) {
+  AnalyticalCostModel model(fitted);
+  std::vector<std::pair<double, nlohmann::json>> rows;
+  for (const OperatorTiming& t : report.timings) {
+    const OpNode& node = t.graph->node(t.op);
+    const double predicted = model.OperatorMs(*t.graph, t.op);
+    nlohmann::json shapes = nlohmann::json::array();
+    for (const TensorMeta& m : node.inputs) shapes.push_back(m.shape);
+    rows.emplace_back(std::fabs(std::log(predicted / t.measured_ms)),
+                      nlohmann::json{{"op", node.op}, {"inputs", shapes}, {"measured_ms", t.measured_ms},
+                                     {"predicted_ms", predicted}});
+  }
+  std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  nlohmann::json worst = nlohmann::json::array();
+  for (size_t i = 0; i < rows.size() && i < count; ++i) worst.push_back(rows[i].second);
+  return worst;
+}
+
+std::string Fixed(double x, int digits) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, x);
+  return buf;
+}
+
+int RunCalibrate(const CalibrateOptions& o) {
+  const c10::Device device(o.device);
+  if (device.is_cuda() && !at::hasCUDA())
+    throw Error("--device cuda asked for, but no CUDA device is available here; use --device cpu");
+  const std::string start_name = o.device_model.empty() ? (device.is_cuda() ? "h100" : "cpu") : o.device_model;
+  const DeviceModel start = DeviceModel::ByName(start_name);
+
+  at::NoGradGuard no_grad;
+  MeasuredCostOptions measured_options;
+  measured_options.device = device;
+  measured_options.warmup = o.warmup;
+  measured_options.repeats = o.repeats;
+  measured_options.cache_path = o.cache;
+  std::vector<std::unique_ptr<OpGraph>> graphs;
+  std::vector<std::unique_ptr<MeasuredCostModel>> models;
+  std::vector<CalibrationGraph> calibration;
+  for (const std::string& path : o.models) {
+    torch::jit::Module module = LoadModule(path);
+    module.to(device);
+    auto inputs = MakeExampleInputs(ResolveInputSpecs(path, o.inputs), device);
+    graphs.push_back(std::make_unique<OpGraph>(ImportOpGraph(LowerModule(module), inputs)));
+    models.push_back(std::make_unique<MeasuredCostModel>(*graphs.back(), inputs, measured_options));
+    calibration.push_back(CalibrationGraph{graphs.back().get(), models.back().get()});
+  }
+  CalibrationReport report;
+  const DeviceModel fitted = CalibrateDeviceModel(start, calibration, &report);
+  for (auto& model : models) model->Flush();
+  SaveDeviceModel(fitted, o.output);
+
+  const nlohmann::json worst = WorstOperators(fitted, report, 5);
+  if (o.json) {
+    nlohmann::json factors = {{"gemm_efficiency", fitted.gemm_efficiency},
+                              {"vector_efficiency", fitted.vector_efficiency},
+                              {"memory_efficiency", fitted.memory_efficiency},
+                              {"memory_gbps", fitted.memory_gbps},
+                              {"launch_us", fitted.launch_us},
+                              {"sm_bandwidth_share", fitted.sm_bandwidth_share}};
+    nlohmann::json result = {{"models", o.models},
+                             {"device", device.str()},
+                             {"device_id", models.front()->device_id()},
+                             {"device_model", start_name},
+                             {"operators", report.operators},
+                             {"measurements", report.measurements},
+                             {"measure_seconds", report.measure_seconds},
+                             {"fit_seconds", report.fit_seconds},
+                             {"error_before", ErrorJson(report.before)},
+                             {"error_after", ErrorJson(report.after)},
+                             {"fitted", factors},
+                             {"worst_operators", worst},
+                             {"output", o.output}};
+    std::cout << result.dump() << std::endl;
+    return 0;
+  }
+  std::cout << "calibrated " << start_name << " on " << models.front()->device_id() << " from " << report.operators
+            << " operators (" << report.measurements << " measured in " << Fixed(report.measure_seconds, 1)
+            << " s, the rest cached)\n"
+            << "|ln(predicted/measured)|  median " << Fixed(report.before.median, 3) << " -> "
+            << Fixed(report.after.median, 3) << ", p90 " << Fixed(report.before.p90, 3) << " -> "
+            << Fixed(report.after.p90, 3) << "\n"
+            << "gemm_efficiency " << Fixed(fitted.gemm_efficiency, 4) << ", vector_efficiency "
+            << Fixed(fitted.vector_efficiency, 4) << ", memory_efficiency " << Fixed(fitted.memory_efficiency, 4)
+            << " of " << Fixed(fitted.memory_gbps, 1) << " GB/s, launch_us " << Fixed(fitted.launch_us, 2)
+            << ", sm_bandwidth_share " << Fixed(fitted.sm_bandwidth_share, 3) << "\n"
+            << "worst fitted operators (measured vs predicted ms):\n";
+  for (const auto& row : worst)
+    std::cout << "  " << row["op"].get<std::string>() << " " << row["inputs"].dump() << "  "
+              << Fixed(row["measured_ms"].get<double>(), 4) << " vs " << Fixed(row["predicted_ms"].get<double>(), 4)
+              << "\n";
+  std::cout << "wrote " << o.output << "\n";
+  return 0;
+}
+
+}  // namespace
+
+Command AddCalibrateCommand(CLI::App& app) {
+  auto o = std::make_shared<CalibrateOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "calibrate", "Measure operators on the device and fit the analytical cost model's factors to them");
+  cmd->add_option("models", o->models, "TorchScript files (.pt)")->required();
+  cmd->add_option("-o,--output", o->output, "Where to write the fitted device model (JSON)")->required();
+  cmd->add_option("--device", o->device, "Device to measure on")->check(CLI::IsMember({"cpu", "cuda"}));
+  cmd->add_option("--device-model", o->device_model,
+                  "Device model to start from: h100, a100, v100, cpu or FILE.json (default: h100 on cuda, cpu on cpu)");
+  cmd->add_option("--warmup", o->warmup, "Warm-up runs per measurement")->check(CLI::Range(0, 1000));
+  cmd->add_option("--repeats", o->repeats, "Timed runs per measurement")->check(CLI::Range(1, 10000));
+  cmd->add_option("--cache", o->cache,
+                  "Measured-cost cache file (default ~/.cache/autograph/costs/<device>.json; none: no disk cache)");
+  cmd->add_flag("--json", o->json, "One JSON object on stdout");
+  AddInputOptions(cmd, &o->inputs);
+  return [o] { return RunCalibrate(*o); };
+}
+
+}  // namespace autograph::cli

@@ -1,0 +1,58 @@
+"""`autograph calibrate`: fits a device model on squeezenet (small input, CPU) and writes JSON that
+`DeviceModel::ByName` loads; bad paths give one clear error line."""
+import json
+import subprocess
+
+import pytest
+
+
+def run(cli, *args):
+    return subprocess.run([cli, *map(str, args)], capture_output=True, text=True, timeout=300)
+
+
+def test_calibrate_writes_a_fitted_device_model(cli, zoo, tmp_path):
+    out = tmp_path / "cpu.json"
+    cache = tmp_path / "costs.json"
+    args = ["calibrate", zoo / "squeezenet.pt", "--input-shape", "1,3,32,32", "--device", "cpu",
+            "--device-model", "cpu", "-o", out, "--cache", cache, "--warmup", "1", "--repeats", "5", "--json"]
+    r = run(cli, *args)
+    assert r.returncode == 0, r.stderr
+    report = json.loads(r.stdout)
+    assert report["output"] == str(out)
+    assert report["operators"] > 20
+    assert report["measurements"] > 0
+    assert report["error_after"]["rms"] <= report["error_before"]["rms"] + 1e-12
+    fitted = json.loads(out.read_text())
+    assert fitted["version"] == 1 and fitted["name"] == "cpu-calibrated"
+    assert 0 < fitted["efficiency"]["gemm"] <= 1
+    assert json.loads(cache.read_text())["version"] == 1
+
+    # Again from the fitted file, with the cache: nothing left to measure.
+    again_args = list(args)
+    again_args[again_args.index("--device-model") + 1] = out
+    again_args[again_args.index("-o") + 1] = tmp_path / "again.json"
+    again = run(cli, *again_args)
+    assert again.returncode == 0, again.stderr
+    assert json.loads(again.stdout)["measurements"] == 0
+    assert json.loads((tmp_path / "again.json").read_text())["name"] == "cpu-calibrated"
+
+    text = run(cli, "calibrate", zoo / "squeezenet.pt", "--input-shape", "1,3,32,32", "-o", tmp_path / "t.json",
+               "--cache", "none", "--warmup", "0", "--repeats", "2")
+    assert text.returncode == 0, text.stderr
+    assert "median" in text.stdout and "wrote" in text.stdout
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["/nonexistent/model.pt", "-o", "{tmp}/x.json"], "no such file"),
+    (["{squeezenet}", "--input-shape", "1,3,32,32", "--device-model", "{tmp}/missing.json", "-o", "{tmp}/x.json"],
+     "does not exist"),
+    (["{squeezenet}", "--input-shape", "1,3,32,32", "--cache", "none", "--repeats", "1", "--warmup", "0",
+      "-o", "/nonexistent/dir/x.json"], "cannot write"),
+])
+def test_bad_paths_give_one_error_line(cli, zoo, tmp_path, args, needle):
+    args = [a.format(tmp=tmp_path, squeezenet=zoo / "squeezenet.pt") for a in args]
+    r = run(cli, "calibrate", *args)
+    assert r.returncode == 2, (r.returncode, r.stderr)
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1, r.stderr
+    assert lines[0].startswith("autograph: error: ") and needle in lines[0], lines[0]
