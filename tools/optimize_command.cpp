@@ -24,8 +24,9 @@ struct OptimizeCommandOptions {
   int max_streams = 8;
   bool cuda_graph = false, json = false;
   int measure_runs = 0;
-  std::string device_model, cost = "analytical";
-  int r = -1, s = 8, block = 24, verify = 3;
+  std::string device_model, cost = "analytical", cost_cache;
+  int r = -1, s = 8, block = -1, verify = 3;
+  int64_t block_states = -1;
   double alpha = 1.0;
   int64_t budget = 20000;
   bool no_merge = false;
@@ -60,10 +61,12 @@ int RunOptimize(const OptimizeCommandOptions& o) {
   options.cuda_graph = o.cuda_graph;
   options.device_model = o.device_model;
   options.cost = o.cost;
+  options.cost_cache = o.cost_cache;
   if (o.r > 0) options.ios_r = options.autograph_r = o.r;  // else each method's default
   options.ios_s = o.s;
   options.max_streams = std::min(o.max_streams, o.s);
-  options.ios_block = options.block_ops = o.block;
+  if (o.block > 0) options.ios_block = options.block_ops = o.block;  // else each method's default
+  if (o.block_states >= 0) options.block_states = o.block_states;
   options.alpha = o.alpha;
   options.budget = o.budget;
   options.verify = o.verify;
@@ -99,6 +102,8 @@ int RunOptimize(const OptimizeCommandOptions& o) {
                            {"search_seconds", report.search_seconds},
                            {"states_explored", report.states_explored},
                            {"stages_evaluated", report.stages_evaluated},
+                           {"stages_measured", report.stages_measured},
+                           {"cost_cache_hits", report.cost_cache_hits},
                            {"candidates_verified", report.candidates_verified},
                            {"output", o.output}};
   if (o.json) {
@@ -111,6 +116,9 @@ int RunOptimize(const OptimizeCommandOptions& o) {
       std::cout << "search: " << report.search_seconds << " s, " << report.states_explored << " states, "
                 << report.stages_evaluated << " stages costed (" << report.cost << "), predicted "
                 << report.predicted_ms << " ms\n";
+    if (report.stages_measured + report.cost_cache_hits > 0)
+      std::cout << "measured cost: " << report.stages_measured << " stages run, " << report.cost_cache_hits
+                << " from the memo or the disk cache\n";
     if (!measured.is_null()) std::cout << "measured: " << measured.get<double>() << " ms\n";
   }
   return 0;
@@ -126,6 +134,8 @@ Command AddOptimizeCommand(CLI::App& app) {
   cmd->add_option("--method", o->method, "Scheduler")
       ->check(CLI::IsMember({"sequential", "greedy", "nimble", "ios", "autograph"}));
   cmd->add_option("--cost", o->cost, "ios, autograph: cost model")->check(CLI::IsMember({"analytical", "measured"}));
+  cmd->add_option("--cost-cache", o->cost_cache,
+                  "measured: disk cache of stage times (default ~/.cache/autograph/costs/<device>.json; none = off)");
   cmd->add_option("--device", o->device, "Device to plan and run on")->check(CLI::IsMember({"cpu", "cuda"}));
   cmd->add_option("--max-streams", o->max_streams, "Most groups (streams/threads) per stage")->check(CLI::Range(1, 64));
   cmd->add_option("--device-model", o->device_model,
@@ -133,8 +143,12 @@ Command AddOptimizeCommand(CLI::App& app) {
   cmd->add_option("--r", o->r, "ios, autograph: most operators per group (default 3 for ios, 4 for autograph)")
       ->check(CLI::Range(1, 64));
   cmd->add_option("--s", o->s, "ios, autograph: most groups per stage")->check(CLI::Range(1, 64));
-  cmd->add_option("--block", o->block, "ios, autograph: operators per block of the dynamic program")
+  cmd->add_option("--block", o->block,
+                  "ios, autograph: most operators per block of the dynamic program (default 24 for ios, 40 for autograph)")
       ->check(CLI::Range(1, 64));
+  cmd->add_option("--block-states", o->block_states,
+                  "autograph: most states (predecessor-closed subsets) per block, 0 = no bound (default 1000)")
+      ->check(CLI::NonNegativeNumber);
   cmd->add_option("--alpha", o->alpha, "autograph: weight of the critical path in the mixed cost")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--budget", o->budget, "autograph: states per block searched with full backtracking")

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <torch/script.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
@@ -18,101 +19,25 @@
 #include "autograph/import_op_graph.h"
 #include "autograph/lower_module.h"
 #include "autograph/model_loading.h"
+#include "partition_test_util.h"
 #include "zoo_test_util.h"
 
 namespace {
 
 using autograph::OpGraph;
-using autograph::OpKind;
-using autograph::OpNode;
 using autograph::PartitionByMinCut;
 using autograph::PartitionOptions;
-using Blocks = std::vector<std::vector<int>>;
-
-int AddOp(OpGraph& g, int64_t bytes_written) {
-  OpNode node;
-  node.op = "test::op" + std::to_string(g.size());
-  node.kind = OpKind::ComputeBound;
-  node.bytes_written = bytes_written;
-  return g.AddNode(node);
-}
+using partition_test::AddOp;
+using partition_test::Blocks;
+using partition_test::CountStates;
+using partition_test::MergeableNeighbours;
+using partition_test::PartitionViolation;
+using partition_test::RandomDag;
 
 Blocks Partition(const OpGraph& g, int max_block_ops) {
   PartitionOptions options;
   options.max_block_ops = max_block_ops;
   return PartitionByMinCut(g, options);
-}
-
-// n ops writing 0..9999 bytes (0 included: the capacity is at least 1); each edge u -> v with
-// v - u <= window present with probability `density`. A small window gives long, narrow graphs like
-// real networks, a large one dense tangles.
-OpGraph RandomDag(std::mt19937& rng, int n, double density, int window) {
-  OpGraph g;
-  for (int i = 0; i < n; ++i) AddOp(g, rng() % 10000);
-  for (int u = 0; u < n; ++u)
-    for (int v = u + 1; v < n && v - u <= window; ++v)
-      if ((rng() % 1000) / 1000.0 < density) g.AddEdge(u, v);
-  return g;
-}
-
-// Ops reachable from `block` by paths that leave it (the block's outside successors and everything
-// after them).
-std::vector<char> ReachableOutsideBlock(const OpGraph& g, const std::vector<char>& in_block) {
-  std::vector<char> reached(g.size(), 0);
-  std::vector<int> todo;
-  for (int v = 0; v < g.size(); ++v)
-    if (in_block[v])
-      for (int w : g.succs(v))
-        if (!in_block[w] && !reached[w]) reached[w] = 1, todo.push_back(w);
-  while (!todo.empty()) {
-    const int v = todo.back();
-    todo.pop_back();
-    for (int w : g.succs(v))
-      if (!reached[w]) reached[w] = 1, todo.push_back(w);
-  }
-  return reached;
-}
-
-// Every property PartitionByMinCut promises; "" when all hold, else the first one broken.
-std::string PartitionViolation(const OpGraph& g, const Blocks& blocks, int max_block_ops) {
-  std::vector<int> block_of(g.size(), -1);
-  for (size_t b = 0; b < blocks.size(); ++b) {
-    const auto& block = blocks[b];
-    if (block.empty()) return "block " + std::to_string(b) + " is empty";
-    if (static_cast<int>(block.size()) > max_block_ops)
-      return "block " + std::to_string(b) + " has " + std::to_string(block.size()) + " ops";
-    for (size_t i = 0; i < block.size(); ++i) {
-      const int v = block[i];
-      if (v < 0 || v >= g.size()) return "block " + std::to_string(b) + " lists op " + std::to_string(v);
-      if (i > 0 && block[i - 1] >= v) return "block " + std::to_string(b) + " is not strictly ascending";
-      if (block_of[v] >= 0) return "op " + std::to_string(v) + " is in two blocks";
-      block_of[v] = static_cast<int>(b);
-    }
-  }
-  for (int v = 0; v < g.size(); ++v)
-    if (block_of[v] < 0) return "op " + std::to_string(v) + " is in no block";
-  for (int u = 0; u < g.size(); ++u)
-    for (int v : g.succs(u))
-      if (block_of[u] > block_of[v])
-        return "edge " + std::to_string(u) + " -> " + std::to_string(v) + " goes from block " +
-               std::to_string(block_of[u]) + " back to block " + std::to_string(block_of[v]);
-  for (size_t b = 0; b < blocks.size(); ++b) {
-    std::vector<char> in_block(g.size(), 0);
-    for (int v : blocks[b]) in_block[v] = 1;
-    const std::vector<char> reached = ReachableOutsideBlock(g, in_block);
-    for (int v : blocks[b])
-      if (reached[v]) return "block " + std::to_string(b) + " is not convex: a path leaves it and comes back to op " +
-                             std::to_string(v);
-  }
-  return "";
-}
-
-// Neighbouring blocks are merged while they fit, so no two neighbours fit together.
-std::string MergeableNeighbours(const Blocks& blocks, int max_block_ops) {
-  for (size_t b = 0; b + 1 < blocks.size(); ++b)
-    if (static_cast<int>(blocks[b].size() + blocks[b + 1].size()) <= max_block_ops)
-      return "blocks " + std::to_string(b) + " and " + std::to_string(b + 1) + " would fit in one";
-  return "";
 }
 
 std::vector<int> Range(int first, int last) {
@@ -251,6 +176,66 @@ TEST(PartitionByMinCut, RejectsMaxBlockOpsBelowOne) {
       EXPECT_NE(std::string(e.what()).find("max_block_ops"), std::string::npos) << e.what();
     }
   }
+}
+
+// With a state bound every block has at most that many states, and no two neighbours fit together
+// in ops and states; the blocks stay convex and ordered. States are counted independently
+// (antichains, partition_test_util.h).
+TEST(PartitionByMinCut, StateBoundHoldsAndNeighboursStayApart) {
+  for (uint32_t seed = 1; seed <= 6; ++seed) {
+    std::mt19937 rng(seed);
+    for (auto [density, window] : {std::pair{0.3, 6}, std::pair{0.15, 12}, std::pair{0.05, 20}}) {
+      const OpGraph g = RandomDag(rng, 120, density, window);
+      for (int64_t bound : {3, 40, 400}) {
+        PartitionOptions options;
+        options.max_block_ops = 40;
+        options.max_block_states = bound;
+        const Blocks blocks = PartitionByMinCut(g, options);
+        const std::string context =
+            "seed " + std::to_string(seed) + " window " + std::to_string(window) + " bound " + std::to_string(bound);
+        ASSERT_EQ(PartitionViolation(g, blocks, 40), "") << context;
+        for (size_t b = 0; b < blocks.size(); ++b)
+          if (blocks[b].size() > 1) EXPECT_LE(CountStates(g, blocks[b], bound), bound) << context << " block " << b;
+        for (size_t b = 0; b + 1 < blocks.size(); ++b) {
+          std::vector<int> both = blocks[b];
+          both.insert(both.end(), blocks[b + 1].begin(), blocks[b + 1].end());
+          std::sort(both.begin(), both.end());
+          EXPECT_TRUE(both.size() > 40 || CountStates(g, both, bound) > bound) << context << " blocks " << b;
+        }
+      }
+    }
+  }
+}
+
+// 12 independent ops have 2^12 states: within 40 ops but over a bound of 100, so they are cut, into
+// blocks of at most 6 ops (2^6 = 64 states; 7 ops would have 128).
+TEST(PartitionByMinCut, WideBlockWithinOpBoundIsCutByStates) {
+  OpGraph g;
+  for (int i = 0; i < 12; ++i) AddOp(g, 10);
+  PartitionOptions options;
+  options.max_block_ops = 40;
+  options.max_block_states = 100;
+  const Blocks blocks = PartitionByMinCut(g, options);
+  ASSERT_EQ(PartitionViolation(g, blocks, 40), "");
+  for (const auto& block : blocks) EXPECT_LE(block.size(), 6u);
+  options.max_block_states = 0;  // no state bound: one block
+  EXPECT_EQ(PartitionByMinCut(g, options).size(), 1u);
+}
+
+TEST(PartitionByMinCut, RejectsBadStateBounds) {
+  OpGraph g;
+  AddOp(g, 1);
+  PartitionOptions options;
+  options.max_block_states = -1;
+  try {
+    PartitionByMinCut(g, options);
+    ADD_FAILURE() << "max_block_states -1 was accepted";
+  } catch (const autograph::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("max_block_states"), std::string::npos) << e.what();
+  }
+  options.max_block_states = 10;
+  options.max_block_ops = 65;
+  EXPECT_THROW(PartitionByMinCut(g, options), autograph::Error);
 }
 
 // SqueezeNet imported at a small input size (the structure does not depend on it). Inception-v3 would

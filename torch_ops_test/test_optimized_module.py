@@ -107,8 +107,28 @@ def test_inception_merges_sibling_convolutions_and_matches(cli, zoo, tmp_path):
     assert ((got - want).abs().max() / want.abs().max()).item() < 1e-4
 
 
-def test_measured_cost_is_refused_clearly(cli, zoo, tmp_path):
-    r = subprocess.run([cli, "optimize", str(zoo / "squeezenet.pt"), "-o", str(tmp_path / "x.pt"), "--method",
-                        "autograph", "--cost", "measured", "--input-shape", "1,3,64,64"],
-                       capture_output=True, text=True, timeout=300)
-    assert r.returncode != 0 and "measured cost model is not in this build yet" in r.stderr
+def test_measured_cost_runs_stages_and_caches_them_on_disk(cli, zoo, tmp_path):
+    cache = tmp_path / "costs.json"
+    args = ["--method", "autograph", "--cost", "measured", "--cost-cache", str(cache), "--verify", "1",
+            "--input-shape", "1,3,64,64"]
+    first = optimize(cli, zoo / "squeezenet.pt", tmp_path / "a.pt", *args)
+    assert first["cost"].startswith("measured:cpu") and first["stages_measured"] > 0
+    assert first["predicted_ms"] > 0 and first["measured_ms"] > 0 and cache.exists()
+    # The same model again: every stage comes from the disk cache, nothing is run but the verification.
+    second = optimize(cli, zoo / "squeezenet.pt", tmp_path / "b.pt", *args)
+    assert second["stages_measured"] == 0 and second["cost_cache_hits"] >= first["stages_measured"]
+    x = torch.randn(1, 3, 64, 64)
+    with torch.no_grad():
+        got = torch.jit.load(str(tmp_path / "b.pt"))(x)
+        want = torch.jit.load(str(zoo / "squeezenet.pt"))(x)
+    # Same kernels in another order: float32 rounding only.
+    assert ((got - want).abs().max() / want.abs().max()).item() < 1e-5
+
+
+def test_unwritable_cost_cache_is_one_clear_error(cli, zoo, tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    r = subprocess.run([cli, "optimize", str(zoo / "squeezenet.pt"), "-o", str(tmp_path / "x.pt"), "--method", "ios",
+                        "--cost", "measured", "--cost-cache", str(blocker / "costs.json"),
+                        "--input-shape", "1,3,32,32"], capture_output=True, text=True, timeout=300)
+    assert r.returncode != 0 and str(blocker / "costs.json") in r.stderr and "Traceback" not in r.stderr

@@ -1,11 +1,14 @@
 // AutoGraph's search over one block: the dynamic program of IOS (best[S] = min over endings E of
 // best[S - E] + StageMs(E), states and endings from BlockDag) solved depth-first with backtracking:
-//  - Ranking. The endings of a state are tried in order of StageMs(E) + Estimate(S - E), the mixed
-//    critical path cost of what would remain (mixed_critical_path.h), so the first descent already
-//    finds a good schedule.
-//  - Backtracking. An ending is abandoned, and the states only it leads to are never solved, when its
-//    stage cost plus the longest path of the rest (a lower bound on any schedule of the rest) cannot
-//    beat the best ending found so far. Solved states are memoized, so each is expanded once. (A
+//  - Ranking. The endings of a state are tried in order of Estimate(E) + Estimate(S - E), the mixed
+//    critical path cost (mixed_critical_path.h) of the stage and of what would remain, so the first
+//    descent already finds a good schedule. Merge endings are ranked by their stage cost instead (a
+//    merged kernel is not its operators in series).
+//  - Backtracking. An ending is abandoned, and the states only it leads to are never solved, when a
+//    lower bound of its stage (its longest chain) plus the longest path of the rest (a lower bound on
+//    any schedule of the rest) cannot beat the best ending found so far; else its stage is costed
+//    (the expensive step with a measured model) and the test repeated with the true stage cost.
+//    Solved states are memoized, so each is expanded once. (A
 //    bound passed down into sub-states would prune more per visit but re-expands states reached
 //    again under looser bounds; on random blocks that cost 4x IOS's states, so it is not done.)
 //  - Exactness. A pruned ending costs at least the best found, so while the block stays within
@@ -60,11 +63,9 @@ class AutographBlockSearch {
     for (const Candidate& c : Candidates(all)) {
       const double kth = static_cast<int>(best.size()) < k ? kInfinity : best.back().ms;
       const OpMask rest = all & ~c.ending;
-      if (c.stage_ms + path_.LowerBound(rest) >= kth) {
-        ++pruned_;
-        continue;
-      }
-      const double ms = c.stage_ms + Solve(rest);
+      const double stage_ms = StageMsUnless(c, path_.LowerBound(rest), kth);
+      if (stage_ms == kInfinity) continue;
+      const double ms = stage_ms + Solve(rest);
       if (ms >= kth) continue;
       best.insert(std::upper_bound(best.begin(), best.end(), ms, [](double v, const Choice& x) { return v < x.ms; }),
                   Choice{ms, c.ending, c.strategy});
@@ -91,7 +92,7 @@ class AutographBlockSearch {
   struct Candidate {
     OpMask ending;
     StageStrategy strategy;
-    double stage_ms, key;
+    double stage_lb, key;  // stage_lb <= StageMs(ending)
   };
   struct Choice {
     double ms;
@@ -115,6 +116,21 @@ class AutographBlockSearch {
 
   bool OverBudget() const { return expanded_ > options_.budget; }
 
+  // The candidate's stage cost, or infinity (counted as pruned) when it cannot lead below `bound`
+  // given a lower bound of the rest; the stage is costed only when its lower bound does not decide.
+  double StageMsUnless(const Candidate& c, double rest_lb, double bound) {
+    if (c.stage_lb + rest_lb >= bound) {
+      ++pruned_;
+      return kInfinity;
+    }
+    const double ms = stage_cost_(c.ending, c.strategy);
+    if (ms + rest_lb >= bound) {
+      ++pruned_;
+      return kInfinity;
+    }
+    return ms;
+  }
+
   // best[state], exact unless the budget ran out. Each state is expanded once.
   double Solve(OpMask state) {
     if (state == 0) return 0;
@@ -124,11 +140,9 @@ class AutographBlockSearch {
     Record record;
     for (const Candidate& c : Candidates(state)) {
       const OpMask rest = state & ~c.ending;
-      if (c.stage_ms + path_.LowerBound(rest) >= record.ms) {
-        ++pruned_;
-        continue;
-      }
-      const double ms = c.stage_ms + Solve(rest);
+      const double stage_ms = StageMsUnless(c, path_.LowerBound(rest), record.ms);
+      if (stage_ms == kInfinity) continue;
+      const double ms = stage_ms + Solve(rest);
       if (ms < record.ms) {
         record = Record{ms, c.ending, c.strategy};
         if (greedy) break;
@@ -138,16 +152,22 @@ class AutographBlockSearch {
     return record.ms;
   }
 
-  // The endings of `state`, costed, in order of rank: all of them while within budget and while a
-  // state has at most max_endings_per_state; else the packed ones (PackedEndings) besides those
-  // already listed.
+  // The endings of `state` in order of rank: all of them while within budget and while a state has
+  // at most max_endings_per_state; else the packed ones (PackedEndings) besides those already
+  // listed. Concurrent stages are not costed here (see StageMsUnless).
   std::vector<Candidate> Candidates(OpMask state) {
     std::vector<Candidate> out;
     std::unordered_set<OpMask> listed;
     auto add = [&](OpMask ending, StageStrategy strategy) {
       ++endings_;
-      const double ms = stage_cost_(ending, strategy);
-      out.push_back(Candidate{ending, strategy, ms, ms + path_.Estimate(state & ~ending)});
+      const double rest = path_.Estimate(state & ~ending);
+      if (strategy == StageStrategy::Merge) {
+        const double ms = stage_cost_(ending, strategy);
+        out.push_back(Candidate{ending, strategy, ms, ms + rest});
+      } else {
+        const auto [lb, estimate] = path_.StageBoundAndEstimate(ending);
+        out.push_back(Candidate{ending, strategy, lb, estimate + rest});
+      }
     };
     bool complete = false;
     if (!OverBudget()) {

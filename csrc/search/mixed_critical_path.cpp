@@ -9,6 +9,10 @@ MixedCriticalPath::MixedCriticalPath(const BlockDag& dag, std::vector<double> we
 
 const MixedCriticalPath::Path& MixedCriticalPath::Of(OpMask state) {
   if (auto it = memo_.find(state); it != memo_.end()) return it->second;
+  return memo_.emplace(state, Compute(state)).first->second;
+}
+
+MixedCriticalPath::Path MixedCriticalPath::Compute(OpMask state) {
   Path path;
   // Block indices ascend in topological order, so predecessors are finished first.
   for (OpMask rest = state; rest; rest &= rest - 1) {
@@ -19,7 +23,7 @@ const MixedCriticalPath::Path& MixedCriticalPath::Of(OpMask state) {
     path.longest = std::max(path.longest, finish_[i]);
     path.total += weights_[i];
   }
-  return memo_.emplace(state, path).first->second;
+  return path;
 }
 
 }  // namespace autograph

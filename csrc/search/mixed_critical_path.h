@@ -7,6 +7,7 @@
 // bound on any schedule of S when every stage costs at least the operators of each of its groups in
 // series (true of the analytical model; see LowerBound).
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "search/block_dag.h"
@@ -19,6 +20,12 @@ class MixedCriticalPath {
   MixedCriticalPath(const BlockDag& dag, std::vector<double> weights, double alpha);
 
   double LowerBound(OpMask state) { return Of(state).longest; }
+  // Longest path and estimate of a concurrent stage's ops, not memoized (each is met from few
+  // states): the stage costs at least its longest chain, which lies within one group.
+  std::pair<double, double> StageBoundAndEstimate(OpMask ops) {
+    const Path p = Compute(ops);
+    return {p.longest, (alpha_ * p.longest + p.total) / (1 + alpha_)};
+  }
   double Estimate(OpMask state) {
     const Path& p = Of(state);
     return (alpha_ * p.longest + p.total) / (1 + alpha_);
@@ -29,6 +36,7 @@ class MixedCriticalPath {
     double longest = 0, total = 0;
   };
   const Path& Of(OpMask state);
+  Path Compute(OpMask state);
 
   const BlockDag& dag_;
   std::vector<double> weights_;

@@ -41,10 +41,14 @@
 // network. It is the same for every maximum flow, so the result is deterministic and does not
 // depend on the max-flow algorithm (Boost.Graph's Boykov–Kolmogorov).
 //
+// States. With max_block_states, a part also has to have at most that many states (predecessor-
+// closed subsets, search/block_states.h). A part within the op bound but over the state bound is bisected with q = m / 4
+// (balanced): the ops bound gives no better hint where to cut.
+//
 // Merging. Bisection can leave neighbours that would fit in one block (e.g. 25 + 7 ops with K = 32).
 // Two blocks next to each other in the list form a convex set: a path out of one and into the other
 // would visit a block listed strictly between them, and there is none. Merging them keeps the order
-// valid and removes a cut. While some neighbours fit together, the pair whose boundary is the most
+// valid and removes a cut. While some neighbours fit together (ops and states), the pair whose boundary is the most
 // expensive (bytes of tensors written in the first and read in the second) is merged, ties to the
 // earliest; so the cuts that remain are the cheap ones, and no two neighbouring blocks fit in one.
 #include "autograph/partition_by_min_cut.h"
@@ -61,9 +65,12 @@
 #include <cstdint>
 #include <deque>
 #include <string>
+#include <unordered_set>
 #include <utility>
 
 #include "autograph/error.h"
+#include "search/block_states.h"
+#include "search/partition_options_check.h"
 
 namespace autograph {
 
@@ -125,8 +132,9 @@ class FlowNetwork {
 
 class MinCutPartitioner {
  public:
-  MinCutPartitioner(const OpGraph& graph, int max_block_ops)
-      : graph_(graph), max_block_ops_(max_block_ops), local_(graph.size(), -1) {}
+  MinCutPartitioner(const OpGraph& graph, const PartitionOptions& options)
+      : graph_(graph), max_block_ops_(options.max_block_ops), max_block_states_(options.max_block_states),
+        local_(graph.size(), -1) {}
 
   std::vector<std::vector<int>> Run() {
     std::vector<int> all(graph_.size());
@@ -139,10 +147,18 @@ class MinCutPartitioner {
  private:
   int64_t TensorBytes(int u) const { return std::max<int64_t>(1, graph_.node(u).bytes_written); }
 
+  bool StatesFit(const std::vector<int>& ops) const {
+    return max_block_states_ <= 0 || ops.size() <= 1 || BlockStatesAtMost(graph_, ops, max_block_states_);
+  }
+
+  bool Fits(const std::vector<int>& ops) const {
+    return static_cast<int>(ops.size()) <= max_block_ops_ && StatesFit(ops);
+  }
+
   // `part`: ascending ids of a convex set. Appends its blocks to blocks_, in a valid order.
   void Split(const std::vector<int>& part) {
     const int m = static_cast<int>(part.size());
-    if (m <= max_block_ops_) {
+    if (Fits(part)) {
       blocks_.push_back(part);
       return;
     }
@@ -156,7 +172,7 @@ class MinCutPartitioner {
     std::vector<int> by_level(m);
     for (int i = 0; i < m; ++i) by_level[i] = i;
     std::stable_sort(by_level.begin(), by_level.end(), [&](int a, int b) { return level[a] < level[b]; });
-    const int pinned = std::max(1, std::min(m - max_block_ops_, m / 4));
+    const int pinned = m <= max_block_ops_ ? std::max(1, m / 4) : std::max(1, std::min(m - max_block_ops_, m / 4));
 
     // Vertices: ops 0..m-1, then one tensor vertex per op with a successor in the part, then s, t.
     std::vector<int> tensor_vertex(m, -1);
@@ -220,19 +236,33 @@ class MinCutPartitioner {
       int64_t best_bytes = -1;
       for (size_t i = 0; i + 1 < blocks_.size(); ++i) {
         if (static_cast<int>(blocks_[i].size() + blocks_[i + 1].size()) > max_block_ops_) continue;
+        if (too_many_states_.count(i)) continue;
         const int64_t bytes = BoundaryBytes(blocks_[i], blocks_[i + 1]);
         if (bytes > best_bytes) best = static_cast<int>(i), best_bytes = bytes;
       }
       if (best < 0) return;
-      std::vector<int>& merged = blocks_[best];
+      std::vector<int> merged = blocks_[best];
       merged.insert(merged.end(), blocks_[best + 1].begin(), blocks_[best + 1].end());
       std::sort(merged.begin(), merged.end());
+      if (!StatesFit(merged)) {  // remembered by the index of the pair's first block
+        too_many_states_.insert(best);
+        continue;
+      }
+      blocks_[best] = std::move(merged);
       blocks_.erase(blocks_.begin() + best + 1);
+      // Pairs after the merged one moved down by one; pairs touching it changed.
+      std::unordered_set<size_t> shifted;
+      for (size_t i : too_many_states_)
+        if (i + 1 < static_cast<size_t>(best)) shifted.insert(i);
+        else if (i > static_cast<size_t>(best)) shifted.insert(i - 1);
+      too_many_states_ = std::move(shifted);
     }
   }
 
   const OpGraph& graph_;
   const int max_block_ops_;
+  const int64_t max_block_states_;
+  std::unordered_set<size_t> too_many_states_;  // neighbour pairs (first index) whose union has too many states
   std::vector<int> local_;  // op id -> index in the part being split, or -1
   std::vector<std::vector<int>> blocks_;
 };
@@ -240,10 +270,8 @@ class MinCutPartitioner {
 }  // namespace
 
 std::vector<std::vector<int>> PartitionByMinCut(const OpGraph& graph, const PartitionOptions& options) {
-  if (options.max_block_ops < 1)
-    throw Error("PartitionByMinCut: max_block_ops is " + std::to_string(options.max_block_ops) +
-                "; a block must be allowed at least 1 operator (PartitionOptions::max_block_ops >= 1)");
-  return MinCutPartitioner(graph, options.max_block_ops).Run();
+  CheckPartitionOptions(options, "PartitionByMinCut");
+  return MinCutPartitioner(graph, options).Run();
 }
 
 }  // namespace autograph

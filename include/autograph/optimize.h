@@ -27,6 +27,7 @@ struct OptimizeOptions {
   // `device_model`; "measured": stages run for real on `device` (memoized, cached on disk).
   std::string cost = "analytical";
   std::string device_model;    // h100, a100, v100, cpu, or a calibrated .json (default: h100 on cuda, cpu on cpu)
+  std::string cost_cache;      // measured: disk cache file; "" = ~/.cache/autograph/costs/<device>.json, "none" = off
   int ios_r = 3, ios_s = 8;    // ios: operators per group, groups per stage
   int ios_block = 24;          // ios: operators per block (contiguous in topological order)
   bool merge = true;           // ios, autograph: sibling convolutions may become one merged kernel
@@ -35,7 +36,8 @@ struct OptimizeOptions {
   // critical path cost; the best `verify` whole-graph candidates run for real on `device` and the
   // fastest is kept (0: keep the best predicted).
   double alpha = 1.0;
-  int block_ops = 24;
+  int block_ops = 40;          // the partition's bounds per block: operators (<= 64) and states
+  int64_t block_states = 1000;
   int autograph_r = 4;
   int64_t budget = 20000;
   int verify = 3;
@@ -51,6 +53,8 @@ struct OptimizeReport {
   double search_seconds = 0;
   int64_t states_explored = 0;
   int64_t stages_evaluated = 0;
+  int64_t stages_measured = 0;  // measured cost: stages run on the device (the rest came from memo or disk cache)
+  int64_t cost_cache_hits = 0;
   double predicted_ms = -1;  // under the cost model (ios, autograph), else -1
   double measured_ms = -1;   // on-board verification of the kept schedule (autograph with verify > 0), else -1
   int candidates_verified = 0;
