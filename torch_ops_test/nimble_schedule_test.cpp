@@ -236,6 +236,18 @@ TEST(NimbleSchedule, RandomDagsGiveValidSchedulesWithinMaxStreams) {
         EXPECT_EQ(s.stages.size(), 1u) << context;
       }
       EXPECT_EQ(NimbleSchedule(g, max_streams).stages.size(), s.stages.size()) << context;
+      // Every group names its Nimble stream, so the executor keeps a chain on one stream across
+      // stages: the edges between the schedule's streams are exactly Nimble's cross-stream edges.
+      std::vector<int> stream_of(g.size(), -1);
+      for (const auto& stage : s.stages) {
+        ASSERT_EQ(stage.streams.size(), stage.groups.size()) << context;
+        for (size_t i = 0; i < stage.groups.size(); ++i)
+          for (int op : stage.groups[i]) stream_of[op] = stage.streams[i];
+      }
+      int cross = 0;
+      for (int v = 0; v < g.size(); ++v)
+        for (int w : g.succs(v)) cross += stream_of[v] != stream_of[w];
+      EXPECT_EQ(cross, stats.cross_stream_edges) << context;
     }
   }
 }

@@ -201,7 +201,40 @@ TEST(ScheduleValidate, RejectsEdgeBackwardsInsideAGroup) {
   EXPECT_TRUE(Contains(msg, "later in the same group")) << msg;
 }
 
+TEST(ScheduleValidate, StreamsNameOneDistinctStreamPerGroup) {
+  Schedule s = MakeSchedule({{{0}}, {{1}, {2}}, {{3}}});
+  s.stages[1].streams = {5, 2};  // a stage may use any streams; the widest stream id counts
+  s.stages[2].streams = {5};
+  EXPECT_EQ(ValidationError(s, Diamond()), "");
+  EXPECT_EQ(s.max_groups(), 6);
+  EXPECT_EQ(s.stages[1].StreamOf(0), 5);
+  EXPECT_EQ(s.stages[0].StreamOf(0), 0);  // none given: group index
+  s.stages[1].streams = {2, 2};
+  EXPECT_TRUE(Contains(ValidationError(s, Diamond()), "puts groups 0 and 1 on stream 2")) << ValidationError(s, Diamond());
+  s.stages[1].streams = {1};
+  EXPECT_TRUE(Contains(ValidationError(s, Diamond()), "has 2 groups but 1 streams")) << ValidationError(s, Diamond());
+  s.stages[1].streams = {1, autograph::kMaxStreams};
+  EXPECT_TRUE(Contains(ValidationError(s, Diamond()), "streams are 0..63")) << ValidationError(s, Diamond());
+  s.stages[1].streams = {};
+  s.stages[2].strategy = StageStrategy::Merge;
+  s.stages[2].streams = {1};
+  EXPECT_TRUE(Contains(ValidationError(s, Diamond()), "merge stage with streams")) << ValidationError(s, Diamond());
+}
+
 // --- JSON -------------------------------------------------------------------------------------------------
+
+TEST(ScheduleJson, StreamsRoundTripAndStayOptional) {
+  Schedule s = MakeSchedule({{{0}}, {{1}, {2}}, {{3}}});
+  s.stages[1].streams = {3, 0};
+  const nlohmann::json json = ScheduleToJson(s);
+  EXPECT_EQ(json["stages"][1]["streams"], nlohmann::json::parse("[3, 0]"));
+  EXPECT_FALSE(json["stages"][0].contains("streams"));
+  EXPECT_EQ(ScheduleFromJson(json).stages[1].streams, (std::vector<int>{3, 0}));
+  EXPECT_TRUE(ScheduleFromJson(json).stages[0].streams.empty());
+  EXPECT_THROW(ScheduleFromJson(nlohmann::json::parse(
+                   R"({"version": 1, "stages": [{"strategy": "concurrent", "groups": [[0]], "streams": 1}]})")),
+               autograph::ScheduleError);
+}
 
 TEST(ScheduleJson, WritesTheDocumentedFormat) {
   Schedule s = MakeSchedule({{{0, 1}, {2}}, {{3}}});
@@ -242,7 +275,7 @@ TEST(ScheduleJson, RejectsMalformedDocuments) {
       {stage_prefix + R"({"strategy": "parallel", "groups": [[0]]}]})", "stages[0].strategy is \"parallel\""},
       {stage_prefix + R"({"strategy": 1, "groups": [[0]]}]})", "stages[0].strategy is 1"},
       {stage_prefix + R"({"strategy": "concurrent"}]})", "stages[0] has no \"groups\""},
-      {stage_prefix + R"({"strategy": "concurrent", "groups": [[0]], "streams": 2}]})", "unknown key \"streams\""},
+      {stage_prefix + R"({"strategy": "concurrent", "groups": [[0]], "stream": 2}]})", "unknown key \"stream\""},
       {stage_prefix + R"({"strategy": "concurrent", "groups": {}}]})", "stages[0].groups is an object"},
       {stage_prefix + R"({"strategy": "concurrent", "groups": [0]}]})", "stages[0].groups[0] is 0"},
       {stage_prefix + R"({"strategy": "concurrent", "groups": [[0], [1, -1]]}]})", "stages[0].groups[1][1] is -1"},

@@ -155,11 +155,11 @@ StagePlan::StagePlan(const OpGraph& graph, const Schedule& schedule)
       ++group_id;
     } else {
       for (size_t g = 0; g < stage.groups.size(); ++g) {
-        GroupSteps range{step, step, static_cast<int>(g)};
+        GroupSteps range{step, step, stage.StreamOf(g)};
         for (int op : stage.groups[g]) {
           OpSync sync;
           sync.begin = step;
-          sync.stream = static_cast<int>(g);
+          sync.stream = range.stream;
           for (size_t k = 0; k < graph.node(op).jit_nodes.size(); ++k, ++step) {
             phase_of_step[step] = static_cast<int>(s);
             group_of_step[step] = group_id;
@@ -177,6 +177,7 @@ StagePlan::StagePlan(const OpGraph& graph, const Schedule& schedule)
       }
     }
     num_streams = std::max(num_streams, static_cast<int>(groups.size()));
+    for (const GroupSteps& group : groups) num_streams = std::max(num_streams, group.stream + 1);
     stages.push_back(std::move(groups));
   }
   release = compiled.PlanReleases(group_of_step, phase_of_step, static_cast<int>(stages.size()));

@@ -49,10 +49,8 @@
 // inside a group: with a -> x -> c and a -> c, a and c on stream 0 and x on stream 1, any valid
 // schedule puts a, x and c in three different stages.
 //
-// Note for the CUDA executor: it runs group i of a stage on pool stream i, so a Nimble stream keeps
-// its pool stream only in stages that also hold every lower-numbered stream; e.g. a stage whose
-// groups belong to streams 1 and 2 runs them on pool streams 0 and 1. Correctness does not depend
-// on it (the executor adds events for every edge between pool streams).
+// Streams. Each stage names the stream of each of its groups (Stage::streams), so a Nimble stream is
+// one executor stream throughout and an edge within a chain costs no event, even across stages.
 #include "autograph/nimble_schedule.h"
 
 #include <algorithm>
@@ -179,7 +177,10 @@ Schedule StagesFromStreams(const OpGraph& graph, const std::vector<int>& stream_
   Schedule schedule;
   for (auto& by_stream : stages) {
     Stage stage{StageStrategy::Concurrent, {}};
-    for (auto& [stream, ops] : by_stream) stage.groups.push_back(std::move(ops));
+    for (auto& [stream, ops] : by_stream) {
+      stage.groups.push_back(std::move(ops));
+      stage.streams.push_back(stream);
+    }
     schedule.stages.push_back(std::move(stage));
   }
   return schedule;
@@ -188,9 +189,9 @@ Schedule StagesFromStreams(const OpGraph& graph, const std::vector<int>& stream_
 }  // namespace
 
 Schedule NimbleSchedule(const OpGraph& graph, int max_streams, NimbleStats* stats) {
-  if (max_streams < 1)
-    throw ScheduleError("NimbleSchedule: max_streams is " + std::to_string(max_streams) +
-                        "; at least 1 stream is needed to run anything");
+  if (max_streams < 1 || max_streams > kMaxStreams)
+    throw ScheduleError("NimbleSchedule: max_streams is " + std::to_string(max_streams) + "; use 1.." +
+                        std::to_string(kMaxStreams));
   NimbleStats local;
   const std::vector<int> stream_of = NimbleStreamAssignment(graph, max_streams).Assign(&local);
   for (int v = 0; v < graph.size(); ++v)

@@ -26,7 +26,10 @@ int Schedule::num_groups() const {
 
 int Schedule::max_groups() const {
   int widest = 0;
-  for (const Stage& stage : stages) widest = std::max(widest, static_cast<int>(stage.groups.size()));
+  for (const Stage& stage : stages) {
+    widest = std::max(widest, static_cast<int>(stage.groups.size()));
+    for (int stream : stage.streams) widest = std::max(widest, stream + 1);
+  }
   return widest;
 }
 
@@ -62,6 +65,23 @@ void ValidateSchedule(const Schedule& schedule, const OpGraph& graph) {
   for (int s = 0; s < static_cast<int>(schedule.stages.size()); ++s) {
     const auto& groups = schedule.stages[s].groups;
     if (groups.empty()) Fail("stage " + std::to_string(s) + " has no groups");
+    const auto& streams = schedule.stages[s].streams;
+    if (!streams.empty()) {
+      if (schedule.stages[s].strategy == StageStrategy::Merge)
+        Fail("stage " + std::to_string(s) + " is a merge stage with streams; a merged kernel runs on stream 0");
+      if (streams.size() != groups.size())
+        Fail("stage " + std::to_string(s) + " has " + std::to_string(groups.size()) + " groups but " +
+             std::to_string(streams.size()) + " streams; give one stream per group, or none");
+      for (size_t g = 0; g < streams.size(); ++g) {
+        if (streams[g] < 0 || streams[g] >= kMaxStreams)
+          Fail("stage " + std::to_string(s) + " group " + std::to_string(g) + " is on stream " +
+               std::to_string(streams[g]) + "; streams are 0.." + std::to_string(kMaxStreams - 1));
+        for (size_t h = 0; h < g; ++h)
+          if (streams[h] == streams[g])
+            Fail("stage " + std::to_string(s) + " puts groups " + std::to_string(h) + " and " + std::to_string(g) +
+                 " on stream " + std::to_string(streams[g]) + "; the groups of a stage run on distinct streams");
+      }
+    }
     for (int g = 0; g < static_cast<int>(groups.size()); ++g) {
       if (groups[g].empty()) Fail("stage " + std::to_string(s) + " group " + std::to_string(g) + " is empty");
       for (int i = 0; i < static_cast<int>(groups[g].size()); ++i) {
@@ -180,7 +200,7 @@ int ParseOpId(const nlohmann::json& value, const std::string& path) {
 
 Stage ParseStage(const nlohmann::json& json, const std::string& path) {
   if (!json.is_object()) FailJson(path, "is " + Describe(json) + "; a stage is an object");
-  RequireOnlyKeys(json, path, {"strategy", "groups"});
+  RequireOnlyKeys(json, path, {"strategy", "groups", "streams"});
   Stage stage;
   const auto& strategy = Member(json, path, "strategy");
   if (strategy == "concurrent") {
@@ -200,6 +220,12 @@ Stage ParseStage(const nlohmann::json& json, const std::string& path) {
       group.push_back(ParseOpId(groups[g][i], group_path + "[" + std::to_string(i) + "]"));
     stage.groups.push_back(std::move(group));
   }
+  if (json.contains("streams")) {  // optional; ValidateSchedule checks the values against the groups
+    const auto& streams = json.at("streams");
+    if (!streams.is_array()) FailJson(path + ".streams", "is " + Describe(streams) + "; expected an array of stream ids");
+    for (size_t g = 0; g < streams.size(); ++g)
+      stage.streams.push_back(ParseOpId(streams[g], path + ".streams[" + std::to_string(g) + "]"));
+  }
   return stage;
 }
 
@@ -207,8 +233,11 @@ Stage ParseStage(const nlohmann::json& json, const std::string& path) {
 
 nlohmann::json ScheduleToJson(const Schedule& schedule) {
   nlohmann::json stages = nlohmann::json::array();
-  for (const Stage& stage : schedule.stages)
-    stages.push_back({{"strategy", StrategyName(stage.strategy)}, {"groups", stage.groups}});
+  for (const Stage& stage : schedule.stages) {
+    nlohmann::json json = {{"strategy", StrategyName(stage.strategy)}, {"groups", stage.groups}};
+    if (!stage.streams.empty()) json["streams"] = stage.streams;
+    stages.push_back(std::move(json));
+  }
   return {{"version", 1}, {"stages", std::move(stages)}};
 }
 
