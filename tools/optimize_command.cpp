@@ -29,6 +29,7 @@ struct OptimizeCommandOptions {
   int64_t block_states = -1;
   double alpha = 1.0;
   int64_t budget = 20000;
+  double time_limit = -1;
   bool no_merge = false;
 };
 
@@ -69,6 +70,7 @@ int RunOptimize(const OptimizeCommandOptions& o) {
   if (o.block_states >= 0) options.block_states = o.block_states;
   options.alpha = o.alpha;
   options.budget = o.budget;
+  options.time_limit = o.time_limit;
   options.verify = o.verify;
   options.merge = !o.no_merge;
   ProgressBar progress(o.method + " search");
@@ -105,6 +107,7 @@ int RunOptimize(const OptimizeCommandOptions& o) {
                            {"stages_measured", report.stages_measured},
                            {"cost_cache_hits", report.cost_cache_hits},
                            {"candidates_verified", report.candidates_verified},
+                           {"blocks_over_budget", report.blocks_over_budget},
                            {"output", o.output}};
   if (o.json) {
     std::cout << result.dump() << std::endl;
@@ -153,6 +156,9 @@ Command AddOptimizeCommand(CLI::App& app) {
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--budget", o->budget, "autograph: states per block searched with full backtracking")
       ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--time-limit", o->time_limit,
+                  "autograph: seconds for the search, then blocks finish greedily (default: 60 with --cost measured, "
+                  "none with analytical; 0 = none)");
   cmd->add_option("--verify", o->verify, "autograph: best candidates run for real; the fastest is kept (0: none)")
       ->check(CLI::Range(0, 16));
   cmd->add_flag("--no-merge", o->no_merge, "ios, autograph: no merged convolution stages");

@@ -118,6 +118,29 @@ TEST(AutographSchedule, ZeroBudgetStillGivesAValidSchedule) {
   }
 }
 
+// A time limit already past when the search starts: every block is searched as past the budget (one
+// descent, a few stages costed per state), and the schedules stay valid. The same search without a
+// limit costs far more stages.
+TEST(AutographSchedule, TimeLimitCutsTheSearchShortAndStaysValid) {
+  std::mt19937 rng(8);
+  const OpGraph g = RandomDag(rng, 28, 0.1);
+  std::vector<std::vector<int>> blocks(2);
+  for (int v = 0; v < g.size(); ++v) blocks[v / 14].push_back(v);
+  ToyCost unlimited_cost, limited_cost;
+  AutographOptions options;
+  const AutographResult unlimited = AutographSearch(g, blocks, unlimited_cost, options);
+  options.time_limit_seconds = 1e-12;
+  const AutographResult limited = AutographSearch(g, blocks, limited_cost, options);
+  EXPECT_EQ(unlimited.stats.blocks_over_budget, 0);
+  EXPECT_EQ(limited.stats.blocks_over_budget, 2);
+  EXPECT_LE(limited.stats.states, g.size() + 2);  // one descent per block
+  EXPECT_LT(limited_cost.calls * 10, unlimited_cost.calls) << limited_cost.calls << " vs " << unlimited_cost.calls;
+  for (const Schedule& s : limited.candidates) EXPECT_EQ(ValidationError(s, g), "") << Dump(s);
+  EXPECT_GE(limited.predicted_ms.front(), unlimited.predicted_ms.front() - 1e-12);
+  options.time_limit_seconds = -1;
+  EXPECT_THROW(AutographSearch(g, blocks, limited_cost, options), autograph::Error);
+}
+
 TEST(AutographSchedule, SearchConcatenatesBlocksOfAPartition) {
   std::mt19937 rng(2);
   const OpGraph g = RandomDag(rng, 30, 0.1);

@@ -276,7 +276,7 @@ TEST(MeasuredCostModel, RejectsBadStagesAndOptions) {
   EXPECT_THROW(model.StageMs(g.graph, Stage{StageStrategy::Concurrent, {{2, 0}}}), autograph::ScheduleError);
   EXPECT_THROW(model.StageMs(g.graph, Stage{StageStrategy::Concurrent, {{0}, {0}}}), autograph::ScheduleError);
   EXPECT_THROW(model.StageMs(g.graph, Stage{StageStrategy::Concurrent, {{7}}}), autograph::ScheduleError);
-  EXPECT_THROW(model.StageMs(g.graph, Stage{StageStrategy::Concurrent, {}}), autograph::ScheduleError);
+  EXPECT_THROW(model.StageMs(g.graph, Stage{StageStrategy::Concurrent, {}, {}}), autograph::ScheduleError);
   EXPECT_THROW(model.OperatorMs(g.graph, -1), autograph::Error);
   EXPECT_EQ(model.measurements(), 0);
 

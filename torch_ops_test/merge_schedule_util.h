@@ -41,7 +41,7 @@ inline Schedule ScheduleWithMergeStages(const OpGraph& graph, const std::vector<
       auto untouched = [&](int m) { return !done[m] && !std::count(pending.begin(), pending.end(), m); };
       if (std::all_of(members.begin(), members.end(), untouched) &&
           std::all_of(members.begin(), members.end(), ready)) {
-        Stage stage{StageStrategy::Merge, {}};
+        Stage stage{StageStrategy::Merge, {}, {}};
         for (int m : members) stage.groups.push_back({m});
         for (int m : members) done[m] = true;
         schedule.stages.push_back(std::move(stage));

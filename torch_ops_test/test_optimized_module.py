@@ -114,6 +114,7 @@ def test_measured_cost_runs_stages_and_caches_them_on_disk(cli, zoo, tmp_path):
     first = optimize(cli, zoo / "squeezenet.pt", tmp_path / "a.pt", *args)
     assert first["cost"].startswith("measured:cpu") and first["stages_measured"] > 0
     assert first["predicted_ms"] > 0 and first["measured_ms"] > 0 and cache.exists()
+    assert first["search_seconds"] < 60 + 5  # the default time limit with measured costs (60 s) held
     # The same model again: every stage comes from the disk cache, nothing is run but the verification.
     second = optimize(cli, zoo / "squeezenet.pt", tmp_path / "b.pt", *args)
     assert second["stages_measured"] == 0 and second["cost_cache_hits"] >= first["stages_measured"]

@@ -1,6 +1,7 @@
 #include "api/plan_schedule.h"
 
 #include <algorithm>
+#include <chrono>
 #include <memory>
 #include <set>
 #include <string>
@@ -88,13 +89,21 @@ Schedule AutographPlan(const OpGraph& graph, const std::vector<c10::IValue>& inp
   int blocks_before = 0;
   std::vector<std::pair<double, Schedule>> ranked;  // (predicted ms, candidate), distinct schedules
   std::set<std::string> seen;
+  double time_limit = options.time_limit;
+  if (time_limit < 0) time_limit = options.cost == "measured" ? 60.0 : 0.0;
+  const auto start = std::chrono::steady_clock::now();
   for (const auto& blocks : partitions) {
+    if (time_limit > 0) {  // half to the first partition, what is left to the second
+      const double spent = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      search.time_limit_seconds = std::max(1e-3, &blocks == &partitions[0] ? time_limit / 2 : time_limit - spent);
+    }
     if (options.progress)
       search.progress = [&, blocks_before](int done, int) { options.progress(blocks_before + done, total_blocks); };
     AutographResult one = AutographSearch(graph, blocks, cost, search);
     blocks_before += static_cast<int>(blocks.size());
     report->states_explored += one.stats.states;
     report->stages_evaluated += one.stats.stages_evaluated;
+    report->blocks_over_budget += one.stats.blocks_over_budget;
     for (size_t i = 0; i < one.candidates.size(); ++i)
       if (seen.insert(ScheduleToJson(one.candidates[i]).dump()).second)
         ranked.emplace_back(one.predicted_ms[i], std::move(one.candidates[i]));

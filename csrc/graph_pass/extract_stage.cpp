@@ -117,7 +117,7 @@ StageSubgraph ExtractStage(const OpGraph& graph, const Stage& stage, const Value
   result.graph = OpGraph(sub);
   std::unordered_map<int, int> new_id;
   std::vector<int> new_group;
-  result.schedule.stages.push_back(Stage{stage.strategy, {}});
+  result.schedule.stages.push_back(Stage{stage.strategy, {}, {}});
   for (const auto& group : stage.groups) {
     new_group.clear();
     for (int op : group) {

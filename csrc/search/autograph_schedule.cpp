@@ -16,9 +16,10 @@
 //    needs each stage to cost at least the sum of OperatorMs over each of its groups — true of the
 //    analytical model (a stage is at least its slowest stream) and, up to noise, of measured costs;
 //    ops that may be merged get weight 0 there.
-//  - Budget. Past `budget` expanded states, each further state takes its best-ranked ending only,
-//    among a few packed endings rather than all of them, so any block finishes quickly; the
-//    schedule is then valid but maybe not optimal. A state with more than max_endings_per_state
+//  - Budget. Past `budget` expanded states (or past the block's share of the time limit), each
+//    state being solved stops at the first ending that gave it a schedule, and each further state
+//    takes its best-ranked ending only, among a few packed endings rather than all of them, so any
+//    block finishes quickly; the schedule is then valid but maybe not optimal. A state with more than max_endings_per_state
 //    endings (a wide block: their number grows like pieces^s) likewise tries the packed ones
 //    besides those listed before the limit.
 //  - Candidates. At the root the k best endings (with their optimal rests) are kept: the k best
@@ -28,6 +29,7 @@
 #include <algorithm>
 #include <chrono>
 #include <limits>
+#include <optional>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -45,11 +47,17 @@ namespace autograph {
 namespace {
 
 constexpr double kInfinity = std::numeric_limits<double>::infinity();
+using Clock = std::chrono::steady_clock;
 
 class AutographBlockSearch {
  public:
-  AutographBlockSearch(const BlockDag& dag, CostModel& cost, const AutographOptions& options)
-      : dag_(dag), options_(options), path_(dag, Weights(dag, cost, options), options.alpha), stage_cost_(dag, cost) {}
+  AutographBlockSearch(const BlockDag& dag, CostModel& cost, const AutographOptions& options,
+                       std::optional<Clock::time_point> deadline)
+      : dag_(dag),
+        options_(options),
+        deadline_(deadline),
+        path_(dag, Weights(dag, cost, options), options.alpha),
+        stage_cost_(dag, cost) {}
 
   // The k best schedules, best first, and their costs.
   std::vector<std::pair<double, Schedule>> Run(int k, AutographStats* stats) {
@@ -114,7 +122,11 @@ class AutographBlockSearch {
     return weights;
   }
 
-  bool OverBudget() const { return expanded_ > options_.budget; }
+  bool OverBudget() {
+    if (!over_budget_)
+      over_budget_ = expanded_ > options_.budget || (deadline_ && Clock::now() > *deadline_);
+    return over_budget_;
+  }
 
   // The candidate's stage cost, or infinity (counted as pruned) when it cannot lead below `bound`
   // given a lower bound of the rest; the stage is costed only when its lower bound does not decide.
@@ -139,6 +151,7 @@ class AutographBlockSearch {
     const bool greedy = OverBudget();
     Record record;
     for (const Candidate& c : Candidates(state)) {
+      if (record.ms < kInfinity && OverBudget()) break;  // budget ran out while this state was open
       const OpMask rest = state & ~c.ending;
       const double stage_ms = StageMsUnless(c, path_.LowerBound(rest), record.ms);
       if (stage_ms == kInfinity) continue;
@@ -188,14 +201,15 @@ class AutographBlockSearch {
     return out;
   }
 
-  // A few good Concurrent endings without enumerating them all: the pieces ranked alone, then from
+  // A few good Concurrent endings without enumerating them all (nor costing them: ranked like all
+  // endings, by estimate): the pieces ranked alone, then from
   // each of the best few, the union grown by the next best pieces that fit (disjoint, non-adjacent,
   // at most s), every prefix of that growth being one ending. Linear in the number of pieces.
   std::vector<OpMask> PackedEndings(OpMask state) {
     constexpr size_t kSeeds = 16;
     std::vector<std::pair<double, BlockDag::Piece>> ranked;
     for (const BlockDag::Piece& piece : dag_.Pieces(state, options_.max_ops_per_group))
-      ranked.emplace_back(stage_cost_(piece.ops, StageStrategy::Concurrent) + path_.Estimate(state & ~piece.ops), piece);
+      ranked.emplace_back(path_.Estimate(piece.ops, false) + path_.Estimate(state & ~piece.ops), piece);
     std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
     std::vector<OpMask> endings;
     for (const auto& entry : ranked) endings.push_back(entry.second.ops);
@@ -229,6 +243,8 @@ class AutographBlockSearch {
 
   const BlockDag& dag_;
   const AutographOptions& options_;
+  const std::optional<Clock::time_point> deadline_;
+  bool over_budget_ = false;
   MixedCriticalPath path_;
   std::unordered_map<OpMask, Record> memo_;
   StageCostMemo stage_cost_;
@@ -245,17 +261,21 @@ void CheckOptions(const AutographOptions& options) {
     throw Error("AutographSchedule: candidates must be at least 1, got " + std::to_string(options.candidates));
   if (options.budget < 0 || options.max_endings_per_state < 1)
     throw Error("AutographSchedule: budget must be >= 0 and max_endings_per_state >= 1");
+  if (!(options.time_limit_seconds >= 0))
+    throw Error("AutographSchedule: time_limit_seconds must be >= 0 (0 = no limit), got " +
+                std::to_string(options.time_limit_seconds));
 }
 
 }  // namespace
 
-std::vector<Schedule> AutographBlockSchedules(const OpGraph& graph, const std::vector<int>& block, CostModel& cost,
-                                              const AutographOptions& options, AutographStats* stats,
-                                              std::vector<double>* predicted_ms) {
-  CheckOptions(options);
-  const auto start = std::chrono::steady_clock::now();
+namespace {
+
+std::vector<Schedule> BlockSchedules(const OpGraph& graph, const std::vector<int>& block, CostModel& cost,
+                                     const AutographOptions& options, std::optional<Clock::time_point> deadline,
+                                     AutographStats* stats, std::vector<double>* predicted_ms) {
+  const auto start = Clock::now();
   const BlockDag dag(graph, block, "AutographSchedule", options.merge_classes);
-  auto ranked = AutographBlockSearch(dag, cost, options).Run(options.candidates, stats);
+  auto ranked = AutographBlockSearch(dag, cost, options, deadline).Run(options.candidates, stats);
   std::vector<Schedule> schedules;
   if (predicted_ms) predicted_ms->clear();
   for (auto& [ms, schedule] : ranked) {
@@ -264,19 +284,38 @@ std::vector<Schedule> AutographBlockSchedules(const OpGraph& graph, const std::v
   }
   if (stats) {
     stats->predicted_ms = ranked.front().first;
-    stats->seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    stats->seconds += std::chrono::duration<double>(Clock::now() - start).count();
   }
   return schedules;
+}
+
+std::chrono::duration<double> Seconds(double s) { return std::chrono::duration<double>(s); }
+
+}  // namespace
+
+std::vector<Schedule> AutographBlockSchedules(const OpGraph& graph, const std::vector<int>& block, CostModel& cost,
+                                              const AutographOptions& options, AutographStats* stats,
+                                              std::vector<double>* predicted_ms) {
+  CheckOptions(options);
+  std::optional<Clock::time_point> deadline;
+  if (options.time_limit_seconds > 0)
+    deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(Seconds(options.time_limit_seconds));
+  return BlockSchedules(graph, block, cost, options, deadline, stats, predicted_ms);
 }
 
 AutographResult AutographSearch(const OpGraph& graph, const std::vector<std::vector<int>>& blocks, CostModel& cost,
                                 const AutographOptions& options) {
   CheckOptions(options);
-  const auto start = std::chrono::steady_clock::now();
+  const auto start = Clock::now();
   AutographResult result;
   std::vector<std::vector<Schedule>> per_block;
   for (size_t b = 0; b < blocks.size(); ++b) {
-    per_block.push_back(AutographBlockSchedules(graph, blocks[b], cost, options, &result.stats));
+    std::optional<Clock::time_point> deadline;
+    if (options.time_limit_seconds > 0) {  // an equal share of what is left
+      const auto left = Seconds(options.time_limit_seconds) - (Clock::now() - start);
+      deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(left / double(blocks.size() - b));
+    }
+    per_block.push_back(BlockSchedules(graph, blocks[b], cost, options, deadline, &result.stats, nullptr));
     if (options.progress) options.progress(static_cast<int>(b + 1), static_cast<int>(blocks.size()));
   }
   size_t most = 1;
@@ -294,7 +333,7 @@ AutographResult AutographSearch(const OpGraph& graph, const std::vector<std::vec
   }
   // Candidate 0 is the best of every block, hence the best overall under the cost model.
   result.stats.predicted_ms = result.predicted_ms.front();
-  result.stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  result.stats.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   return result;
 }
 

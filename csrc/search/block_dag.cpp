@@ -128,7 +128,7 @@ OpMask BlockDag::ComponentOfLowest(OpMask set) const {
 }
 
 Stage BlockDag::MakeStage(OpMask ending, StageStrategy strategy) const {
-  Stage stage{strategy, {}};
+  Stage stage{strategy, {}, {}};
   if (strategy == StageStrategy::Merge) {
     for (OpMask rest = ending; rest; rest &= rest - 1) stage.groups.push_back({ops_[LowestBit(rest)]});
     return stage;

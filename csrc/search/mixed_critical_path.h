@@ -26,8 +26,9 @@ class MixedCriticalPath {
     const Path p = Compute(ops);
     return {p.longest, (alpha_ * p.longest + p.total) / (1 + alpha_)};
   }
-  double Estimate(OpMask state) {
-    const Path& p = Of(state);
+  // `memoize` false for sets met from few states (a stage's ops), not worth keeping.
+  double Estimate(OpMask state, bool memoize = true) {
+    const Path p = memoize ? Of(state) : Compute(state);
     return (alpha_ * p.longest + p.total) / (1 + alpha_);
   }
 

@@ -176,7 +176,7 @@ Schedule StagesFromStreams(const OpGraph& graph, const std::vector<int>& stream_
   }
   Schedule schedule;
   for (auto& by_stream : stages) {
-    Stage stage{StageStrategy::Concurrent, {}};
+    Stage stage{StageStrategy::Concurrent, {}, {}};
     for (auto& [stream, ops] : by_stream) {
       stage.groups.push_back(std::move(ops));
       stage.streams.push_back(stream);

@@ -27,13 +27,17 @@ struct AutographOptions {
   // Endings listed per state before the search falls back to a few packed ones for that state.
   int64_t max_endings_per_state = 5000;
   int candidates = 3;  // complete schedules kept per block, best first, for on-board verification
+  // Seconds for the whole search, 0 = no limit. Each block gets an equal share of what is left when
+  // it starts (blocks that finish early pass their time on); past its share a block finishes as past
+  // the budget. For costs that take real time to ask (a measured cost model).
+  double time_limit_seconds = 0;
   // Called after each block with (blocks done, blocks in all).
   std::function<void(int, int)> progress;
 };
 
 struct AutographStats {
   int blocks = 0;
-  int blocks_over_budget = 0;    // blocks not searched exhaustively: budget or endings per state exceeded
+  int blocks_over_budget = 0;    // blocks not searched exhaustively: budget, time or endings per state exceeded
   int64_t states = 0;            // states expanded (their endings enumerated)
   int64_t stages_evaluated = 0;  // distinct stages costed with CostModel::StageMs
   int64_t endings = 0;           // (state, ending) pairs considered

@@ -40,6 +40,9 @@ struct OptimizeOptions {
   int64_t block_states = 1000;
   int autograph_r = 4;
   int64_t budget = 20000;
+  // Seconds for the search (both partitions; verification not included): past it, blocks finish
+  // as past the budget. 0 = none; negative = 60 with measured costs, none with analytical ones.
+  double time_limit = -1;
   int verify = 3;
   std::function<void(int, int)> progress;  // search progress: (blocks done, blocks in all)
 };
@@ -58,6 +61,7 @@ struct OptimizeReport {
   double predicted_ms = -1;  // under the cost model (ios, autograph), else -1
   double measured_ms = -1;   // on-board verification of the kept schedule (autograph with verify > 0), else -1
   int candidates_verified = 0;
+  int blocks_over_budget = 0;  // autograph: blocks not searched exhaustively (budget, time limit, endings)
   Schedule schedule;
 };
 
