@@ -13,6 +13,7 @@
 #include "autograph/error.h"
 #include "autograph/import_op_graph.h"
 #include "autograph/lower_module.h"
+#include "autograph/merge_sibling_linears.h"
 #include "autograph/optimize.h"
 #include "autograph/program.h"
 
@@ -77,7 +78,9 @@ torch::jit::Module optimize(const torch::jit::Module& module, const OptimizeOpti
   on_device.to(options.device);
   auto inputs = ToDevice(options.example_inputs, options.device);
   std::vector<c10::IValue> outputs;
-  OpGraph graph = ImportOpGraph(LowerModule(on_device), inputs, &outputs);
+  std::shared_ptr<torch::jit::Graph> lowered = LowerModule(on_device);
+  const int linears_merged = options.merge_linears ? MergeSiblingLinears(lowered) : 0;
+  OpGraph graph = ImportOpGraph(lowered, inputs, &outputs);
 
   auto start = std::chrono::steady_clock::now();
   OptimizeReport local_report;
@@ -112,7 +115,10 @@ torch::jit::Module optimize(const torch::jit::Module& module, const OptimizeOpti
   optimized.define(source.str(), std::make_shared<AutographResolver>());
 
   {
+    // Each linear merged away launched a kernel of its own in the original graph.
+    report->operators_before = linears_merged;
     for (const OpNode& n : graph.nodes()) report->operators_before += n.kind != OpKind::View;
+    report->linears_merged = linears_merged;
     report->operators_after = KernelsLaunched(graph, schedule);
     report->stages = static_cast<int>(schedule.stages.size());
     report->groups = schedule.num_groups();

@@ -22,6 +22,7 @@ struct OptimizeOptions {
   c10::Device device = c10::kCPU;
   int max_streams = 8;                      // at most this many groups per stage
   bool cuda_graph = false;                  // CUDA only
+  bool merge_linears = false;               // substitution: linears sharing an input -> one wider linear
 
   // Searches (ios, autograph): the cost model stages are ranked with. "analytical": a roofline of
   // `device_model`; "measured": stages run for real on `device` (memoized, cached on disk).
@@ -61,7 +62,8 @@ struct OptimizeReport {
   double predicted_ms = -1;  // under the cost model (ios, autograph), else -1
   double measured_ms = -1;   // on-board verification of the kept schedule (autograph with verify > 0), else -1
   int candidates_verified = 0;
-  int blocks_over_budget = 0;  // autograph: blocks not searched exhaustively (budget, time limit, endings)
+  int blocks_over_budget = 0;
+  int linears_merged = 0;  // linears removed by merge_linears (a group of k counts k - 1)  // autograph: blocks not searched exhaustively (budget, time limit, endings)
   Schedule schedule;
 };
 

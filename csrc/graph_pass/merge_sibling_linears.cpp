@@ -1,0 +1,134 @@
+#include "autograph/merge_sibling_linears.h"
+
+#include <torch/csrc/jit/ir/constants.h>
+#include <torch/csrc/jit/ir/ir.h>
+
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+namespace autograph {
+
+namespace {
+
+using torch::jit::Graph;
+using torch::jit::Node;
+using torch::jit::Value;
+
+bool IsInPlace(const Node* node) {
+  const std::string name = node->kind().toUnqualString();
+  return !name.empty() && name.back() == '_';
+}
+
+bool IsView(const Node* node) { return node->kind() == c10::aten::view || node->kind() == c10::aten::view_as; }
+
+// Whether a linear's output may become a slice of a wider one: nothing writes into it, and a view
+// of it (a slice is not contiguous, so view may fail; it becomes reshape, see Merge) is not written
+// into either, so whether reshape aliases or copies cannot be told apart.
+bool OutputSafeToSlice(const Value* out) {
+  for (const torch::jit::Use& use : out->uses()) {
+    if (IsInPlace(use.user)) return false;
+    if (IsView(use.user))
+      for (const torch::jit::Use& view_use : use.user->output()->uses())
+        if (IsInPlace(view_use.user)) return false;
+  }
+  return true;
+}
+
+// view(x, shape) -> reshape(x, shape), view_as(x, y) -> reshape_as(x, y): the same result, but also
+// defined for the non-contiguous slices a merge leaves.
+void ViewsToReshapes(Graph& graph, Value* slice) {
+  std::vector<Node*> views;
+  for (const torch::jit::Use& use : slice->uses())
+    if (IsView(use.user)) views.push_back(use.user);
+  for (Node* view : views) {
+    torch::jit::WithInsertPoint guard(view);
+    const c10::Symbol kind = view->kind() == c10::aten::view ? c10::aten::reshape : c10::aten::reshape_as;
+    Value* reshaped = graph.insert(kind, {view->input(0), view->input(1)});
+    reshaped->setType(view->output()->type());
+    view->output()->replaceAllUsesWith(reshaped);
+    view->destroy();
+  }
+}
+
+struct Sibling {
+  Node* node;
+  at::Tensor weight, bias;  // bias undefined when None
+};
+
+// A linear of `x` (its input 0) that can join a merge: constant 2-d weight, constant 1-d or None bias.
+std::optional<Sibling> AsSibling(Node* node, const Value* x, const Graph& graph) {
+  if (node->kind() != c10::aten::linear || node->inputs().size() != 3 || node->input(0) != x) return std::nullopt;
+  if (node->owningBlock() != graph.block() || !OutputSafeToSlice(node->output())) return std::nullopt;
+  const auto weight = torch::jit::toIValue(node->input(1));
+  const auto bias = torch::jit::toIValue(node->input(2));
+  if (!weight || !weight->isTensor() || !bias || !(bias->isNone() || bias->isTensor())) return std::nullopt;
+  Sibling s{node, weight->toTensor(), bias->isTensor() ? bias->toTensor() : at::Tensor()};
+  if (s.weight.dim() != 2 || s.weight.requires_grad()) return std::nullopt;
+  if (s.bias.defined() && (s.bias.dim() != 1 || s.bias.size(0) != s.weight.size(0) ||
+                           s.bias.scalar_type() != s.weight.scalar_type() || s.bias.device() != s.weight.device()))
+    return std::nullopt;
+  return s;
+}
+
+// One group: siblings in graph order; replaced by linear(x, cat W, cat b) -> split_with_sizes -> unpack.
+// x is read from the node now: an earlier merge may have replaced it (a group reading a merged linear).
+void Merge(Graph& graph, std::vector<Sibling>& group) {
+  Value* x = group.front().node->input(0);
+  std::sort(group.begin(), group.end(), [](const Sibling& a, const Sibling& b) { return a.node->isBefore(b.node); });
+  std::vector<at::Tensor> weights, biases;
+  std::vector<int64_t> sizes;
+  for (const Sibling& s : group) {
+    weights.push_back(s.weight);
+    sizes.push_back(s.weight.size(0));
+    if (s.bias.defined()) biases.push_back(s.bias);
+  }
+  Node* unpack = nullptr;
+  {  // the guard must not outlive the first sibling, destroyed below
+    torch::jit::WithInsertPoint guard(group.front().node);
+    Value* weight = graph.insertConstant(at::cat(weights, 0));
+    Value* bias = biases.empty() ? graph.insertConstant(c10::IValue()) : graph.insertConstant(at::cat(biases, 0));
+    Value* wide = graph.insert(c10::aten::linear, {x, weight, bias});
+    Value* parts = graph.insert(c10::aten::split_with_sizes, {wide, sizes, -1});
+    unpack = graph.insertNode(graph.createListUnpack(parts, static_cast<int>(group.size())));
+  }
+  for (size_t i = 0; i < group.size(); ++i) {
+    unpack->output(i)->setType(group[i].node->output()->type());
+    group[i].node->output()->replaceAllUsesWith(unpack->output(i));
+    group[i].node->destroy();
+    ViewsToReshapes(graph, unpack->output(i));
+  }
+}
+
+}  // namespace
+
+int MergeSiblingLinears(std::shared_ptr<Graph>& graph) {
+  // Values any node may read: the graph's inputs and every top-level output, in graph order.
+  std::vector<Value*> values(graph->inputs().begin(), graph->inputs().end());
+  for (Node* node : graph->nodes())
+    for (Value* out : node->outputs()) values.push_back(out);
+  // All groups first: merging destroys values that later groups may read (through their new names).
+  std::vector<std::vector<Sibling>> merges;
+  for (Value* x : values) {
+    // Siblings by what must agree for one GEMM: weight dtype, device, input width, bias or not.
+    std::map<std::tuple<int, std::string, int64_t, bool>, std::vector<Sibling>> groups;
+    for (const torch::jit::Use& use : x->uses())
+      if (auto s = AsSibling(use.user, x, *graph))
+        groups[{static_cast<int>(s->weight.scalar_type()), s->weight.device().str(), s->weight.size(1),
+                s->bias.defined()}]
+            .push_back(*s);
+    for (auto& [key, group] : groups)
+      if (group.size() >= 2) merges.push_back(std::move(group));
+  }
+  int merged = 0;
+  for (auto& group : merges) {
+    merged += static_cast<int>(group.size()) - 1;
+    Merge(*graph, group);
+  }
+  return merged;
+}
+
+}  // namespace autograph
