@@ -21,7 +21,7 @@ struct Stage {
   // Optional, Concurrent stages only: the stream of each group (distinct, 0..kMaxStreams-1), so a
   // chain of operators keeps one stream across stages and needs no event between its own ops
   // (Nimble). Empty: group i runs on stream i.
-  std::vector<int> streams;
+  std::vector<int> streams = {};  // (initialized: aggregate inits may leave it out without a warning)
   int StreamOf(size_t group) const { return streams.empty() ? static_cast<int>(group) : streams[group]; }
 };
 
