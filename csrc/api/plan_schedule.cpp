@@ -92,10 +92,11 @@ Schedule AutographPlan(const OpGraph& graph, const std::vector<c10::IValue>& inp
   double time_limit = options.time_limit;
   if (time_limit < 0) time_limit = options.cost == "measured" ? 60.0 : 0.0;
   const auto start = std::chrono::steady_clock::now();
-  for (const auto& blocks : partitions) {
+  for (int p = 0; p < 2; ++p) {
+    const std::vector<std::vector<int>>& blocks = partitions[p];
     if (time_limit > 0) {  // half to the first partition, what is left to the second
       const double spent = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      search.time_limit_seconds = std::max(1e-3, &blocks == &partitions[0] ? time_limit / 2 : time_limit - spent);
+      search.time_limit_seconds = std::max(1e-3, p == 0 ? time_limit / 2 : time_limit - spent);
     }
     if (options.progress)
       search.progress = [&, blocks_before](int done, int) { options.progress(blocks_before + done, total_blocks); };

@@ -65,7 +65,7 @@
 #include <cstdint>
 #include <deque>
 #include <string>
-#include <unordered_set>
+#include <set>
 #include <utility>
 
 #include "autograph/error.h"
@@ -236,7 +236,7 @@ class MinCutPartitioner {
       int64_t best_bytes = -1;
       for (size_t i = 0; i + 1 < blocks_.size(); ++i) {
         if (static_cast<int>(blocks_[i].size() + blocks_[i + 1].size()) > max_block_ops_) continue;
-        if (too_many_states_.count(i)) continue;
+        if (too_many_states_.count({blocks_[i].front(), blocks_[i + 1].front()})) continue;
         const int64_t bytes = BoundaryBytes(blocks_[i], blocks_[i + 1]);
         if (bytes > best_bytes) best = static_cast<int>(i), best_bytes = bytes;
       }
@@ -244,25 +244,22 @@ class MinCutPartitioner {
       std::vector<int> merged = blocks_[best];
       merged.insert(merged.end(), blocks_[best + 1].begin(), blocks_[best + 1].end());
       std::sort(merged.begin(), merged.end());
-      if (!StatesFit(merged)) {  // remembered by the index of the pair's first block
-        too_many_states_.insert(best);
+      if (!StatesFit(merged)) {
+        too_many_states_.insert({blocks_[best].front(), blocks_[best + 1].front()});
         continue;
       }
       blocks_[best] = std::move(merged);
       blocks_.erase(blocks_.begin() + best + 1);
-      // Pairs after the merged one moved down by one; pairs touching it changed.
-      std::unordered_set<size_t> shifted;
-      for (size_t i : too_many_states_)
-        if (i + 1 < static_cast<size_t>(best)) shifted.insert(i);
-        else if (i > static_cast<size_t>(best)) shifted.insert(i - 1);
-      too_many_states_ = std::move(shifted);
     }
   }
 
   const OpGraph& graph_;
   const int max_block_ops_;
   const int64_t max_block_states_;
-  std::unordered_set<size_t> too_many_states_;  // neighbour pairs (first index) whose union has too many states
+  // Neighbour pairs, by their blocks' first ops, whose union has too many states. A block keeps its
+  // first op when it merges and only grows, and a larger set never has fewer states (its antichains
+  // include the smaller one's), so a pair once too big stays too big.
+  std::set<std::pair<int, int>> too_many_states_;
   std::vector<int> local_;  // op id -> index in the part being split, or -1
   std::vector<std::vector<int>> blocks_;
 };

@@ -19,55 +19,41 @@ constexpr double kGpuSyncUs = 2.0;
 // maximum number of resident grids per device (concurrent kernel execution) is 128 for 7.0, 8.0, 9.0.
 constexpr int kGpuResidentGrids = 128;
 
-DeviceModel H100() {
-  // NVIDIA H100 Tensor Core GPU Architecture whitepaper (2022), H100 SXM5 column, and the H100
-  // datasheet: 132 SMs; FP32 67 TFLOP/s; TF32 tensor 989 TFLOP/s and FP16 tensor 1979 TFLOP/s with
-  // 2:4 sparsity, so half of each dense; HBM3 3.35 TB/s (80 GB).
+// A GPU from its datasheet figures; launch, sync and concurrency as above, common to all three.
+DeviceModel Gpu(const char* name, int sms, double fp32_tflops, double tf32_tflops, double fp16_tflops,
+                double memory_gbps) {
   DeviceModel d;
-  d.name = "h100";
-  d.sms = 132;
-  d.fp32_tflops = 67.0;
-  d.tf32_tflops = 494.7;
-  d.fp16_tflops = 989.4;
-  d.memory_gbps = 3350;
+  d.name = name;
+  d.sms = sms;
+  d.fp32_tflops = fp32_tflops;
+  d.tf32_tflops = tf32_tflops;
+  d.fp16_tflops = fp16_tflops;
+  d.memory_gbps = memory_gbps;
   d.launch_us = kGpuLaunchUs;
   d.sync_us = kGpuSyncUs;
   d.max_concurrent_kernels = kGpuResidentGrids;
   return d;
+}
+
+DeviceModel H100() {
+  // NVIDIA H100 Tensor Core GPU Architecture whitepaper (2022), H100 SXM5 column, and the H100
+  // datasheet: 132 SMs; FP32 67 TFLOP/s; TF32 tensor 989 TFLOP/s and FP16 tensor 1979 TFLOP/s with
+  // 2:4 sparsity, so half of each dense; HBM3 3.35 TB/s (80 GB).
+  return Gpu("h100", 132, 67.0, 494.7, 989.4, 3350);
 }
 
 DeviceModel A100() {
   // NVIDIA A100 Tensor Core GPU Architecture whitepaper (2020): 108 SMs. NVIDIA A100 80GB datasheet,
   // SXM column: FP32 19.5 TFLOP/s; TF32 tensor 156 and FP16 tensor 312 TFLOP/s dense (312 / 624 with
   // sparsity); HBM2e 2039 GB/s.
-  DeviceModel d;
-  d.name = "a100";
-  d.sms = 108;
-  d.fp32_tflops = 19.5;
-  d.tf32_tflops = 156;
-  d.fp16_tflops = 312;
-  d.memory_gbps = 2039;
-  d.launch_us = kGpuLaunchUs;
-  d.sync_us = kGpuSyncUs;
-  d.max_concurrent_kernels = kGpuResidentGrids;
-  return d;
+  return Gpu("a100", 108, 19.5, 156, 312, 2039);
 }
 
 DeviceModel V100() {
   // NVIDIA Tesla V100 GPU Architecture whitepaper (2017): 80 SMs. NVIDIA V100 datasheet, SXM2
   // column: FP32 15.7 TFLOP/s; tensor (FP16) 125 TFLOP/s; HBM2 900 GB/s. Volta has no TF32, so TF32
   // math runs at the FP32 rate.
-  DeviceModel d;
-  d.name = "v100";
-  d.sms = 80;
-  d.fp32_tflops = 15.7;
-  d.tf32_tflops = 15.7;
-  d.fp16_tflops = 125;
-  d.memory_gbps = 900;
-  d.launch_us = kGpuLaunchUs;
-  d.sync_us = kGpuSyncUs;
-  d.max_concurrent_kernels = kGpuResidentGrids;
-  return d;
+  return Gpu("v100", 80, 15.7, 15.7, 125, 900);
 }
 
 DeviceModel Cpu() {
