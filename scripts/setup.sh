@@ -12,7 +12,7 @@ log() { echo "setup: $*" >&2; }
 
 # --- Debian packages --------------------------------------------------------------------------
 APT_PACKAGES=(g++ cmake ninja-build ccache libgtest-dev libcli11-dev nlohmann-json3-dev
-              libboost-graph-dev)
+              libboost-graph-dev libglpk-dev)
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
