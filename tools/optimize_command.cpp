@@ -30,7 +30,7 @@ struct OptimizeCommandOptions {
   double alpha = 1.0;
   int64_t budget = 20000;
   double time_limit = -1;
-  bool no_merge = false, merge_linears = false;
+  bool no_merge = false, merge_linears = false, stitch = false;
 };
 
 // Median wall time of `runs` forward calls after `runs / 5 + 1` warm-up calls; on CUDA each call is
@@ -74,6 +74,7 @@ int RunOptimize(const OptimizeCommandOptions& o) {
   options.verify = o.verify;
   options.merge = !o.no_merge;
   options.merge_linears = o.merge_linears;
+  options.stitch = o.stitch;
   ProgressBar progress(o.method + " search");
   options.progress = [&progress](int done, int total) { progress.Update(done, total); };
   OptimizeReport report;
@@ -110,6 +111,10 @@ int RunOptimize(const OptimizeCommandOptions& o) {
                            {"candidates_verified", report.candidates_verified},
                            {"blocks_over_budget", report.blocks_over_budget},
                            {"linears_merged", report.linears_merged},
+                           {"stitch_groups", report.stitch_groups},
+                           {"ops_stitched", report.ops_stitched},
+                           {"memory_bound_before", report.memory_bound_before},
+                           {"memory_bound_after", report.memory_bound_after},
                            {"output", o.output}};
   if (o.json) {
     std::cout << result.dump() << std::endl;
@@ -166,6 +171,8 @@ Command AddOptimizeCommand(CLI::App& app) {
   cmd->add_flag("--no-merge", o->no_merge, "ios, autograph: no merged convolution stages");
   cmd->add_flag("--merge-linears", o->merge_linears,
                 "Substitution: linears that read one input (attention's Q, K, V) become one wider linear");
+  cmd->add_flag("--stitch", o->stitch,
+                "Memory-intensive operators (elementwise, softmax, layer norm, ...) planned into stitched kernels");
   cmd->add_flag("--cuda-graph", o->cuda_graph, "Capture the multi-stream run into a CUDA Graph (cuda only)");
   cmd->add_option("--measure", o->measure_runs, "Time N runs of the optimized module (median ms in measured_ms)");
   cmd->add_flag("--json", o->json, "One JSON object on stdout");

@@ -14,40 +14,11 @@
 #include <string>
 #include <vector>
 
+#include "graph_test_util.h"
 
 namespace {
 
 using torch::jit::testing::FileCheck;
-
-// Parses `ir`, then turns the inputs named in `constants` into constants, as freezing does with
-// parameters (tensor constants cannot be written in IR text).
-std::shared_ptr<torch::jit::Graph> GraphWithConstants(const std::string& ir,
-                                                      const std::map<std::string, at::Tensor>& constants) {
-  auto graph = std::make_shared<torch::jit::Graph>();
-  torch::jit::parseIR(ir, graph.get());
-  torch::jit::WithInsertPoint guard(graph->block()->nodes().front());
-  for (size_t i = graph->inputs().size(); i-- > 0;) {
-    auto it = constants.find(graph->inputs()[i]->debugName());
-    if (it == constants.end()) continue;
-    graph->inputs()[i]->replaceAllUsesWith(graph->insertConstant(it->second));
-    graph->eraseInput(i);
-  }
-  return graph;
-}
-
-std::vector<at::Tensor> RunGraph(const std::shared_ptr<torch::jit::Graph>& graph, const std::vector<at::Tensor>& inputs) {
-  torch::jit::Code code(graph, "test");
-  torch::jit::Stack stack(inputs.begin(), inputs.end());
-  torch::jit::InterpreterState(code).run(stack);
-  std::vector<at::Tensor> out;
-  for (const auto& v : stack) {
-    if (v.isTuple())
-      for (const auto& e : v.toTupleRef().elements()) out.push_back(e.toTensor());
-    else
-      out.push_back(v.toTensor());
-  }
-  return out;
-}
 
 // Same dot products, possibly blocked differently by a wider GEMM: float32 reordering of sums of 16
 // products of O(1) values, far below 1e-5.

@@ -10,12 +10,14 @@
 #include <sstream>
 
 #include "api/plan_schedule.h"
+#include "autograph/device_model.h"
 #include "autograph/error.h"
 #include "autograph/import_op_graph.h"
 #include "autograph/lower_module.h"
 #include "autograph/merge_sibling_linears.h"
 #include "autograph/optimize.h"
 #include "autograph/program.h"
+#include "autograph/stitch_memory_bound_ops.h"
 
 namespace autograph {
 
@@ -55,6 +57,17 @@ std::vector<c10::IValue> ToDevice(const std::vector<c10::IValue>& values, c10::D
   return out;
 }
 
+// The planner weighs a launch against bytes moved with the device model's figures.
+StitchPlanOptions StitchOptionsFor(const OptimizeOptions& options) {
+  std::string name = options.device_model;
+  if (name.empty()) name = options.device.is_cuda() ? "h100" : "cpu";
+  const DeviceModel device = DeviceModel::ByName(name);
+  StitchPlanOptions plan;
+  plan.launch_us = device.launch_us;
+  plan.bytes_per_us = device.memory_gbps * 1e3 * device.memory_efficiency;
+  return plan;
+}
+
 }  // namespace
 
 torch::jit::Module optimize(const torch::jit::Module& module, const OptimizeOptions& options, OptimizeReport* report) {
@@ -80,6 +93,8 @@ torch::jit::Module optimize(const torch::jit::Module& module, const OptimizeOpti
   std::vector<c10::IValue> outputs;
   std::shared_ptr<torch::jit::Graph> lowered = LowerModule(on_device);
   const int linears_merged = options.merge_linears ? MergeSiblingLinears(lowered) : 0;
+  StitchReport stitch_report;
+  if (options.stitch) stitch_report = StitchMemoryBoundOps(lowered, inputs, StitchOptionsFor(options));
   OpGraph graph = ImportOpGraph(lowered, inputs, &outputs);
 
   auto start = std::chrono::steady_clock::now();
@@ -115,10 +130,18 @@ torch::jit::Module optimize(const torch::jit::Module& module, const OptimizeOpti
   optimized.define(source.str(), std::make_shared<AutographResolver>());
 
   {
-    // Each linear merged away launched a kernel of its own in the original graph.
-    report->operators_before = linears_merged;
-    for (const OpNode& n : graph.nodes()) report->operators_before += n.kind != OpKind::View;
+    // Each linear merged away, and each operator stitched, launched a kernel of its own in the
+    // original graph.
+    const int stitched_away = stitch_report.ops_stitched - stitch_report.groups;
+    report->operators_before = linears_merged + stitched_away;
+    for (const OpNode& n : graph.nodes()) {
+      report->operators_before += n.kind != OpKind::View;
+      report->memory_bound_after += n.kind == OpKind::MemoryBound;
+    }
+    report->memory_bound_before = report->memory_bound_after + stitched_away;
     report->linears_merged = linears_merged;
+    report->stitch_groups = stitch_report.groups;
+    report->ops_stitched = stitch_report.ops_stitched;
     report->operators_after = KernelsLaunched(graph, schedule);
     report->stages = static_cast<int>(schedule.stages.size());
     report->groups = schedule.num_groups();

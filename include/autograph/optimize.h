@@ -23,6 +23,7 @@ struct OptimizeOptions {
   int max_streams = 8;                      // at most this many groups per stage
   bool cuda_graph = false;                  // CUDA only
   bool merge_linears = false;               // substitution: linears sharing an input -> one wider linear
+  bool stitch = false;                      // memory-intensive operators -> stitched kernels (ILP planner)
 
   // Searches (ios, autograph): the cost model stages are ranked with. "analytical": a roofline of
   // `device_model`; "measured": stages run for real on `device` (memoized, cached on disk).
@@ -63,7 +64,10 @@ struct OptimizeReport {
   double measured_ms = -1;   // on-board verification of the kept schedule (autograph with verify > 0), else -1
   int candidates_verified = 0;
   int blocks_over_budget = 0;
-  int linears_merged = 0;  // linears removed by merge_linears (a group of k counts k - 1)  // autograph: blocks not searched exhaustively (budget, time limit, endings)
+  int linears_merged = 0;  // linears removed by merge_linears (a group of k counts k - 1)
+  int stitch_groups = 0;   // stitched kernels created
+  int ops_stitched = 0;    // memory-intensive operators they replace
+  int memory_bound_before = 0, memory_bound_after = 0;  // memory-bound kernels per run, before and after
   Schedule schedule;
 };
 

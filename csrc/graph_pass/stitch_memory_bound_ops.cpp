@@ -1,0 +1,246 @@
+#include "autograph/stitch_memory_bound_ops.h"
+
+#include <torch/csrc/jit/ir/alias_analysis.h>
+#include <torch/csrc/jit/ir/constants.h>
+#include <torch/csrc/jit/ir/ir.h>
+
+#include <map>
+#include <set>
+#include <unordered_map>
+
+#include "autograph/compiled_graph.h"
+#include "autograph/operator_flops.h"
+#include "stitch/stitchable_op.h"
+
+namespace autograph {
+
+using torch::jit::Node;
+using torch::jit::Value;
+
+namespace {
+
+const c10::Symbol kStitched = c10::Symbol::fromQualString("autograph::stitched");
+
+Node* TopLevel(Node* n, const torch::jit::Block* top) {
+  while (n->owningBlock() != top) n = n->owningBlock()->owningNode();
+  return n;
+}
+
+bool WritesAnInput(const Node* node) {
+  if (!node->kind().is_aten()) return false;
+  const c10::FunctionSchema* schema = node->maybeSchema();
+  return schema && schema->is_mutable();
+}
+
+// One group turned into a program: its tensor inputs and the member outputs read outside it.
+struct GroupProgram {
+  StitchProgram program;
+  std::vector<Value*> inputs;
+  std::vector<Value*> outputs;
+};
+
+GroupProgram BuildProgram(const std::vector<Node*>& members, const std::map<Node*, StitchableOp>& analysis,
+                          Node* return_node) {
+  GroupProgram g;
+  std::unordered_map<Value*, int> value_id;
+  std::set<Node*> in_group(members.begin(), members.end());
+  g.program.reduce_dims = 0;
+  for (Node* m : members) {
+    const StitchableOp& op = analysis.at(m);
+    if (op.split >= 0) g.program.reduce_dims = static_cast<int>(op.domain.size()) - op.split;
+  }
+  auto operand_id = [&](Value* v) {
+    auto it = value_id.find(v);
+    if (it != value_id.end()) return it->second;
+    StitchStatement s;
+    s.op = StitchOp::Input;
+    s.input = static_cast<int>(g.inputs.size());
+    g.inputs.push_back(v);
+    g.program.statements.push_back(s);
+    const int id = static_cast<int>(g.program.statements.size()) - 1;
+    value_id[v] = id;
+    return id;
+  };
+  for (Node* m : members) value_id[m->output()] = EmitStitchStatements(m, &g.program, operand_id);
+  for (Node* m : members) {
+    bool outside = false;
+    for (const torch::jit::Use& use : m->output()->uses())
+      outside |= use.user == return_node || !in_group.count(use.user);
+    if (!outside) continue;
+    g.outputs.push_back(m->output());
+    g.program.outputs.push_back(StitchOutput{value_id.at(m->output()), analysis.at(m).row_output && analysis.at(m).keepdim});
+  }
+  ValidateStitchProgram(g.program);
+  return g;
+}
+
+// Moves the members next to each other (as far as in-place writes allow) and checks that one node
+// at the last member's place can stand for all of them.
+bool MakeContiguous(const std::shared_ptr<torch::jit::Graph>& graph, const std::vector<Node*>& members,
+                    const GroupProgram& g) {
+  torch::jit::AliasDb alias_db(graph);
+  for (size_t i = 1; i < members.size(); ++i) {
+    if (!alias_db.moveAfterTopologicallyValid(members[i], members[i - 1])) return false;
+  }
+  Node* last = members.front();
+  for (Node* m : members)
+    if (m->isAfter(last)) last = m;
+  for (Value* v : g.inputs)
+    if (v->node()->isAfter(last)) return false;
+  std::set<Node*> in_group(members.begin(), members.end());
+  for (Value* v : g.outputs)
+    for (const torch::jit::Use& use : v->uses())
+      if (use.user != graph->return_node() && !in_group.count(use.user) && !use.user->isAfter(last)) return false;
+  return true;
+}
+
+void ReplaceWithStitched(const std::shared_ptr<torch::jit::Graph>& graph, const std::vector<Node*>& members,
+                         const GroupProgram& g) {
+  Node* last = members.front();
+  for (Node* m : members)
+    if (m->isAfter(last)) last = m;
+  torch::jit::WithInsertPoint guard(last->next());
+  Value* list = graph->insertNode(graph->createList(c10::TensorType::get(), g.inputs))->output();
+  Value* text = graph->insertConstant(g.program.ToString());
+  Node* stitched = graph->insertNode(graph->create(kStitched, {list, text}, 1));
+  stitched->output()->setType(c10::ListType::ofTensors());
+  Node* unpack = graph->insertNode(graph->createListUnpack(stitched->output(), g.outputs.size()));
+  for (size_t i = 0; i < g.outputs.size(); ++i) {
+    unpack->output(i)->setType(g.outputs[i]->type());
+    g.outputs[i]->replaceAllUsesWith(unpack->output(i));
+  }
+  for (auto it = members.rbegin(); it != members.rend(); ++it) (*it)->destroy();
+}
+
+}  // namespace
+
+StitchReport StitchMemoryBoundOps(std::shared_ptr<torch::jit::Graph>& graph,
+                                  const std::vector<c10::IValue>& example_inputs, const StitchPlanOptions& options) {
+  torch::jit::Block* top = graph->block();
+  std::vector<Node*> order;
+  std::unordered_map<const Node*, int> position;
+  for (Node* n : top->nodes()) {
+    if (n->kind() == c10::prim::Constant) continue;
+    position[n] = static_cast<int>(order.size());
+    order.push_back(n);
+  }
+
+  // 1. Shapes from a run on the example inputs.
+  std::unordered_map<const Value*, at::Tensor> recorded;
+  for (size_t i = 0; i < graph->inputs().size() && i < example_inputs.size(); ++i)
+    if (example_inputs[i].isTensor()) recorded[graph->inputs()[i]] = example_inputs[i].toTensor();
+  CompiledGraph::Observer observer = [&](const Node* n, const std::vector<c10::IValue>&,
+                                         const std::vector<c10::IValue>& out) {
+    for (size_t i = 0; i < out.size() && i < n->outputs().size(); ++i)
+      if (out[i].isTensor()) recorded[n->outputs()[i]] = out[i].toTensor();
+  };
+  CompiledGraph(graph, order).Run(example_inputs, &observer);
+  auto value_of = [&](const Value* v) -> at::Tensor {
+    auto it = recorded.find(v);
+    if (it != recorded.end()) return it->second;
+    auto c = torch::jit::toIValue(v);
+    return c && c->isTensor() ? c->toTensor() : at::Tensor();
+  };
+
+  // 2. The planner's view: every top-level node, stitchable ones with their domain.
+  StitchReport report;
+  StitchGraph sg;
+  sg.nodes.resize(order.size());
+  std::map<Node*, StitchableOp> analysis;
+  std::map<std::tuple<std::vector<int64_t>, c10::ScalarType, std::string>, int> domains;
+  for (size_t i = 0; i < order.size(); ++i) {
+    Node* n = order[i];
+    if (WritesAnInput(n)) continue;
+    auto op = AnalyzeStitchable(n, value_of);
+    if (!op) continue;
+    const at::Tensor out = value_of(n->output());
+    auto key = std::make_tuple(op->domain, out.scalar_type(), out.device().str());
+    auto [it, fresh] = domains.emplace(key, static_cast<int>(domains.size()));
+    sg.nodes[i] = StitchNode{true, it->second, op->split, op->weight};
+    analysis.emplace(n, std::move(*op));
+    report.candidates++;
+  }
+  std::map<const Value*, int> tensor_of;
+  auto tensor_id = [&](Value* v) {
+    auto it = tensor_of.find(v);
+    if (it != tensor_of.end()) return it->second;
+    StitchTensor t;
+    Node* p = v->node();
+    t.producer = (p->kind() == c10::prim::Constant || p == graph->param_node()) ? -1 : position.at(p);
+    const at::Tensor value = value_of(v);
+    t.bytes = value.defined() ? value.numel() * static_cast<int64_t>(value.element_size()) : 0;
+    sg.tensors.push_back(t);
+    tensor_of[v] = static_cast<int>(sg.tensors.size()) - 1;
+    return tensor_of[v];
+  };
+  for (size_t i = 0; i < order.size(); ++i) {
+    Node* n = order[i];
+    std::vector<Value*> reads(n->inputs().begin(), n->inputs().end());
+    for (torch::jit::Block* b : n->blocks()) {  // free variables of nested blocks count as reads
+      for (Node* inner : b->nodes()) reads.insert(reads.end(), inner->inputs().begin(), inner->inputs().end());
+      reads.insert(reads.end(), b->outputs().begin(), b->outputs().end());
+    }
+    for (Value* v : reads) {
+      if (v->node()->owningBlock() != top && v->node() != graph->param_node()) continue;  // defined inside n
+      StitchTensor& t = sg.tensors[tensor_id(v)];
+      if (t.consumers.empty() || t.consumers.back() != static_cast<int>(i)) t.consumers.push_back(static_cast<int>(i));
+      // A member may only read another member's value where the program can: as a tensor operand,
+      // and a reduction's row value only when its dims were kept (so it broadcasts as a row).
+      auto consumer = analysis.find(n);
+      if (t.producer < 0 || consumer == analysis.end() || !sg.nodes[t.producer].stitchable) continue;
+      const StitchableOp& producer = analysis.at(order[t.producer]);
+      const auto& operands = consumer->second.tensor_inputs;
+      if (std::find(operands.begin(), operands.end(), v) == operands.end() ||
+          (producer.row_output && !producer.keepdim)) {
+        sg.apart.emplace_back(t.producer, static_cast<int>(i));
+      }
+    }
+  }
+  for (Value* v : graph->outputs()) {
+    if (v->node()->kind() != c10::prim::Constant && v->node() != graph->param_node()) sg.tensors[tensor_id(v)].graph_output = true;
+  }
+  // Order around in-place writes: readers of a written tensor stay on their side of the write.
+  std::vector<int> writers;
+  for (size_t i = 0; i < order.size(); ++i)
+    if (WritesAnInput(order[i])) writers.push_back(static_cast<int>(i));
+  if (!writers.empty()) {
+    torch::jit::AliasDb alias_db(graph);
+    for (int w : writers) {
+      torch::jit::ValueSet written(order[w]->inputs().begin(), order[w]->inputs().end());
+      for (size_t i = 0; i < order.size(); ++i) {
+        if (static_cast<int>(i) == w) continue;
+        torch::jit::ValueSet read(order[i]->inputs().begin(), order[i]->inputs().end());
+        if (!alias_db.mayAlias(read, written)) continue;
+        StitchTensor order_edge;  // no bytes: an ordering constraint only
+        order_edge.producer = std::min<int>(i, w);
+        order_edge.consumers = {std::max<int>(i, w)};
+        sg.tensors.push_back(order_edge);
+      }
+    }
+  }
+  for (auto& t : sg.tensors) {
+    // Consumers in topological order, the producer before them (ids are graph positions).
+    std::sort(t.consumers.begin(), t.consumers.end());
+  }
+
+  // 3. Plan, then rewrite each group of two or more.
+  if (report.candidates < 2) return report;
+  StitchPlan plan = PlanStitchGroups(sg, options);
+  report.subproblems_ilp = plan.subproblems_ilp;
+  report.subproblems_greedy = plan.subproblems_greedy;
+  report.planned_cost_us = plan.cost_us;
+  std::vector<std::vector<Node*>> groups(plan.num_groups);
+  for (size_t i = 0; i < order.size(); ++i)
+    if (plan.group_of[i] >= 0) groups[plan.group_of[i]].push_back(order[i]);
+  for (const auto& members : groups) {
+    if (members.size() < 2) continue;
+    GroupProgram g = BuildProgram(members, analysis, graph->return_node());
+    if (g.outputs.empty() || !MakeContiguous(graph, members, g)) continue;
+    ReplaceWithStitched(graph, members, g);
+    report.groups++;
+    report.ops_stitched += static_cast<int>(members.size());
+  }
+  return report;
+}
+
+}  // namespace autograph

@@ -1,0 +1,34 @@
+#pragma once
+// Pass: memory-intensive operators (elementwise, activations, bias and residual adds, softmax,
+// layer norm, trailing-dim reductions) are grouped by the stitch planner (PlanStitchGroups, an
+// ILP) and each group of two or more becomes one autograph::stitched node whose program is the
+// group's statements. Shapes come from a run on example inputs; the rewritten graph computes the
+// same values (each element by the same float operations, reductions in another order).
+#include <ATen/core/ivalue.h>
+
+#include <memory>
+#include <vector>
+
+#include "autograph/plan_stitch_groups.h"
+
+namespace torch::jit {
+struct Graph;
+}  // namespace torch::jit
+
+namespace autograph {
+
+struct StitchReport {
+  int candidates = 0;     // nodes a program can express
+  int groups = 0;         // stitched nodes created
+  int ops_stitched = 0;   // operators replaced by them
+  int subproblems_ilp = 0, subproblems_greedy = 0;
+  double planned_cost_us = 0;  // the planner's objective for its plan
+};
+
+// Rewrites the top-level block of a lowered graph (see LowerModule) in place. Groups that cannot be
+// made contiguous without breaking an in-place write's order are left as they were.
+StitchReport StitchMemoryBoundOps(std::shared_ptr<torch::jit::Graph>& graph,
+                                  const std::vector<c10::IValue>& example_inputs,
+                                  const StitchPlanOptions& options = {});
+
+}  // namespace autograph

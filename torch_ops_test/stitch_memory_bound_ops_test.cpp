@@ -1,0 +1,182 @@
+// StitchMemoryBoundOps: groups of memory-intensive operators become one autograph::stitched node;
+// the IR shows which, and the rewritten graph gives the original outputs.
+#include "autograph/stitch_memory_bound_ops.h"
+
+#include <gtest/gtest.h>
+#include <torch/csrc/jit/testing/file_check.h>
+#include <torch/torch.h>
+
+#include "graph_test_util.h"
+
+namespace {
+
+using torch::jit::testing::FileCheck;
+using namespace autograph;
+
+std::vector<c10::IValue> IValues(const std::vector<at::Tensor>& tensors) {
+  return std::vector<c10::IValue>(tensors.begin(), tensors.end());
+}
+
+// The pass must not change the outputs beyond float reordering inside reductions (sums over at
+// most a few hundred O(1) terms: ~1e-6 relative), hence 1e-5.
+void ExpectSameOutputs(const std::shared_ptr<torch::jit::Graph>& original,
+                       const std::shared_ptr<torch::jit::Graph>& stitched, const std::vector<at::Tensor>& inputs) {
+  auto want = RunGraph(original, inputs);
+  auto got = RunGraph(stitched, inputs);
+  ASSERT_EQ(want.size(), got.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_EQ(want[i].sizes(), got[i].sizes()) << "output " << i;
+    EXPECT_TRUE(torch::allclose(want[i], got[i], 1e-5, 1e-5))
+        << "output " << i << " differs by " << (want[i] - got[i]).abs().max().item<double>();
+  }
+}
+
+StitchReport Stitch(std::shared_ptr<torch::jit::Graph>& graph, const std::vector<at::Tensor>& inputs) {
+  // Launch cost dominating, as at batch 1 on a GPU: every profitable group is taken.
+  StitchPlanOptions options;
+  options.launch_us = 5;
+  options.bytes_per_us = 2e6;
+  return StitchMemoryBoundOps(graph, IValues(inputs), options);
+}
+
+TEST(StitchMemoryBoundOps, ScaledSoftmaxBecomesOneKernel) {
+  auto graph = GraphWithConstants(R"IR(
+graph(%q : Tensor, %k : Tensor):
+  %m1 : int = prim::Constant[value=-1]()
+  %m2 : int = prim::Constant[value=-2]()
+  %eight : float = prim::Constant[value=8.]()
+  %none : NoneType = prim::Constant()
+  %kt : Tensor = aten::transpose(%k, %m1, %m2)
+  %s : Tensor = aten::matmul(%q, %kt)
+  %d : Tensor = aten::div(%s, %eight)
+  %p : Tensor = aten::softmax(%d, %m1, %none)
+  %o : Tensor = aten::matmul(%p, %q)
+  return (%o))IR",
+                                  {});
+  auto original = graph->copy();
+  std::vector<at::Tensor> inputs = {torch::randn({2, 4, 9, 16}), torch::randn({2, 4, 9, 16})};
+  StitchReport report = Stitch(graph, inputs);
+  EXPECT_EQ(report.groups, 1);
+  EXPECT_EQ(report.ops_stitched, 2);
+  FileCheck()
+      .check("aten::matmul")
+      ->check("autograph::stitched")
+      ->check_not("aten::div")
+      ->check_not("aten::softmax")
+      ->check("aten::matmul")
+      ->run(*graph);
+  ExpectSameOutputs(original, graph, inputs);
+}
+
+TEST(StitchMemoryBoundOps, ResidualAddAndLayerNormWithConstantParameters) {
+  torch::manual_seed(1);
+  auto graph = GraphWithConstants(R"IR(
+graph(%x : Tensor, %r : Tensor, %w : Tensor, %b : Tensor, %lw : Tensor):
+  %one : int = prim::Constant[value=1]()
+  %eps : float = prim::Constant[value=1e-12]()
+  %shape : int[] = prim::Constant[value=[32]]()
+  %true : bool = prim::Constant[value=1]()
+  %exact : str = prim::Constant[value="none"]()
+  %h : Tensor = aten::linear(%x, %lw, %b)
+  %a : Tensor = aten::add(%h, %r, %one)
+  %n : Tensor = aten::layer_norm(%a, %shape, %w, %b, %eps, %true)
+  %g : Tensor = aten::gelu(%n, %exact)
+  %o : Tensor = aten::linear(%g, %lw, %b)
+  return (%o, %a))IR",
+                                  {{"w", torch::randn({32})}, {"b", torch::randn({32})}, {"lw", torch::randn({32, 32})}});
+  auto original = graph->copy();
+  std::vector<at::Tensor> inputs = {torch::randn({3, 5, 32}), torch::randn({3, 5, 32})};
+  StitchReport report = Stitch(graph, inputs);
+  EXPECT_EQ(report.groups, 1);
+  EXPECT_EQ(report.ops_stitched, 3);  // add, layer_norm and gelu
+  FileCheck()
+      .check("aten::linear")
+      ->check("autograph::stitched")
+      ->check_not("aten::layer_norm")
+      ->check("aten::linear")
+      ->run(*graph);
+  ExpectSameOutputs(original, graph, inputs);  // %a is a graph output: the program writes it too
+}
+
+TEST(StitchMemoryBoundOps, PathThroughAnUnstitchableOperatorKeepsGroupsApart) {
+  auto graph = GraphWithConstants(R"IR(
+graph(%x : Tensor, %w : Tensor):
+  %one : int = prim::Constant[value=1]()
+  %a : Tensor = aten::relu(%x)
+  %h : Tensor = aten::matmul(%a, %w)
+  %s : Tensor = aten::add(%a, %h, %one)
+  return (%s))IR",
+                                  {{"w", torch::randn({8, 8})}});
+  auto original = graph->copy();
+  std::vector<at::Tensor> inputs = {torch::randn({4, 8})};
+  StitchReport report = Stitch(graph, inputs);
+  EXPECT_EQ(report.candidates, 2);
+  EXPECT_EQ(report.groups, 0);  // relu and add would make a group that the matmul leaves and re-enters
+  FileCheck().check("aten::relu")->check("aten::matmul")->check("aten::add")->check_not("autograph::stitched")->run(*graph);
+  ExpectSameOutputs(original, graph, inputs);
+}
+
+TEST(StitchMemoryBoundOps, ReductionWithoutKeptDimsIsNotReadInsideItsGroup) {
+  auto graph = GraphWithConstants(R"IR(
+graph(%x : Tensor, %y : Tensor):
+  %dims : int[] = prim::Constant[value=[-1]]()
+  %false : bool = prim::Constant[value=0]()
+  %true : bool = prim::Constant[value=1]()
+  %none : NoneType = prim::Constant()
+  %one : int = prim::Constant[value=1]()
+  %e : Tensor = aten::exp(%x)
+  %m : Tensor = aten::mean(%e, %dims, %false, %none)
+  %mk : Tensor = aten::mean(%e, %dims, %true, %none)
+  %c : Tensor = aten::sub(%e, %mk, %one)
+  %t : Tensor = aten::add(%m, %y, %one)
+  return (%c, %t))IR",
+                                  {});
+  auto original = graph->copy();
+  // %m ([6]) broadcasts along the last dim of %y, not as a row: the add reads it from memory.
+  std::vector<at::Tensor> inputs = {torch::randn({6, 6}), torch::randn({6, 6})};
+  StitchReport report = Stitch(graph, inputs);
+  EXPECT_GE(report.groups, 1);
+  FileCheck().check("autograph::stitched")->check_not("aten::exp")->run(*graph);
+  ExpectSameOutputs(original, graph, inputs);
+}
+
+TEST(StitchMemoryBoundOps, InPlaceWriteBetweenReadersIsRespected) {
+  auto graph = GraphWithConstants(R"IR(
+graph(%x : Tensor):
+  %one : int = prim::Constant[value=1]()
+  %two : float = prim::Constant[value=2.]()
+  %y : Tensor = aten::mul(%x, %two)
+  %a : Tensor = aten::sigmoid(%y)
+  %w : Tensor = aten::relu_(%y)
+  %b : Tensor = aten::add(%y, %a, %one)
+  %c : Tensor = aten::tanh(%b)
+  return (%c))IR",
+                                  {});
+  auto original = graph->copy();
+  std::vector<at::Tensor> inputs = {torch::randn({5, 7})};
+  Stitch(graph, inputs);
+  // sigmoid reads %y before relu_ writes it, add after: they never share a kernel.
+  ExpectSameOutputs(original, graph, inputs);
+  FileCheck().check("aten::relu_")->run(*graph);
+}
+
+TEST(StitchMemoryBoundOps, UnsupportedOperatorsStayAsTheyWere) {
+  auto graph = GraphWithConstants(R"IR(
+graph(%x : Tensor):
+  %zero : int = prim::Constant[value=0]()
+  %none : NoneType = prim::Constant()
+  %floor : str = prim::Constant[value="floor"]()
+  %three : float = prim::Constant[value=3.]()
+  %c : Tensor = aten::cumsum(%x, %zero, %none)
+  %d : Tensor = aten::div(%c, %three, %floor)
+  return (%d))IR",
+                                  {});
+  auto original = graph->copy();
+  std::vector<at::Tensor> inputs = {torch::randn({5, 7})};
+  StitchReport report = Stitch(graph, inputs);
+  EXPECT_EQ(report.candidates, 0);
+  FileCheck().check("aten::cumsum")->check("aten::div")->check_not("autograph::stitched")->run(*graph);
+  ExpectSameOutputs(original, graph, inputs);
+}
+
+}  // namespace
