@@ -18,6 +18,7 @@
 #include "autograph/stitch_program.h"
 #include "ops/stitched_kernels.h"
 #include "stitch/stitch_layout.h"
+#include "stitch_test_programs.h"
 
 namespace autograph {
 namespace {
@@ -26,18 +27,6 @@ namespace {
 
 #define SKIP_WITHOUT_CUDA_DEVICE() \
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device"
-
-const char* kElementwise =
-    "reduce 0; in 0; in 1; add 0 1; const 0.5; mul 2 3; gelu 4; in 2; sigmoid 6; mul 5 7; tanh 8; gelu_tanh 0; "
-    "max 9 10; const 2; pow 1 12; const 3; mul 12 14; out 11; out 13; outrow 15";
-const char* kSoftmax = "reduce 1; in 0; const 8; div 0 1; rowmax 2; sub 2 3; exp 4; rowsum 5; div 5 6; out 7";
-const char* kLayerNorm =
-    "reduce 1; in 0; in 1; in 2; rowmean 0; sub 0 3; mul 4 4; rowmean 5; const 1e-5; add 6 7; rsqrt 8; mul 4 9; "
-    "mul 10 1; add 11 2; out 12";
-// logsumexp (outrow 6), min of log_softmax (outrow 8, a reduction waiting for two others), log_softmax (out 7).
-const char* kTwoReductions =
-    "reduce 1; in 0; rowmax 0; sub 0 1; exp 2; rowsum 3; log 4; add 5 1; sub 0 6; rowmin 7; outrow 6; outrow 8; out 7";
-const char* kKeepdim = "reduce 2; in 0; rowmean 0; rowmax 0; sub 2 1; outrow 1 keepdim; outrow 3";
 
 const at::TensorOptions kFloatCuda = at::TensorOptions().dtype(at::kFloat).device(at::kCUDA);
 

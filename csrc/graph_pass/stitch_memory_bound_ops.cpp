@@ -21,11 +21,6 @@ namespace {
 
 const c10::Symbol kStitched = c10::Symbol::fromQualString("autograph::stitched");
 
-Node* TopLevel(Node* n, const torch::jit::Block* top) {
-  while (n->owningBlock() != top) n = n->owningBlock()->owningNode();
-  return n;
-}
-
 bool WritesAnInput(const Node* node) {
   if (!node->kind().is_aten()) return false;
   const c10::FunctionSchema* schema = node->maybeSchema();
