@@ -11,6 +11,10 @@ import torch
 import autograph
 
 
+def _first(out):
+    return out[0] if isinstance(out, (tuple, list)) else out
+
+
 def optimize(cli, model, out, *extra):
     r = subprocess.run([cli, "optimize", str(model), "-o", str(out), "--json", *extra],
                        capture_output=True, text=True, timeout=300)
@@ -103,8 +107,7 @@ def test_bert_merged_query_key_value_linears_match(cli, zoo, tmp_path):
     with torch.no_grad():
         got = torch.jit.load(str(out))(x)
         want = torch.jit.load(str(zoo / "bert_base.pt"))(x)
-    got = got[0] if isinstance(got, (tuple, list)) else got
-    want = want[0] if isinstance(want, (tuple, list)) else want
+    got, want = _first(got), _first(want)
     # The same dot products blocked differently by wider GEMMs, through 12 layers: float32 rounding.
     assert ((got - want).abs().max() / want.abs().max()).item() < 1e-4
 
@@ -120,8 +123,7 @@ def test_inception_merges_sibling_convolutions_and_matches(cli, zoo, tmp_path):
     with torch.no_grad():
         got = torch.jit.load(str(out))(x)
         want = torch.jit.load(str(zoo / "inception_v3.pt"))(x)
-    got = got[0] if isinstance(got, (tuple, list)) else got
-    want = want[0] if isinstance(want, (tuple, list)) else want
+    got, want = _first(got), _first(want)
     # conv+bn folding and merged (zero-padded) kernels change float32 rounding only.
     assert ((got - want).abs().max() / want.abs().max()).item() < 1e-4
 
@@ -153,10 +155,6 @@ def test_unwritable_cost_cache_is_one_clear_error(cli, zoo, tmp_path):
                         "--cost", "measured", "--cost-cache", str(blocker / "costs.json"),
                         "--input-shape", "1,3,32,32"], capture_output=True, text=True, timeout=300)
     assert r.returncode != 0 and str(blocker / "costs.json") in r.stderr and "Traceback" not in r.stderr
-
-
-def _first(out):
-    return out[0] if isinstance(out, (tuple, list)) else out
 
 
 @pytest.mark.parametrize("model,shape,dtype,tol", [

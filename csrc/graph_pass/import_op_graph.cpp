@@ -1,6 +1,5 @@
 #include "autograph/import_op_graph.h"
 
-#include <torch/csrc/jit/ir/alias_analysis.h>
 #include <torch/csrc/jit/ir/ir.h>
 
 #include <queue>
@@ -9,6 +8,7 @@
 
 #include "autograph/compiled_graph.h"
 #include "autograph/operator_flops.h"
+#include "graph_pass/top_level_nodes.h"
 
 namespace autograph {
 
@@ -42,12 +42,6 @@ bool IsComputeBound(const std::string& op) {
       "aten::einsum", "aten::lstm", "aten::gru", "aten::rnn_tanh", "aten::rnn_relu",
       "aten::scaled_dot_product_attention"};
   return ops.count(op) > 0;
-}
-
-bool WritesAnInput(const Node* node) {
-  if (!node->kind().is_aten()) return false;  // prim:: plumbing has vararg schemas and writes nothing
-  const c10::FunctionSchema* schema = node->maybeSchema();
-  return schema && schema->is_mutable();
 }
 
 TensorMeta MetaOf(const at::Tensor& t) {
@@ -108,33 +102,14 @@ OpNode Record(const Node* node, const std::vector<c10::IValue>& inputs, const st
   return r;
 }
 
-// The top-level node that a (possibly nested) use belongs to.
-Node* TopLevel(Node* n, const torch::jit::Block* top) {
-  while (n->owningBlock() != top) n = n->owningBlock()->owningNode();
-  return n;
-}
-
-// Values read by a node or by anything nested in its blocks.
-void ReadValues(Node* n, std::vector<Value*>* out) {
-  for (Value* v : n->inputs()) out->push_back(v);
-  for (torch::jit::Block* b : n->blocks()) {
-    for (Node* inner : b->nodes()) ReadValues(inner, out);
-    for (Value* v : b->outputs()) out->push_back(v);
-  }
-}
-
 }  // namespace
 
 OpGraph ImportOpGraph(std::shared_ptr<torch::jit::Graph> graph, const std::vector<c10::IValue>& example_inputs,
                       std::vector<c10::IValue>* outputs) {
   torch::jit::Block* top = graph->block();
-  std::vector<Node*> order;
-  std::unordered_map<const Node*, int> position;
-  for (Node* n : top->nodes()) {
-    if (n->kind() == c10::prim::Constant) continue;
-    position[n] = static_cast<int>(order.size());
-    order.push_back(n);
-  }
+  const TopLevelNodes nodes = TopLevelNodesOf(*graph);
+  const std::vector<Node*>& order = nodes.order;
+  const auto& position = nodes.position;
 
   // 1. Run once, recording what each node really did.
   std::unordered_map<const Node*, OpNode> records;
@@ -201,24 +176,7 @@ OpGraph ImportOpGraph(std::shared_ptr<torch::jit::Graph> graph, const std::vecto
       if (p >= 0) add_edge(p, group[i]);
     }
   }
-  std::vector<int> writers;
-  for (int i = 0; i < n; ++i)
-    if (WritesAnInput(order[i])) writers.push_back(i);
-  if (!writers.empty()) {
-    torch::jit::AliasDb alias_db(graph);
-    for (int w : writers) {
-      for (int i = 0; i < n; ++i) {
-        if (i == w) continue;
-        std::vector<Value*> reads;
-        ReadValues(order[i], &reads);
-        torch::jit::ValueSet read_set(reads.begin(), reads.end());
-        torch::jit::ValueSet written(order[w]->inputs().begin(), order[w]->inputs().end());
-        if (!alias_db.mayAlias(read_set, written)) continue;
-        if (i < w) add_edge(group[i], group[w]);
-        else add_edge(group[w], group[i]);
-      }
-    }
-  }
+  for (const auto& [earlier, later] : InPlaceOrderPairs(graph, order)) add_edge(group[earlier], group[later]);
 
   // 4. Number groups topologically (ties by graph position, so ids follow the source order).
   std::vector<int> indegree(g, 0);

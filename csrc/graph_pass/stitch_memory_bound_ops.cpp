@@ -1,6 +1,6 @@
 #include "autograph/stitch_memory_bound_ops.h"
 
-#include <torch/csrc/jit/ir/alias_analysis.h>
+#include <torch/csrc/jit/ir/alias_analysis.h>  // AliasDb: moving group members together
 #include <torch/csrc/jit/ir/constants.h>
 #include <torch/csrc/jit/ir/ir.h>
 
@@ -10,6 +10,7 @@
 
 #include "autograph/compiled_graph.h"
 #include "autograph/operator_flops.h"
+#include "graph_pass/top_level_nodes.h"
 #include "stitch/stitchable_op.h"
 
 namespace autograph {
@@ -20,12 +21,6 @@ using torch::jit::Value;
 namespace {
 
 const c10::Symbol kStitched = c10::Symbol::fromQualString("autograph::stitched");
-
-bool WritesAnInput(const Node* node) {
-  if (!node->kind().is_aten()) return false;
-  const c10::FunctionSchema* schema = node->maybeSchema();
-  return schema && schema->is_mutable();
-}
 
 // One group turned into a program: its tensor inputs and the member outputs read outside it.
 struct GroupProgram {
@@ -112,13 +107,9 @@ void ReplaceWithStitched(const std::shared_ptr<torch::jit::Graph>& graph, const 
 StitchReport StitchMemoryBoundOps(std::shared_ptr<torch::jit::Graph>& graph,
                                   const std::vector<c10::IValue>& example_inputs, const StitchPlanOptions& options) {
   torch::jit::Block* top = graph->block();
-  std::vector<Node*> order;
-  std::unordered_map<const Node*, int> position;
-  for (Node* n : top->nodes()) {
-    if (n->kind() == c10::prim::Constant) continue;
-    position[n] = static_cast<int>(order.size());
-    order.push_back(n);
-  }
+  const TopLevelNodes nodes = TopLevelNodesOf(*graph);
+  const std::vector<Node*>& order = nodes.order;
+  const auto& position = nodes.position;
 
   // 1. Shapes from a run on the example inputs.
   std::unordered_map<const Value*, at::Tensor> recorded;
@@ -170,11 +161,8 @@ StitchReport StitchMemoryBoundOps(std::shared_ptr<torch::jit::Graph>& graph,
   };
   for (size_t i = 0; i < order.size(); ++i) {
     Node* n = order[i];
-    std::vector<Value*> reads(n->inputs().begin(), n->inputs().end());
-    for (torch::jit::Block* b : n->blocks()) {  // free variables of nested blocks count as reads
-      for (Node* inner : b->nodes()) reads.insert(reads.end(), inner->inputs().begin(), inner->inputs().end());
-      reads.insert(reads.end(), b->outputs().begin(), b->outputs().end());
-    }
+    std::vector<Value*> reads;
+    ReadValues(n, &reads);
     for (Value* v : reads) {
       if (v->node()->owningBlock() != top && v->node() != graph->param_node()) continue;  // defined inside n
       StitchTensor& t = sg.tensors[tensor_id(v)];
@@ -195,23 +183,11 @@ StitchReport StitchMemoryBoundOps(std::shared_ptr<torch::jit::Graph>& graph,
     if (v->node()->kind() != c10::prim::Constant && v->node() != graph->param_node()) sg.tensors[tensor_id(v)].graph_output = true;
   }
   // Order around in-place writes: readers of a written tensor stay on their side of the write.
-  std::vector<int> writers;
-  for (size_t i = 0; i < order.size(); ++i)
-    if (WritesAnInput(order[i])) writers.push_back(static_cast<int>(i));
-  if (!writers.empty()) {
-    torch::jit::AliasDb alias_db(graph);
-    for (int w : writers) {
-      torch::jit::ValueSet written(order[w]->inputs().begin(), order[w]->inputs().end());
-      for (size_t i = 0; i < order.size(); ++i) {
-        if (static_cast<int>(i) == w) continue;
-        torch::jit::ValueSet read(order[i]->inputs().begin(), order[i]->inputs().end());
-        if (!alias_db.mayAlias(read, written)) continue;
-        StitchTensor order_edge;  // no bytes: an ordering constraint only
-        order_edge.producer = std::min<int>(i, w);
-        order_edge.consumers = {std::max<int>(i, w)};
-        sg.tensors.push_back(order_edge);
-      }
-    }
+  for (const auto& [earlier, later] : InPlaceOrderPairs(graph, order)) {
+    StitchTensor order_edge;  // no bytes: an ordering constraint only
+    order_edge.producer = earlier;
+    order_edge.consumers = {later};
+    sg.tensors.push_back(order_edge);
   }
   for (auto& t : sg.tensors) {
     // Consumers in topological order, the producer before them (ids are graph positions).
