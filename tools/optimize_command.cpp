@@ -30,7 +30,7 @@ struct OptimizeCommandOptions {
   double alpha = 1.0;
   int64_t budget = 20000;
   double time_limit = -1;
-  bool no_merge = false, merge_linears = false, stitch = false;
+  bool no_merge = false, merge_linears = false, regroup = false, fold = false, stitch = false, substitutions = false;
 };
 
 // Median wall time of `runs` forward calls after `runs / 5 + 1` warm-up calls; on CUDA each call is
@@ -73,7 +73,9 @@ int RunOptimize(const OptimizeCommandOptions& o) {
   options.time_limit = o.time_limit;
   options.verify = o.verify;
   options.merge = !o.no_merge;
-  options.merge_linears = o.merge_linears;
+  options.merge_linears = o.merge_linears || o.substitutions;
+  options.regroup_convolutions = o.regroup || o.substitutions;
+  options.fold_conv_relu = o.fold || o.substitutions;
   options.stitch = o.stitch;
   ProgressBar progress(o.method + " search");
   options.progress = [&progress](int done, int total) { progress.Update(done, total); };
@@ -111,6 +113,9 @@ int RunOptimize(const OptimizeCommandOptions& o) {
                            {"candidates_verified", report.candidates_verified},
                            {"blocks_over_budget", report.blocks_over_budget},
                            {"linears_merged", report.linears_merged},
+                           {"convolutions_regrouped", report.convolutions_regrouped},
+                           {"convolutions_folded", report.convolutions_folded},
+                           {"ops_folded", report.ops_folded},
                            {"stitch_groups", report.stitch_groups},
                            {"ops_stitched", report.ops_stitched},
                            {"memory_bound_before", report.memory_bound_before},
@@ -171,6 +176,12 @@ Command AddOptimizeCommand(CLI::App& app) {
   cmd->add_flag("--no-merge", o->no_merge, "ios, autograph: no merged convolution stages");
   cmd->add_flag("--merge-linears", o->merge_linears,
                 "Substitution: linears that read one input (attention's Q, K, V) become one wider linear");
+  cmd->add_flag("--regroup-convs", o->regroup,
+                "Substitution: grouped convolutions run with fewer groups (block-diagonal weights) where timing on the "
+                "device says it pays (ResNeXt)");
+  cmd->add_flag("--fold-conv-relu", o->fold,
+                "Substitution (cuda): conv + relu and conv + residual add + relu become one cuDNN fused kernel");
+  cmd->add_flag("--substitutions", o->substitutions, "All substitutions: --merge-linears --regroup-convs --fold-conv-relu");
   cmd->add_flag("--stitch", o->stitch,
                 "Memory-intensive operators (elementwise, softmax, layer norm, ...) planned into stitched kernels");
   cmd->add_flag("--cuda-graph", o->cuda_graph, "Capture the multi-stream run into a CUDA Graph (cuda only)");

@@ -187,3 +187,37 @@ def test_stitched_memory_bound_operators_match(cli, zoo, tmp_path, model, shape,
         got = _first(torch.jit.load(str(out))(*inputs))
         want = _first(torch.jit.load(str(zoo / f"{model}.pt"))(*inputs))
     assert ((got - want).abs().max() / want.abs().max()).item() < tol
+
+
+def test_substitutions_on_cpu_keep_outputs_and_skip_the_cuda_fold(cli, zoo, tmp_path):
+    # --substitutions on CPU: grouped convolutions are timed with fewer groups and kept only when
+    # faster (on this CPU they are not: oneDNN is fastest with ResNeXt's 32 groups); the cuDNN fold
+    # has no CPU kernel, so nothing folds; the outputs are the original's.
+    out = tmp_path / "resnext_subst.pt"
+    report = optimize(cli, zoo / "resnext50_32x4d.pt", out, "--method", "sequential", "--substitutions",
+                      "--input-shape", "1,3,64,64")
+    assert report["convolutions_folded"] == 0 and report["ops_folded"] == 0
+    x = torch.randn(1, 3, 64, 64)
+    autograph.load_library()
+    with torch.no_grad():
+        got = _first(torch.jit.load(str(out))(x))
+        want = _first(torch.jit.load(str(zoo / "resnext50_32x4d.pt"))(x))
+    # Regrouped convolutions (if any) add exact zeros: float32 rounding of longer sums only.
+    assert ((got - want).abs().max() / want.abs().max()).item() < 1e-4
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="the cuDNN fold and GPU regrouping need a CUDA device")
+@pytest.mark.parametrize("model", ["resnet50", "resnext50_32x4d"])
+def test_substitutions_on_cuda_match(cli, zoo, tmp_path, model):
+    # On CUDA conv + relu and conv + residual add + relu fold into cuDNN's fused kernels (ResNet-50:
+    # 49), and ResNeXt's grouped convolutions regroup where cuDNN is faster with fewer groups.
+    out = tmp_path / f"{model}_subst.pt"
+    report = optimize(cli, zoo / f"{model}.pt", out, "--method", "greedy", "--device", "cuda", "--substitutions")
+    assert report["convolutions_folded"] == 49 if model == "resnet50" else report["convolutions_folded"] > 0
+    autograph.load_library()
+    x = torch.randn(1, 3, 224, 224, device="cuda")
+    with torch.no_grad():
+        got = _first(torch.jit.load(str(out), map_location="cuda")(x))
+        want = _first(torch.jit.load(str(zoo / f"{model}.pt"), map_location="cuda")(x))
+    # cuDNN may run the fused kernels with TF32 or other algorithms than the unfused ones.
+    assert ((got - want).abs().max() / want.abs().max()).item() < 1e-2

@@ -24,11 +24,6 @@ std::vector<at::Tensor> Tensors(const std::vector<c10::IValue>& values) {
   return out;
 }
 
-bool IsConvolution(const std::string& op) {
-  return op.rfind("aten::conv", 0) == 0 || op == "aten::_convolution" || op == "aten::convolution" ||
-         op == "aten::_convolution_mode";
-}
-
 bool IsTransposedConvolution(const std::string& op, const std::vector<c10::IValue>& inputs) {
   if (op.rfind("aten::conv_transpose", 0) == 0) return true;
   if ((op == "aten::_convolution" || op == "aten::convolution") && inputs.size() > 6 && inputs[6].isBool())
@@ -37,6 +32,11 @@ bool IsTransposedConvolution(const std::string& op, const std::vector<c10::IValu
 }
 
 }  // namespace
+
+bool IsConvolutionOp(const std::string& op) {
+  return op.rfind("aten::conv", 0) == 0 || op.rfind("aten::_convolution", 0) == 0 || op == "aten::convolution" ||
+         op.rfind("aten::cudnn_convolution", 0) == 0;
+}
 
 double EstimateFlops(const std::string& op, const std::vector<c10::IValue>& inputs,
                      const std::vector<c10::IValue>& outputs) {
@@ -48,7 +48,7 @@ double EstimateFlops(const std::string& op, const std::vector<c10::IValue>& inpu
                                                                                        : nullptr;
   };
 
-  if (IsConvolution(op)) {
+  if (IsConvolutionOp(op)) {
     const at::Tensor* x = tensor_arg(0);
     const at::Tensor* w = tensor_arg(1);
     if (!x || !w || w->dim() < 2 || out.empty()) return 0;

@@ -13,6 +13,10 @@ namespace autograph {
 double EstimateFlops(const std::string& op, const std::vector<c10::IValue>& inputs,
                      const std::vector<c10::IValue>& outputs);
 
+// A convolution operator, input 0 the input and input 1 the weight: conv*, _convolution*,
+// convolution, and cuDNN's fused cudnn_convolution_relu / cudnn_convolution_add_relu.
+bool IsConvolutionOp(const std::string& op);
+
 // Every tensor inside an IValue (tensors, tensor lists, tuples, generic lists), in order.
 void CollectTensors(const c10::IValue& value, std::vector<at::Tensor>* out);
 

@@ -23,6 +23,8 @@ struct OptimizeOptions {
   int max_streams = 8;                      // at most this many groups per stage
   bool cuda_graph = false;                  // CUDA only
   bool merge_linears = false;               // substitution: linears sharing an input -> one wider linear
+  bool regroup_convolutions = false;        // substitution: grouped convs with fewer groups, where timing says it pays
+  bool fold_conv_relu = false;              // substitution (CUDA): conv + [add +] relu -> one cuDNN fused kernel
   bool stitch = false;                      // memory-intensive operators -> stitched kernels (ILP planner)
 
   // Searches (ios, autograph): the cost model stages are ranked with. "analytical": a roofline of
@@ -65,6 +67,9 @@ struct OptimizeReport {
   int candidates_verified = 0;
   int blocks_over_budget = 0;
   int linears_merged = 0;  // linears removed by merge_linears (a group of k counts k - 1)
+  int convolutions_regrouped = 0;  // grouped convolutions given fewer groups (regroup_convolutions)
+  int convolutions_folded = 0;     // cuDNN fused convolutions created (fold_conv_relu)
+  int ops_folded = 0;              // relu / add kernels they absorbed
   int stitch_groups = 0;   // stitched kernels created
   int ops_stitched = 0;    // memory-intensive operators they replace
   int memory_bound_before = 0, memory_bound_after = 0;  // memory-bound kernels per run, before and after

@@ -3,13 +3,11 @@
 #include <algorithm>
 #include <cmath>
 
+#include "autograph/operator_flops.h"
+
 namespace autograph {
 
 namespace {
-
-bool IsConvolution(const std::string& op) {
-  return op.rfind("aten::conv", 0) == 0 || op.rfind("aten::_convolution", 0) == 0 || op == "aten::convolution";
-}
 
 // Graphs built without tensor metadata still carry bytes: count them as FP32 elements.
 constexpr double kFallbackElementBytes = 4;
@@ -22,7 +20,7 @@ double GemmTiles(const OpNode& node, int tile) {
     return std::ceil(elements / (static_cast<double>(tile) * tile));
   }
   const TensorMeta& out = node.outputs[0];
-  const size_t column_dim = IsConvolution(node.op) && out.shape.size() >= 3 ? 1 : out.shape.size() - 1;
+  const size_t column_dim = IsConvolutionOp(node.op) && out.shape.size() >= 3 ? 1 : out.shape.size() - 1;
   const double columns = static_cast<double>(std::max<int64_t>(1, out.shape[column_dim]));
   const double rows = static_cast<double>(out.numel()) / columns;
   return std::ceil(rows / tile) * std::ceil(columns / tile);
