@@ -12,14 +12,12 @@
 #include "api/plan_schedule.h"
 #include "autograph/device_model.h"
 #include "autograph/error.h"
-#include "autograph/fold_convolution_add_relu.h"
 #include "autograph/import_op_graph.h"
 #include "autograph/lower_module.h"
-#include "autograph/merge_sibling_linears.h"
 #include "autograph/optimize.h"
 #include "autograph/program.h"
-#include "autograph/regroup_grouped_convolutions.h"
 #include "autograph/stitch_memory_bound_ops.h"
+#include "autograph/substitute.h"
 
 namespace autograph {
 
@@ -70,13 +68,6 @@ StitchPlanOptions StitchOptionsFor(const OptimizeOptions& options) {
   return plan;
 }
 
-// Top-level aten nodes: before and after the fold, their difference is the relu / add kernels folded.
-int CountKernelNodes(const torch::jit::Graph& graph) {
-  int n = 0;
-  for (const torch::jit::Node* node : graph.nodes()) n += node->kind().is_aten();
-  return n;
-}
-
 }  // namespace
 
 torch::jit::Module optimize(const torch::jit::Module& module, const OptimizeOptions& options, OptimizeReport* report) {
@@ -101,15 +92,7 @@ torch::jit::Module optimize(const torch::jit::Module& module, const OptimizeOpti
   auto inputs = ToDevice(options.example_inputs, options.device);
   std::vector<c10::IValue> outputs;
   std::shared_ptr<torch::jit::Graph> lowered = LowerModule(on_device);
-  const int linears_merged = options.merge_linears ? MergeSiblingLinears(lowered) : 0;
-  const int regrouped = options.regroup_convolutions ? RegroupGroupedConvolutions(lowered, inputs).regrouped : 0;
-  // The fused cuDNN ops have no CPU kernel: the fold is for CUDA targets only.
-  int folded = 0, folded_ops = 0;
-  if (options.fold_conv_relu && options.device.is_cuda()) {
-    const int before = CountKernelNodes(*lowered);
-    folded = FoldConvolutionAddRelu(lowered);
-    folded_ops = before - CountKernelNodes(*lowered);
-  }
+  const SubstitutionCounts substituted = ApplySubstitutions(lowered, inputs, options);
   StitchReport stitch_report;
   if (options.stitch) stitch_report = StitchMemoryBoundOps(lowered, inputs, StitchOptionsFor(options));
   OpGraph graph = ImportOpGraph(lowered, inputs, &outputs);
@@ -150,16 +133,16 @@ torch::jit::Module optimize(const torch::jit::Module& module, const OptimizeOpti
     // Each linear merged away, and each operator stitched, launched a kernel of its own in the
     // original graph.
     const int stitched_away = stitch_report.ops_stitched - stitch_report.groups;
-    report->operators_before = linears_merged + folded_ops + stitched_away;
+    report->operators_before = substituted.linears_merged + substituted.ops_folded + stitched_away;
     for (const OpNode& n : graph.nodes()) {
       report->operators_before += n.kind != OpKind::View;
       report->memory_bound_after += n.kind == OpKind::MemoryBound;
     }
-    report->memory_bound_before = report->memory_bound_after + stitched_away + folded_ops;
-    report->linears_merged = linears_merged;
-    report->convolutions_regrouped = regrouped;
-    report->convolutions_folded = folded;
-    report->ops_folded = folded_ops;
+    report->memory_bound_before = report->memory_bound_after + stitched_away + substituted.ops_folded;
+    report->linears_merged = substituted.linears_merged;
+    report->convolutions_regrouped = substituted.convolutions_regrouped;
+    report->convolutions_folded = substituted.convolutions_folded;
+    report->ops_folded = substituted.ops_folded;
     report->stitch_groups = stitch_report.groups;
     report->ops_stitched = stitch_report.ops_stitched;
     report->operators_after = KernelsLaunched(graph, schedule);
