@@ -2,6 +2,7 @@
 
 #include <torch/csrc/jit/ir/constants.h>
 #include <torch/csrc/jit/ir/ir.h>
+#include <torch/csrc/jit/passes/dead_code_elimination.h>
 
 #include <algorithm>
 #include <map>
@@ -74,23 +75,37 @@ std::optional<Sibling> AsSibling(Node* node, const Value* x, const Graph& graph)
   return s;
 }
 
+// Concatenated weights and biases by the tensors they are made of: a model that applies the same
+// layers many times (an unrolled RNN) gets one copy of each merged weight, not one per use.
+using MergedConstants = std::map<std::vector<const void*>, std::pair<Value*, Value*>>;
+
 // One group: siblings in graph order; replaced by linear(x, cat W, cat b) -> split_with_sizes -> unpack.
 // x is read from the node now: an earlier merge may have replaced it (a group reading a merged linear).
-void Merge(Graph& graph, std::vector<Sibling>& group) {
+void Merge(Graph& graph, std::vector<Sibling>& group, MergedConstants& constants) {
   Value* x = group.front().node->input(0);
   std::sort(group.begin(), group.end(), [](const Sibling& a, const Sibling& b) { return a.node->isBefore(b.node); });
   std::vector<at::Tensor> weights, biases;
   std::vector<int64_t> sizes;
+  std::vector<const void*> key;
   for (const Sibling& s : group) {
     weights.push_back(s.weight);
     sizes.push_back(s.weight.size(0));
+    key.push_back(s.weight.unsafeGetTensorImpl());
     if (s.bias.defined()) biases.push_back(s.bias);
+    key.push_back(s.bias.defined() ? s.bias.unsafeGetTensorImpl() : nullptr);
+  }
+  auto merged = constants.find(key);
+  if (merged == constants.end()) {
+    // At the top of the graph, so that later groups of the same tensors can read them too.
+    torch::jit::WithInsertPoint guard(graph.block()->nodes().front());
+    Value* weight = graph.insertConstant(at::cat(weights, 0));
+    Value* bias = biases.empty() ? graph.insertConstant(c10::IValue()) : graph.insertConstant(at::cat(biases, 0));
+    merged = constants.emplace(key, std::make_pair(weight, bias)).first;
   }
   Node* unpack = nullptr;
   {  // the guard must not outlive the first sibling, destroyed below
     torch::jit::WithInsertPoint guard(group.front().node);
-    Value* weight = graph.insertConstant(at::cat(weights, 0));
-    Value* bias = biases.empty() ? graph.insertConstant(c10::IValue()) : graph.insertConstant(at::cat(biases, 0));
+    auto [weight, bias] = merged->second;
     Value* wide = graph.insert(c10::aten::linear, {x, weight, bias});
     Value* parts = graph.insert(c10::aten::split_with_sizes, {wide, sizes, -1});
     unpack = graph.insertNode(graph.createListUnpack(parts, static_cast<int>(group.size())));
@@ -124,10 +139,13 @@ int MergeSiblingLinears(std::shared_ptr<Graph>& graph) {
       if (group.size() >= 2) merges.push_back(std::move(group));
   }
   int merged = 0;
+  MergedConstants constants;
   for (auto& group : merges) {
     merged += static_cast<int>(group.size()) - 1;
-    Merge(*graph, group);
+    Merge(*graph, group, constants);
   }
+  // The original weights are dead now; a module saved with them would carry both copies.
+  if (merged > 0) torch::jit::EliminateDeadCode(graph);
   return merged;
 }
 
