@@ -13,7 +13,7 @@
 #include "autograph/compiled_graph.h"
 #include "autograph/error.h"
 #include "graph_pass/top_level_nodes.h"
-#include "search/cost/run_timing.h"
+#include "autograph/run_timing.h"
 
 namespace autograph {
 

@@ -21,7 +21,7 @@
 #include "graph_pass/stage_signature.h"
 #include "search/cost/cost_cache.h"
 #include "search/cost/device_id.h"
-#include "search/cost/run_timing.h"
+#include "autograph/run_timing.h"
 
 namespace autograph {
 

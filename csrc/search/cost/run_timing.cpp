@@ -1,5 +1,5 @@
 // Timing runs on CPU (steady clock) and CUDA (events on the current stream); see run_timing.h.
-#include "search/cost/run_timing.h"
+#include "autograph/run_timing.h"
 
 #include <ATen/Context.h>
 

@@ -7,7 +7,7 @@
 #include "autograph/measured_cost_model.h"
 #include "autograph/stage_executor.h"
 #include "graph_pass/extract_stage.h"
-#include "search/cost/run_timing.h"
+#include "autograph/run_timing.h"
 
 namespace autograph {
 
