@@ -1,0 +1,304 @@
+#!/usr/bin/env python3
+"""torch.compile latencies of zoo models, appended to an `autograph bench` results.csv as reference columns.
+
+Usage: bench/torch_compile_bench.py --zoo models/zoo --out DIR --models resnet50 bert_base
+                                    [--device cpu|cuda] [--batch 1] [--warmup 50] [--runs 100]
+                                    [--modes default reduce-overhead]
+
+Per model: the eager module from models/registry.py with the weights of ZOO/NAME.pt loaded into it
+(same state-dict keys, so exactly the exported weights), inputs shaped from ZOO/NAME.json with the
+batch replaced and drawn as `autograph bench` draws them (CPU generator, seed 0). Reference = the
+TorchScript module as loaded (the `jit` method). Per mode: search_s = torch.compile plus the first call
+(where the compiling happens; inductor's on-disk caches off unless --use-compile-cache, and the compiler's
+one-time start-up paid before the first model); then warm-up and timed runs under torch.inference_mode,
+timed with CUDA events on the current stream (CUDA) or perf_counter (CPU); `autograph bench` times wall
+clock with a synchronize per run, so on CUDA these columns read slightly low by comparison. One row per
+(model, mode), method torch_compile_<mode with - as _>, is appended to DIR/results.csv (header written
+when the file is absent). Run it after `autograph bench`, which overwrites results.csv.
+Exit 0 when at least one row was written, 1 when none, 2 on bad arguments.
+"""
+import argparse
+import csv
+import json
+import sys
+import time
+import warnings
+from pathlib import Path
+from typing import Callable, List, Optional, Sequence
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+CSV_FIELDS = ["model", "batch", "device", "method", "median_ms", "p10_ms", "p90_ms", "max_abs_err", "max_rel_err",
+              "search_s"]
+MODES = ["default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"]
+INPUT_SEED = 0  # autograph bench's MakeExampleInputs seed: both tools time the same input values
+PROG = "torch_compile_bench"
+
+
+def method_name(mode: str) -> str:
+    return "torch_compile_" + mode.replace("-", "_")
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """Linear interpolation between closest ranks (numpy's default, and the CLI's Percentile)."""
+    ordered = sorted(values)
+    pos = q * (len(ordered) - 1)
+    lo = int(pos)
+    hi = min(lo + 1, len(ordered) - 1)
+    return ordered[lo] + (pos - lo) * (ordered[hi] - ordered[lo])
+
+
+def flatten_tensors(value) -> list:
+    import torch
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, (tuple, list)):
+        return [t for v in value for t in flatten_tensors(v)]
+    if isinstance(value, dict):
+        return [t for v in value.values() for t in flatten_tensors(v)]
+    raise TypeError(f"unsupported output type {type(value).__name__}")
+
+
+def output_errors(got: list, reference: list) -> tuple:
+    """(max abs err, max rel err) as the CLI computes them: per output |got - ref|max / |ref|max, max over outputs."""
+    if len(got) != len(reference):
+        raise RuntimeError(f"{len(got)} outputs, the TorchScript module gives {len(reference)}")
+    max_abs = max_rel = 0.0
+    for g, r in zip(got, reference):
+        if g.shape != r.shape:
+            raise RuntimeError(f"output shape {tuple(g.shape)}, the TorchScript module gives {tuple(r.shape)}")
+        abs_err = (g.double() - r.double()).abs().max().item() if r.numel() else 0.0
+        scale = r.double().abs().max().item() if r.numel() else 0.0
+        max_abs = max(max_abs, abs_err)
+        max_rel = max(max_rel, abs_err / scale if scale > 0 else abs_err)
+    return max_abs, max_rel
+
+
+def make_inputs(spec_path: Path, batch: int, device) -> list:
+    """Inputs from NAME.json, batch replaced; same generator, seed and draw order as autograph's MakeExampleInputs."""
+    import torch
+    specs = json.loads(spec_path.read_text())["inputs"]
+    gen = torch.Generator()
+    gen.manual_seed(INPUT_SEED)
+    inputs = []
+    for s in specs:
+        shape = [batch] + list(s["shape"][1:])
+        dtype = getattr(torch, s["dtype"])
+        if dtype.is_floating_point:
+            t = torch.randn(shape, generator=gen, dtype=torch.float32).to(dtype)
+        elif dtype == torch.bool:
+            t = torch.randint(0, 2, shape, generator=gen, dtype=torch.int64).to(torch.bool)
+        else:
+            t = torch.randint(0, max(int(s.get("high", 1)), 1), shape, generator=gen, dtype=dtype)
+        inputs.append(t.to(device))
+    return inputs
+
+
+def load_eager_model(name: str, scripted, device):
+    """registry.construct(name) with the TorchScript module's state dict: the exported weights exactly,
+    without re-running build()'s normalisation calibration."""
+    from models import registry
+    model = registry.construct(name)
+    model.load_state_dict(scripted.state_dict(), strict=True)  # raises when the keys do not match
+    return model.eval().to(device)
+
+
+def time_runs(call: Callable[[], object], warmup: int, runs: int, cuda: bool) -> List[float]:
+    """Milliseconds per call. CUDA: events recorded on the current stream around each call (device
+    time from the first launch to the last kernel's end); CPU: perf_counter wall time."""
+    import torch
+    for _ in range(warmup):
+        call()
+    if not cuda:
+        times = []
+        for _ in range(runs):
+            start = time.perf_counter()
+            call()
+            times.append((time.perf_counter() - start) * 1e3)
+        return times
+    torch.cuda.synchronize()
+    stream = torch.cuda.current_stream()
+    times = []
+    for _ in range(runs):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record(stream)
+        call()
+        end.record(stream)
+        end.synchronize()
+        times.append(start.elapsed_time(end))
+    return times
+
+
+def bench_mode(model, inputs, reference, mode: str, args, cuda: bool) -> dict:
+    import torch
+    torch._dynamo.reset()  # every mode compiles from scratch: no cache hits, no recompile-limit carry-over
+    uses_cudagraphs = cuda and mode in ("reduce-overhead", "max-autotune")
+
+    def sync():
+        if cuda:
+            torch.cuda.synchronize()
+
+    start = time.perf_counter()
+    compiled = torch.compile(model, mode=mode)
+
+    def call():
+        if uses_cudagraphs:
+            # Each call starts a new cudagraph-tree generation: outputs of the previous one may be overwritten.
+            torch.compiler.cudagraph_mark_step_begin()
+        return compiled(*inputs)
+
+    with torch.inference_mode():
+        first = call()
+        sync()
+        search_s = time.perf_counter() - start
+        # Clone before later calls: under CUDA graphs the outputs live in the graph's memory pool.
+        got = [t.detach().clone() for t in flatten_tensors(first)]
+        del first
+        max_abs, max_rel = output_errors(got, reference)
+        times = time_runs(call, args.warmup, args.runs, cuda)
+    return {"median_ms": percentile(times, 0.5), "p10_ms": percentile(times, 0.1), "p90_ms": percentile(times, 0.9),
+            "max_abs_err": max_abs, "max_rel_err": max_rel, "search_s": search_s}
+
+
+def warm_up_compiler(device) -> None:
+    """Compile a trivial function once, so the first model's search_s does not carry the one-time cost
+    of importing inductor, probing the C++ compiler / CPU ISA and starting the compile workers (about
+    20 s on a small CPU box)."""
+    import torch
+    torch._dynamo.reset()
+    with torch.inference_mode():
+        torch.compile(lambda x: torch.relu(x) * 2.0 + 1.0)(torch.ones(64, device=device))
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+    torch._dynamo.reset()
+
+
+def one_line(error: BaseException) -> str:
+    lines = [ln.strip() for ln in str(error).splitlines() if ln.strip()]
+    text = f"{type(error).__name__}: {lines[0] if lines else ''}"
+    return text if len(text) <= 300 else text[:297] + "..."
+
+
+def append_rows(csv_path: Path, rows: List[dict]) -> None:
+    """Append to results.csv; the header only when the file is new or empty."""
+    new_file = not csv_path.exists() or csv_path.stat().st_size == 0
+    with csv_path.open("a", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=CSV_FIELDS, lineterminator="\n")
+        if new_file:
+            writer.writeheader()
+        for row in rows:
+            writer.writerow({k: (f"{v:.6g}" if isinstance(v, float) else v) for k, v in row.items()})
+
+
+def parse_args(argv: Optional[List[str]]) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0],
+                                epilog=__doc__.split("\n\n", 1)[1], formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--zoo", type=Path, default=ROOT / "models" / "zoo", help="directory of NAME.pt and NAME.json")
+    p.add_argument("--models", nargs="+", required=True, metavar="NAME", help="zoo model names")
+    p.add_argument("--device", choices=["cpu", "cuda"], default=None, help="default: cuda when available, else cpu")
+    p.add_argument("--batch", type=int, default=1)
+    p.add_argument("--warmup", type=int, default=50, help="warm-up runs after the first (compiling) call")
+    p.add_argument("--runs", type=int, default=100, help="timed runs")
+    p.add_argument("--modes", nargs="+", choices=MODES, default=["default", "reduce-overhead"],
+                   help="torch.compile modes (default: default reduce-overhead)")
+    p.add_argument("--out", type=Path, required=True, help="directory of results.csv (created when missing)")
+    p.add_argument("--threads", type=int, default=None,
+                   help="intra-op CPU threads (default: torch's default, as `autograph bench` uses); inductor's "
+                        "CPU kernels are OpenMP loops that slow down badly when another process shares the cores")
+    p.add_argument("--use-compile-cache", action="store_true",
+                   help="let inductor reuse its on-disk caches; by default they are off so that search_s is a "
+                        "cold compile of each mode (with them, a second mode or a rerun mostly hits the cache)")
+    return p.parse_args(argv)
+
+
+def check_args(args: argparse.Namespace) -> Optional[str]:
+    """The first problem with the arguments, or None: checked before any model is loaded."""
+    from models import registry
+    if args.batch < 1:
+        return f"--batch must be >= 1, got {args.batch}"
+    if args.threads is not None and args.threads < 1:
+        return f"--threads must be >= 1, got {args.threads}"
+    if args.runs < 1 or args.warmup < 0:
+        return f"--runs must be >= 1 and --warmup >= 0, got {args.runs} and {args.warmup}"
+    unknown = [m for m in args.models if m not in registry.MODELS]
+    if unknown:
+        return f"unknown model name(s): {', '.join(unknown)} (known: {', '.join(registry.NAMES)})"
+    missing = [str(args.zoo / f"{m}{ext}") for m in args.models for ext in (".pt", ".json")
+               if not (args.zoo / f"{m}{ext}").is_file()]
+    if missing:
+        return f"missing in the zoo: {', '.join(missing)} (export with models/export.py --out {args.zoo})"
+    return None
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    args = parse_args(argv)
+    problem = check_args(args)
+    if problem:
+        print(f"{PROG}: {problem}", file=sys.stderr)
+        return 2
+
+    import torch
+    warnings.filterwarnings("ignore", r"`torch\.jit\.\w+` is deprecated", DeprecationWarning)
+    if args.device is None:
+        args.device = "cuda" if torch.cuda.is_available() else "cpu"
+    if args.device == "cuda" and not torch.cuda.is_available():
+        print(f"{PROG}: --device cuda asked for, but no CUDA device is available here", file=sys.stderr)
+        return 2
+    if args.threads is not None:
+        torch.set_num_threads(args.threads)
+    if not args.use_compile_cache:
+        import torch._inductor.config
+        torch._inductor.config.force_disable_caches = True
+    warnings.filterwarnings("ignore", "dynamo_pgo force disabled", UserWarning)
+    cuda = args.device == "cuda"
+    device = torch.device(args.device)
+    try:
+        warm_up_compiler(device)
+    except Exception as e:
+        print(f"{PROG}: torch.compile does not work here at all: {one_line(e)}", file=sys.stderr)
+        return 1
+    args.out.mkdir(parents=True, exist_ok=True)
+    csv_path = args.out / "results.csv"
+
+    written = 0
+    for name in dict.fromkeys(args.models):
+        try:
+            scripted = torch.jit.load(str(args.zoo / f"{name}.pt"), map_location=device).eval()
+            model = load_eager_model(name, scripted, device)
+            inputs = make_inputs(args.zoo / f"{name}.json", args.batch, device)
+            with torch.inference_mode():
+                reference = [t.clone() for t in flatten_tensors(scripted(*inputs))]
+                # The eager model must be the exported one, or the compiled errors would mean nothing.
+                _, eager_rel = output_errors(flatten_tensors(model(*inputs)), reference)
+            if not eager_rel <= 1e-3:
+                raise RuntimeError(f"eager model differs from {name}.pt (max rel err {eager_rel:.3g})")
+        except Exception as e:  # one model's failure must not stop the others
+            print(f"{PROG}: {name}: skipped, cannot prepare the model: {one_line(e)}", file=sys.stderr, flush=True)
+            continue
+        for mode in args.modes:
+            method = method_name(mode)
+            try:
+                result = bench_mode(model, inputs, reference, mode, args, cuda)
+            except Exception as e:
+                print(f"{PROG}: {name} {method}: skipped: {one_line(e)}", file=sys.stderr, flush=True)
+                if cuda:
+                    torch.cuda.empty_cache()
+                continue
+            row = {"model": name, "batch": args.batch, "device": str(device), "method": method, **result}
+            append_rows(csv_path, [row])  # row by row: a later crash (e.g. OOM kill) keeps the finished rows
+            written += 1
+            print(f"{name:<18}{method:<32}{result['median_ms']:.3f} ms (p10 {result['p10_ms']:.3f}, "
+                  f"p90 {result['p90_ms']:.3f}), max rel err {result['max_rel_err']:.3e}, "
+                  f"compile {result['search_s']:.1f} s", file=sys.stderr, flush=True)
+        torch._dynamo.reset()
+    if written == 0:
+        print(f"{PROG}: no row could be produced", file=sys.stderr)
+        return 1
+    print(f"{PROG}: {written} row(s) appended to {csv_path}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
