@@ -1,22 +1,32 @@
 #!/usr/bin/env bash
 # The main command: set up, build, export missing zoo models, then on the default device (CUDA if
-# present, else CPU) print each model's operator-graph statistics and the latency of the TorchScript
-# module as loaded (jit) against autograph's schedules, side by side in one run. Results go to
-# bench/results/<device>-<date>/ (results.csv, results.md, environment.txt).
-# Usage: scripts/bench.sh [--full] [--device cpu|cuda] [--models "resnet50 bert_base"] [--runs N]
-#   --full: every zoo model (NASNet-A Large included) and 100 timed runs after 50 warm-up runs.
+# present, else CPU) print each model's operator-graph statistics and the AutoGraph paper's table:
+# jit, jit_frozen, taso_jit, nimble, taso_nimble, ios and autograph side by side in one run (outputs
+# checked against jit, 50 warm-up + 100 timed runs, median ms). Results go to
+# bench/results/<device>-<date>/: results.csv, results.md (tables), speedup.svg, environment.txt.
+# Usage: scripts/bench.sh [--full] [--device cpu|cuda] [--models "resnet50 bert_base"] [--batch "1 16"]
+#                         [--methods "jit autograph"] [--runs N] [--warmup N] [--out DIR]
+#   --full: every zoo model (NASNet-A Large included on CPU too) and torch.compile (default,
+#   reduce-overhead) as reference columns. On a GPU machine with torch 2.11 already installed and no
+#   network: AUTOGRAPH_PYTHON=python3 scripts/bench.sh --full (the venv then reuses that torch).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 zoo=${AUTOGRAPH_ZOO_DIR:-$root/models/zoo}
-models="" device="" runs=50 warmup=10 full=0
+args="$*"
+models="" device="" runs=100 warmup=50 full=0 batches=1 out=""
+methods="jit jit_frozen taso_jit nimble taso_nimble ios autograph"
 while [ $# -gt 0 ]; do
   case "$1" in
-    --full) full=1; runs=100; warmup=50; shift ;;
+    --full) full=1; shift ;;
     --device) device=$2; shift 2 ;;
     --models) models=$2; shift 2 ;;
+    --batch) batches=$2; shift 2 ;;
+    --methods) methods=$2; shift 2 ;;
     --runs) runs=$2; shift 2 ;;
-    -h|--help) sed -n '2,8p' "$0"; exit 0 ;;
+    --warmup) warmup=$2; shift 2 ;;
+    --out) out=$2; shift 2 ;;
+    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
     *) echo "bench.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -32,22 +42,31 @@ fi
 # shellcheck disable=SC2086
 "$PYTHON" models/export.py --out "$zoo" --only $models >&2
 
-methods="jit sequential greedy"
-[ "$device" = cuda ] && methods="$methods greedy_graph"
-out=bench/results/$device-$(date -u +%Y-%m-%d)
+[ -n "$out" ] || out=bench/results/$device-$(date -u +%Y-%m-%d)
 mkdir -p "$out"
 echo "## Operator graphs"
 # shellcheck disable=SC2086
 "$PYTHON" bench/inspect_table.py --cli "$cli" --zoo "$zoo" $models | tee "$out/graphs.md"
 echo
 echo "## Latency ($device)"
+# A method that fails on a model is reported and skipped (exit 1): the table keeps the rest.
 # shellcheck disable=SC2086
-"$cli" bench $models --zoo "$zoo" --device "$device" --methods $methods --runs "$runs" --warmup "$warmup" --out "$out"
+"$cli" bench $models --zoo "$zoo" --device "$device" --methods $methods --batch $batches --runs "$runs" \
+  --warmup "$warmup" --out "$out" >/dev/null || echo "bench.sh: some method runs failed (see above)" >&2
+if [ $full -eq 1 ]; then
+  # torch.compile as reference columns, appended to results.csv (compiles take minutes per model).
+  for b in $batches; do
+    # shellcheck disable=SC2086
+    "$PYTHON" bench/torch_compile_bench.py --zoo "$zoo" --models $models --device "$device" --batch "$b" \
+      --runs "$runs" --warmup "$warmup" --out "$out" || echo "bench.sh: torch.compile reference skipped" >&2
+  done
+fi
+"$PYTHON" bench/report.py "$out"
 echo
 echo "## Host overhead per operator"
 "$cli" bench --host-overhead --out "$out"
 {
-  echo "command: scripts/bench.sh $*"
+  echo "command: scripts/bench.sh $args"
   echo "commit: $(git rev-parse HEAD)$(git diff --quiet || echo ' (with uncommitted changes)')"
   echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
   "$PYTHON" - <<'PY'
@@ -56,7 +75,9 @@ print(f"torch: {torch.__version__} (CUDA {torch.version.cuda}, cuDNN {torch.back
 print(f"cpu: {platform.processor() or platform.machine()}, {torch.get_num_threads()} intra-op threads")
 if torch.cuda.is_available():
     p = torch.cuda.get_device_properties(0)
-    print(f"gpu: {p.name}, {p.total_memory // 2**20} MiB, driver {torch.cuda.driver_version() if hasattr(torch.cuda, 'driver_version') else 'n/a'}")
+    print(f"gpu: {p.name}, {p.total_memory // 2**20} MiB, {p.multi_processor_count} SMs, compute capability {p.major}.{p.minor}")
 PY
+  command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader \
+    | sed 's/^/nvidia-smi: /' || true
 } > "$out/environment.txt"
 echo "results: $out"

@@ -26,13 +26,31 @@ fi
 
 # --- Python venv --------------------------------------------------------------------------------
 PY=${AUTOGRAPH_PYTHON:-python3}
+has_pinned_torch() {
+  "$1" -c "import sys, torch, torchvision
+sys.exit(0 if (torch.__version__.split('+')[0], torchvision.__version__.split('+')[0]) == ('$TORCH_VERSION', '$TORCHVISION_VERSION') else 1)" 2>/dev/null
+}
 if [ ! -x "$VENV/bin/python" ]; then
-  log "creating venv at $VENV"
   mkdir -p "$(dirname "$VENV")"
-  "$PY" -m venv "$VENV"
+  if has_pinned_torch "$PY"; then
+    # The pinned torch is already installed (the GPU machines, which have no network): the venv
+    # sees it instead of downloading another.
+    log "creating venv at $VENV on top of $PY's torch $TORCH_VERSION"
+    "$PY" -m venv --system-site-packages "$VENV"
+  else
+    log "creating venv at $VENV"
+    "$PY" -m venv "$VENV"
+  fi
 fi
 want="torch==$TORCH_VERSION torchvision==$TORCHVISION_VERSION numpy pytest"
 stamp="$VENV/.autograph-stamp"
+if [ ! -f "$stamp" ] && has_pinned_torch "$VENV/bin/python"; then
+  # torch came with the system: only what is missing besides it, and without a network that is
+  # not fatal (benchmarks need no pytest).
+  "$VENV/bin/python" -c "import numpy, pytest" 2>/dev/null ||
+    "$VENV/bin/python" -m pip install -q numpy pytest 2>/dev/null || log "numpy/pytest not installed (no network?)"
+  echo "$want" > "$stamp"
+fi
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   log "installing into venv: $want (first time: several minutes, a few GB)"
   "$VENV/bin/python" -m pip install -q --upgrade pip
