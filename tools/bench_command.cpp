@@ -221,8 +221,9 @@ int RunBench(const BenchOptions& o) {
     torch::jit::Module module = LoadModule(path);
     module.eval();
     module.to(device);
+    const auto model_specs = ReadInputSpecs(*InputSpecPathFor(path));
     for (int batch : o.batches) {
-      auto specs = ReadInputSpecs(*InputSpecPathFor(path));
+      auto specs = model_specs;
       for (auto& s : specs) s.shape[0] = batch;
       std::vector<c10::IValue> cpu_inputs = MakeExampleInputs(specs);
       std::vector<c10::IValue> inputs;

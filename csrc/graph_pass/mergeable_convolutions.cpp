@@ -12,6 +12,7 @@
 
 #include "autograph/error.h"
 #include "autograph/merged_convolution.h"
+#include "graph_pass/constant_arguments.h"
 #include "ops/convolution_merge_rules.h"
 
 namespace autograph {
@@ -36,29 +37,6 @@ std::string OpLabel(const OpGraph& graph, int id) {
 }
 
 std::string ValueName(const Value* v) { return "%" + v->debugName(); }
-
-// The value of a prim::Constant, or of a list built from constant ints; nullopt when computed.
-std::optional<c10::IValue> ConstantOf(Value* v) {
-  Node* n = v->node();
-  if (n->kind() == c10::prim::Constant) return torch::jit::toIValue(v);
-  if (n->kind() == c10::prim::ListConstruct) {
-    c10::List<int64_t> list;
-    for (Value* element : n->inputs()) {
-      auto c = ConstantOf(element);
-      if (!c || !c->isInt()) return std::nullopt;
-      list.push_back(c->toInt());
-    }
-    return c10::IValue(std::move(list));
-  }
-  return std::nullopt;
-}
-
-std::optional<std::vector<int64_t>> ConstantInts(Value* v) {
-  auto c = ConstantOf(v);
-  if (c && c->isIntList()) return c->toIntVector();
-  if (c && c->isInt()) return std::vector<int64_t>{c->toInt()};
-  return std::nullopt;
-}
 
 // Reads op `id` as a mergeable convolution, or says why it is not one.
 std::optional<ConvolutionNode> ReadConvolution(const OpGraph& graph, int id, std::string* why) {

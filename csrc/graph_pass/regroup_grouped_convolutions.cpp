@@ -14,6 +14,7 @@
 #include "autograph/error.h"
 #include "graph_pass/top_level_nodes.h"
 #include "autograph/run_timing.h"
+#include "graph_pass/constant_arguments.h"
 
 namespace autograph {
 
@@ -33,22 +34,11 @@ struct GroupedConvolution {
   int64_t groups;
 };
 
-// A constant int list, a list built from constant ints, or one int standing for both dims.
-std::optional<std::vector<int64_t>> ConstantInts(Value* v) {
-  if (v->node()->kind() == c10::prim::ListConstruct) {
-    std::vector<int64_t> ints;
-    for (Value* element : v->node()->inputs()) {
-      auto c = torch::jit::toIValue(element);
-      if (!c || !c->isInt()) return std::nullopt;
-      ints.push_back(c->toInt());
-    }
-    return ints;
-  }
-  auto c = torch::jit::toIValue(v);
-  if (!c) return std::nullopt;
-  if (c->isIntList()) return c->toIntVector();
-  if (c->isInt()) return std::vector<int64_t>(2, c->toInt());
-  return std::nullopt;
+// A constant 2-d argument (stride, padding, dilation): one int stands for both dims.
+std::optional<std::vector<int64_t>> ConstantPair(Value* v) {
+  auto ints = ConstantInts(v);
+  if (ints && ints->size() == 1) ints->push_back(ints->front());
+  return ints;
 }
 
 std::optional<GroupedConvolution> AsGroupedConvolution(Node* node) {
@@ -69,8 +59,8 @@ std::optional<GroupedConvolution> AsGroupedConvolution(Node* node) {
   }
   auto weight = torch::jit::toIValue(node->input(1));
   auto bias = torch::jit::toIValue(node->input(2));
-  auto stride = ConstantInts(node->input(3)), padding = ConstantInts(node->input(4)),
-       dilation = ConstantInts(node->input(5));
+  auto stride = ConstantPair(node->input(3)), padding = ConstantPair(node->input(4)),
+       dilation = ConstantPair(node->input(5));
   auto groups = torch::jit::toIValue(node->input(groups_input));
   if (!weight || !weight->isTensor() || !bias || !(bias->isNone() || bias->isTensor()) || !stride || !padding ||
       !dilation || !groups || !groups->isInt() || groups->toInt() < 2)

@@ -1,0 +1,21 @@
+#pragma once
+// Arguments of a lowered (frozen) graph's nodes that are known before the run: prim::Constant
+// values and lists built from constant ints. Shared by the passes that read convolutions.
+#include <ATen/core/ivalue.h>
+
+#include <optional>
+#include <vector>
+
+namespace torch::jit {
+struct Value;
+}
+
+namespace autograph {
+
+// The value of a prim::Constant, or of a list built from constant ints; nullopt when computed.
+std::optional<c10::IValue> ConstantOf(torch::jit::Value* v);
+
+// A constant int list, or one constant int as a list of one; nullopt otherwise.
+std::optional<std::vector<int64_t>> ConstantInts(torch::jit::Value* v);
+
+}  // namespace autograph
