@@ -72,7 +72,9 @@ bool EndsWith(const std::string& s, const std::string& suffix) {
 //   nimble: Nimble's stream assignment, replayed as a CUDA Graph on CUDA (as Nimble does);
 //   ios: IOS's DP (r = 3, s = 8), merge and concurrent stages, no stitching;
 //   autograph: everything — substitutions, stitched kernels, AutoGraph's search with on-board
-//     verification, CUDA Graph on CUDA; taso_*: our substitutions first.
+//     verification, CUDA Graph on CUDA; sibling linears are not merged up front, the search
+//     decides per candidate between the merged GEMM and the GEMMs on streams (Merge stages);
+//   taso_*: our substitutions first, sibling linears merged.
 // The searches rank stages by measured cost on CUDA (CUDA events, microseconds a stage). On CPU they
 // use the analytical model of the CPU: measuring every stage there takes too long (IOS on rnntc_sru
 // ran past 11 minutes on the 2-core VM), and AutoGraph still verifies its best candidates for real.
@@ -86,7 +88,8 @@ OptimizeOptions OptionsFor(const std::string& method, const c10::Device& device)
     o.cuda_graph = true;
   }
   const bool substitutions = base == "taso_jit" || base == "taso_nimble" || base == "autograph";
-  o.merge_linears = o.regroup_convolutions = o.fold_conv_relu = substitutions;
+  o.regroup_convolutions = o.fold_conv_relu = o.fuse_attention = substitutions;
+  o.merge_linears = substitutions && base != "autograph";
   if (base == "taso_nimble") base = "nimble";
   o.method = base;
   if (base == "nimble") o.cuda_graph = cuda;

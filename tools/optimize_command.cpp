@@ -30,7 +30,8 @@ struct OptimizeCommandOptions {
   double alpha = 1.0;
   int64_t budget = 20000;
   double time_limit = -1;
-  bool no_merge = false, merge_linears = false, regroup = false, fold = false, stitch = false, substitutions = false;
+  bool no_merge = false, merge_linears = false, regroup = false, fold = false, fuse_attention = false, stitch = false,
+       substitutions = false;
 };
 
 // Median wall time of `runs` forward calls after `runs / 5 + 1` warm-up calls; on CUDA each call is
@@ -73,9 +74,13 @@ int RunOptimize(const OptimizeCommandOptions& o) {
   options.time_limit = o.time_limit;
   options.verify = o.verify;
   options.merge = !o.no_merge;
-  options.merge_linears = o.merge_linears || o.substitutions;
+  // With a search that has Merge stages, --substitutions leaves sibling linears to it: it weighs the
+  // merged GEMM against the GEMMs on streams. --merge-linears merges them up front regardless.
+  const bool search_merges = (o.method == "ios" || o.method == "autograph") && !o.no_merge;
+  options.merge_linears = o.merge_linears || (o.substitutions && !search_merges);
   options.regroup_convolutions = o.regroup || o.substitutions;
   options.fold_conv_relu = o.fold || o.substitutions;
+  options.fuse_attention = o.fuse_attention || o.substitutions;
   options.stitch = o.stitch;
   ProgressBar progress(o.method + " search");
   options.progress = [&progress](int done, int total) { progress.Update(done, total); };
@@ -116,6 +121,7 @@ int RunOptimize(const OptimizeCommandOptions& o) {
                            {"convolutions_regrouped", report.convolutions_regrouped},
                            {"convolutions_folded", report.convolutions_folded},
                            {"ops_folded", report.ops_folded},
+                           {"attentions_fused", report.attentions_fused},
                            {"stitch_groups", report.stitch_groups},
                            {"ops_stitched", report.ops_stitched},
                            {"memory_bound_before", report.memory_bound_before},
@@ -173,7 +179,7 @@ Command AddOptimizeCommand(CLI::App& app) {
                   "none with analytical; 0 = none)");
   cmd->add_option("--verify", o->verify, "autograph: best candidates run for real; the fastest is kept (0: none)")
       ->check(CLI::Range(0, 16));
-  cmd->add_flag("--no-merge", o->no_merge, "ios, autograph: no merged convolution stages");
+  cmd->add_flag("--no-merge", o->no_merge, "ios, autograph: no merged convolution or linear stages");
   cmd->add_flag("--merge-linears", o->merge_linears,
                 "Substitution: linears that read one input (attention's Q, K, V) become one wider linear");
   cmd->add_flag("--regroup-convs", o->regroup,
@@ -181,7 +187,11 @@ Command AddOptimizeCommand(CLI::App& app) {
                 "device says it pays (ResNeXt)");
   cmd->add_flag("--fold-conv-relu", o->fold,
                 "Substitution (cuda): conv + relu and conv + residual add + relu become one cuDNN fused kernel");
-  cmd->add_flag("--substitutions", o->substitutions, "All substitutions: --merge-linears --regroup-convs --fold-conv-relu");
+  cmd->add_flag("--fuse-attention", o->fuse_attention,
+                "Substitution: matmul, scale, mask add, softmax, matmul -> one scaled_dot_product_attention (fused kernel)");
+  cmd->add_flag("--substitutions", o->substitutions,
+                "All substitutions: --merge-linears --regroup-convs --fold-conv-relu --fuse-attention (with ios and "
+                "autograph, sibling linears are left to the search's merge stages unless --merge-linears is given)");
   cmd->add_flag("--stitch", o->stitch,
                 "Memory-intensive operators (elementwise, softmax, layer norm, ...) planned into stitched kernels");
   cmd->add_flag("--cuda-graph", o->cuda_graph, "Capture the multi-stream run into a CUDA Graph (cuda only)");

@@ -103,6 +103,41 @@ graph(%x : Tensor, %w1 : Tensor, %w2 : Tensor):
   ExpectClose(want[0], RunGraph(graph, inputs)[0]);
 }
 
+// Decisions taken per convolution are checked on the whole graph: a bar no graph can pass undoes
+// every rewrite (the convolution has its 4 groups again), a bar every graph passes keeps them.
+TEST(RegroupGroupedConvolutions, WholeGraphCheckKeepsOrUndoesTheRewrites) {
+  torch::manual_seed(4);
+  const std::string ir = R"IR(
+graph(%x : Tensor, %w1 : Tensor):
+  %one : int = prim::Constant[value=1]()
+  %four : int = prim::Constant[value=4]()
+  %none : NoneType = prim::Constant()
+  %s : int[] = prim::ListConstruct(%one, %one)
+  %a : Tensor = aten::conv2d(%x, %w1, %none, %s, %s, %s, %four)
+  return (%a))IR";
+  const at::Tensor w1 = torch::randn({8, 2, 3, 3});
+  const std::vector<at::Tensor> inputs = {torch::randn({1, 8, 6, 6})};
+  autograph::RegroupOptions options;
+  options.warmup = 0;
+  options.repeats = 2;
+  options.keep_below = 1e9;  // every convolution's fastest candidate is taken
+  for (double bar : {1e-9, 1e9}) {
+    auto graph = GraphWithConstants(ir, {{"w1", w1}});
+    options.keep_graph_below = bar;
+    const auto report = autograph::RegroupGroupedConvolutions(graph, {inputs[0]}, options);
+    graph->lint();
+    EXPECT_GT(report.graph_ms, 0);
+    EXPECT_GT(report.regrouped_graph_ms, 0);
+    EXPECT_EQ(report.undone, bar < 1) << "bar " << bar;
+    EXPECT_EQ(report.regrouped, bar < 1 ? 0 : 1) << "bar " << bar;
+    int64_t groups = 0;
+    for (const torch::jit::Node* n : graph->nodes())
+      if (n->kind() == c10::aten::conv2d) groups = torch::jit::toIValue(n->input(6))->toInt();
+    EXPECT_EQ(groups == 4, bar < 1) << "bar " << bar << ": the convolution has " << groups << " groups";
+    ExpectClose(RunGraph(GraphWithConstants(ir, {{"w1", w1}}), inputs)[0], RunGraph(graph, inputs)[0]);
+  }
+}
+
 TEST(RegroupGroupedConvolutions, LeavesOtherConvolutionsAlone) {
   // groups 1, a weight computed at run time, and a non-constant group count are not candidates.
   auto graph = GraphWithConstants(R"IR(

@@ -14,7 +14,7 @@
 #include "autograph/error.h"
 #include "autograph/ios_schedule.h"
 #include "autograph/measured_cost_model.h"
-#include "autograph/merged_convolution.h"
+#include "autograph/merged_kernel.h"
 #include "autograph/nimble_schedule.h"
 #include "autograph/partition_by_min_cut.h"
 #include "autograph/partition_by_topological_runs.h"
@@ -49,7 +49,7 @@ Schedule BlockwiseIosSchedule(const OpGraph& graph, CostModel& cost, const Optim
   IosOptions ios;
   ios.max_ops_per_group = options.ios_r;
   ios.max_groups_per_stage = std::min(options.ios_s, options.max_streams);
-  if (options.merge) ios.merge_classes = MergeableConvolutionClasses(graph);
+  if (options.merge) ios.merge_classes = MergeableClasses(graph);
   PartitionOptions partition;
   partition.max_block_ops = options.ios_block;
   const std::vector<std::vector<int>> blocks = PartitionByTopologicalRuns(graph, partition);
@@ -82,7 +82,7 @@ Schedule AutographPlan(const OpGraph& graph, const std::vector<c10::IValue>& inp
   search.max_groups_per_stage = options.max_streams;
   search.budget = options.budget;
   search.candidates = std::max(1, options.verify);
-  if (options.merge) search.merge_classes = MergeableConvolutionClasses(graph);
+  if (options.merge) search.merge_classes = MergeableClasses(graph);
   const std::vector<std::vector<int>> partitions[] = {PartitionByMinCut(graph, partition),
                                                       PartitionByTopologicalRuns(graph, partition)};
   const int total_blocks = static_cast<int>(partitions[0].size() + partitions[1].size());

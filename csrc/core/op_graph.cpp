@@ -16,6 +16,12 @@ const char* ToString(OpKind kind) {
   return "unknown";
 }
 
+std::string OpLabel(const OpGraph& graph, int id) {
+  std::string label = "op " + std::to_string(id);
+  if (!graph.node(id).op.empty()) label += " (" + graph.node(id).op + ")";
+  return label;
+}
+
 int64_t TensorMeta::numel() const {
   int64_t n = 1;
   for (int64_t d : shape) n *= d;

@@ -62,6 +62,15 @@ double EstimateFlops(const std::string& op, const std::vector<c10::IValue>& inpu
     if (!a || a->dim() == 0 || out.empty()) return 0;
     return 2.0 * static_cast<double>(out[0].numel()) * static_cast<double>(a->size(-1));
   }
+  if (op == "aten::scaled_dot_product_attention") {
+    // q [..., L, E], k [..., S, E], v [..., S, Ev]: two GEMMs and a softmax over L x S scores.
+    const at::Tensor *q = tensor_arg(0), *k = tensor_arg(1), *v = tensor_arg(2);
+    if (!q || !k || !v || q->dim() < 2 || k->dim() < 2 || v->dim() < 2 || q->numel() == 0) return 0;
+    const double l = static_cast<double>(q->size(-2)), e = static_cast<double>(q->size(-1));
+    const double s = static_cast<double>(k->size(-2)), ev = static_cast<double>(v->size(-1));
+    const double rows = static_cast<double>(q->numel()) / e;  // batch x heads x L
+    return rows * s * (2.0 * e + 2.0 * ev + 5.0);
+  }
   if (op == "aten::addmm" || op == "aten::baddbmm" || op == "aten::addbmm") {
     const at::Tensor* a = tensor_arg(1);
     if (!a || a->dim() == 0 || out.empty()) return 0;

@@ -1,6 +1,6 @@
 // CPU backend: the groups of a stage run concurrently, group 0 on the calling thread and the others
 // on a thread pool owned by the backend; the caller waits for the whole stage before the next. A
-// Merge stage is one group: its merged convolution runs on the calling thread.
+// Merge stage is one group: its merged kernel runs on the calling thread.
 #include <ATen/ThreadLocalState.h>
 #include <c10/core/thread_pool.h>
 
@@ -83,7 +83,7 @@ class CpuStageBackend : public StageBackend {
  private:
   void RunGroup(const StagePlan::GroupSteps& group, CompiledGraph::Table& table, torch::jit::Stack& stack) const {
     for (size_t i = group.begin; i < group.end;) {
-      const size_t next = plan_->Run(i, table, stack);  // one node, or a Merge stage's merged convolution
+      const size_t next = plan_->Run(i, table, stack);  // one node, or a Merge stage's merged kernel
       for (; i < next; ++i)
         for (int slot : plan_->release.after_step[i]) table[slot] = c10::IValue();
     }

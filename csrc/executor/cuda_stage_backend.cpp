@@ -5,7 +5,7 @@
 // reads; tensors read across streams are marked with record_stream, so releasing them on the host
 // at stage ends never hands their memory to another stream too early. Optionally the whole run is
 // captured into a CUDA Graph once per input shape and replayed from static input buffers. A Merge
-// stage is one group: its merged convolution runs on the stage's first stream (the caller's), and
+// stage is one group: its merged kernel runs on the stage's first stream (the caller's), and
 // readers on other streams wait on the event recorded after it, like after any operator.
 #include "autograph/stage_executor.h"
 
@@ -113,7 +113,7 @@ class CudaStageBackend : public StageBackend {
           for (int e : sync.wait_events) events[e].block(stream);
           for (int slot : sync.foreign_slots) MarkUsedOn(table[slot], stream);
           while (step < sync.end) {
-            // One node, or a Merge stage's merged convolution (its outputs are made on this stream).
+            // One node, or a Merge stage's merged kernel (its outputs are made on this stream).
             const size_t next = plan.Run(step, table, stack);
             // Same-group readers only: later allocations on this stream are ordered after them.
             for (; step < next; ++step)

@@ -1,5 +1,5 @@
 // StagePlan: a Schedule compiled into steps, stream indices, events and release points, once, for
-// both backends. A Merge stage becomes one group on stream 0 running one merged convolution, its
+// both backends. A Merge stage becomes one group on stream 0 running one merged kernel, its
 // weights merged here from the graph's frozen constants (so a loaded Program rebuilds them: they are
 // never pickled).
 #include <ATen/ATen.h>
@@ -21,8 +21,8 @@ using torch::jit::Node;
 using torch::jit::Value;
 
 // The nodes of every operator, stage by stage, group by group. In a Merge stage: the nodes before
-// each convolution's anchor, then the anchors side by side (the merged kernel replaces them), then
-// the nodes after. No node of one op reads another op of the stage (no edges inside a stage), and
+// each operator's anchor (convolution or linear), then the anchors side by side (the merged kernel
+// replaces them), then the nodes after. No node of one op reads another op of the stage (no edges inside a stage), and
 // each op's nodes keep their order, so data dependences hold. Validates first: the plan relies on it.
 std::vector<Node*> ScheduleOrder(const OpGraph& graph, const Schedule& schedule) {
   ValidateSchedule(schedule, graph);
@@ -51,10 +51,11 @@ std::vector<Node*> ScheduleOrder(const OpGraph& graph, const Schedule& schedule)
   return order;
 }
 
-// Whether the slice written for a convolution's output `value` must get memory of its own.
+// Whether the slice written for a merged operator's output `value` must get memory of its own.
 //
 // The slices are narrow views of the merged output (no copy). At batch 1 a channel slice of an
-// NCHW tensor is contiguous anyway; at batch > 1 it is strided. ATen kernels read strided tensors:
+// NCHW tensor is contiguous anyway; at batch > 1 it is strided, as a slice of a merged linear's
+// last dimension always is. ATen kernels read strided tensors:
 // elementwise ops write a fresh dense output, an in-place op writes only its own slice (disjoint
 // from the others' channels, so it cannot corrupt them), a following convolution copies into
 // contiguous memory internally as it would for any strided input. Copying every slice up front
@@ -81,7 +82,7 @@ bool NeedsOwnMemory(const Value* value, int depth = 0) {
 }
 
 std::string MergedLabel(const std::vector<int>& ops, size_t stage) {
-  std::string label = "the merged convolution of ops ";
+  std::string label = "the merged kernel of ops ";
   for (size_t i = 0; i < ops.size(); ++i) label += (i ? ", " : "") + std::to_string(ops[i]);
   return label + " (stage " + std::to_string(stage) + ")";
 }
@@ -129,11 +130,11 @@ StagePlan::StagePlan(const OpGraph& graph, const Schedule& schedule)
       kernel.begin = step + before_anchors;
       kernel.end = kernel.begin + ops.size();
       kernel.label = MergedLabel(ops, s);
-      kernel.conv = MergeConvolutionOps(graph, ops);
+      kernel.kernel = MergeOps(graph, ops);
       for (size_t k = kernel.begin; k < kernel.end; ++k) {
         const Node* anchor = graph.node(ops[k - kernel.begin]).anchor;
         TORCH_CHECK(compiled.step_node(k) == anchor && compiled.step_outputs(k).size() == 1,
-                    "StagePlan: ", kernel.label, " does not find its convolutions where expected (internal error)");
+                    "StagePlan: ", kernel.label, " does not find its operators where expected (internal error)");
         const int input = compiled.step_inputs(k).at(0);
         TORCH_CHECK(kernel.input_slot < 0 || kernel.input_slot == input, "StagePlan: ", kernel.label,
                     " reads more than one input (internal error)");
@@ -143,8 +144,7 @@ StagePlan::StagePlan(const OpGraph& graph, const Schedule& schedule)
       }
       // The merged weights were made on the current stream; runs use other streams (the caller's
       // at that time, or the backend's): wait once here rather than order every run after it.
-      if (kernel.conv.weight.is_cuda()) {
-        const c10::Device device = kernel.conv.weight.device();
+      if (const c10::Device device = MergedKernelDevice(kernel.kernel); device.is_cuda()) {
         c10::impl::getDeviceGuardImpl(device.type())->getStream(device).synchronize();
       }
       merged_at_step[kernel.begin] = static_cast<int>(merged.size());
@@ -220,7 +220,7 @@ size_t StagePlan::Run(size_t step, CompiledGraph::Table& table, torch::jit::Stac
   const MergedSteps& kernel = merged[m];
   std::vector<at::Tensor> slices;
   try {
-    slices = RunMergedConvolution(table[kernel.input_slot].toTensor(), kernel.conv);
+    slices = RunMergedKernel(table[kernel.input_slot].toTensor(), kernel.kernel);
   } catch (const std::exception& e) {
     throw InputError("running " + kernel.label + " failed: " + FirstLineOf(e) +
                      "; check that the inputs match what the model expects (shape, dtype, device)");

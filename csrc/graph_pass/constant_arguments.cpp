@@ -27,4 +27,13 @@ std::optional<std::vector<int64_t>> ConstantInts(torch::jit::Value* v) {
   return std::nullopt;
 }
 
+std::optional<double> ConstantNumber(torch::jit::Value* v) {
+  const auto c = ConstantOf(v);
+  if (!c) return std::nullopt;
+  if (c->isDouble()) return c->toDouble();
+  if (c->isInt()) return static_cast<double>(c->toInt());
+  if (c->isTensor() && c->toTensor().dim() == 0 && c->toTensor().is_floating_point()) return c->toTensor().item<double>();
+  return std::nullopt;
+}
+
 }  // namespace autograph

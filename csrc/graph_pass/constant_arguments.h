@@ -1,6 +1,7 @@
 #pragma once
 // Arguments of a lowered (frozen) graph's nodes that are known before the run: prim::Constant
-// values and lists built from constant ints. Shared by the passes that read convolutions.
+// values and lists built from constant ints. Shared by the passes that read convolutions and
+// attention.
 #include <ATen/core/ivalue.h>
 
 #include <optional>
@@ -17,5 +18,8 @@ std::optional<c10::IValue> ConstantOf(torch::jit::Value* v);
 
 // A constant int list, or one constant int as a list of one; nullopt otherwise.
 std::optional<std::vector<int64_t>> ConstantInts(torch::jit::Value* v);
+
+// A constant number as a double: a float or int constant, or a 0-dim floating tensor constant.
+std::optional<double> ConstantNumber(torch::jit::Value* v);
 
 }  // namespace autograph

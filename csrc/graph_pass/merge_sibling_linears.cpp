@@ -1,4 +1,5 @@
 #include "autograph/merge_sibling_linears.h"
+#include "graph_pass/sibling_linears.h"
 
 #include <torch/csrc/jit/ir/constants.h>
 #include <torch/csrc/jit/ir/ir.h>
@@ -39,55 +40,19 @@ bool OutputSafeToSlice(const Value* out) {
   return true;
 }
 
-// view(x, shape) -> reshape(x, shape), view_as(x, y) -> reshape_as(x, y): the same result, but also
-// defined for the non-contiguous slices a merge leaves.
-void ViewsToReshapes(Graph& graph, Value* slice) {
-  std::vector<Node*> views;
-  for (const torch::jit::Use& use : slice->uses())
-    if (IsView(use.user)) views.push_back(use.user);
-  for (Node* view : views) {
-    torch::jit::WithInsertPoint guard(view);
-    const c10::Symbol kind = view->kind() == c10::aten::view ? c10::aten::reshape : c10::aten::reshape_as;
-    Value* reshaped = graph.insert(kind, {view->input(0), view->input(1)});
-    reshaped->setType(view->output()->type());
-    view->output()->replaceAllUsesWith(reshaped);
-    view->destroy();
-  }
-}
-
-struct Sibling {
-  Node* node;
-  at::Tensor weight, bias;  // bias undefined when None
-};
-
-// A linear of `x` (its input 0) that can join a merge: constant 2-d weight, constant 1-d or None bias.
-std::optional<Sibling> AsSibling(Node* node, const Value* x, const Graph& graph) {
-  if (node->kind() != c10::aten::linear || node->inputs().size() != 3 || node->input(0) != x) return std::nullopt;
-  if (node->owningBlock() != graph.block() || !OutputSafeToSlice(node->output())) return std::nullopt;
-  const auto weight = torch::jit::toIValue(node->input(1));
-  const auto bias = torch::jit::toIValue(node->input(2));
-  if (!weight || !weight->isTensor() || !bias || !(bias->isNone() || bias->isTensor())) return std::nullopt;
-  Sibling s{node, weight->toTensor(), bias->isTensor() ? bias->toTensor() : at::Tensor()};
-  if (s.weight.dim() != 2 || s.weight.requires_grad()) return std::nullopt;
-  if (s.bias.defined() && (s.bias.dim() != 1 || s.bias.size(0) != s.weight.size(0) ||
-                           s.bias.scalar_type() != s.weight.scalar_type() || s.bias.device() != s.weight.device()))
-    return std::nullopt;
-  return s;
-}
-
 // Concatenated weights and biases by the tensors they are made of: a model that applies the same
 // layers many times (an unrolled RNN) gets one copy of each merged weight, not one per use.
 using MergedConstants = std::map<std::vector<const void*>, std::pair<Value*, Value*>>;
 
 // One group: siblings in graph order; replaced by linear(x, cat W, cat b) -> split_with_sizes -> unpack.
 // x is read from the node now: an earlier merge may have replaced it (a group reading a merged linear).
-void Merge(Graph& graph, std::vector<Sibling>& group, MergedConstants& constants) {
+void Merge(Graph& graph, std::vector<SiblingLinear>& group, MergedConstants& constants) {
   Value* x = group.front().node->input(0);
-  std::sort(group.begin(), group.end(), [](const Sibling& a, const Sibling& b) { return a.node->isBefore(b.node); });
+  std::sort(group.begin(), group.end(), [](const SiblingLinear& a, const SiblingLinear& b) { return a.node->isBefore(b.node); });
   std::vector<at::Tensor> weights, biases;
   std::vector<int64_t> sizes;
   std::vector<const void*> key;
-  for (const Sibling& s : group) {
+  for (const SiblingLinear& s : group) {
     weights.push_back(s.weight);
     sizes.push_back(s.weight.size(0));
     key.push_back(s.weight.unsafeGetTensorImpl());
@@ -120,24 +85,57 @@ void Merge(Graph& graph, std::vector<Sibling>& group, MergedConstants& constants
 
 }  // namespace
 
-int MergeSiblingLinears(std::shared_ptr<Graph>& graph) {
+std::optional<SiblingLinear> AsSiblingLinear(Node* node, const Value* x, const Graph& graph) {
+  if (node->kind() != c10::aten::linear || node->inputs().size() != 3 || node->input(0) != x) return std::nullopt;
+  if (node->owningBlock() != graph.block() || !OutputSafeToSlice(node->output())) return std::nullopt;
+  const auto weight = torch::jit::toIValue(node->input(1));
+  const auto bias = torch::jit::toIValue(node->input(2));
+  if (!weight || !weight->isTensor() || !bias || !(bias->isNone() || bias->isTensor())) return std::nullopt;
+  SiblingLinear s{node, weight->toTensor(), bias->isTensor() ? bias->toTensor() : at::Tensor()};
+  if (s.weight.dim() != 2 || s.weight.requires_grad()) return std::nullopt;
+  if (s.bias.defined() && (s.bias.dim() != 1 || s.bias.size(0) != s.weight.size(0) ||
+                           s.bias.scalar_type() != s.weight.scalar_type() || s.bias.device() != s.weight.device()))
+    return std::nullopt;
+  return s;
+}
+
+void ViewsToReshapes(Graph& graph, Value* slice) {
+  std::vector<Node*> views;
+  for (const torch::jit::Use& use : slice->uses())
+    if (IsView(use.user)) views.push_back(use.user);
+  for (Node* view : views) {
+    torch::jit::WithInsertPoint guard(view);
+    const c10::Symbol kind = view->kind() == c10::aten::view ? c10::aten::reshape : c10::aten::reshape_as;
+    Value* reshaped = graph.insert(kind, {view->input(0), view->input(1)});
+    reshaped->setType(view->output()->type());
+    view->output()->replaceAllUsesWith(reshaped);
+    view->destroy();
+  }
+}
+
+std::vector<std::vector<SiblingLinear>> SiblingLinearGroups(Graph& graph) {
   // Values any node may read: the graph's inputs and every top-level output, in graph order.
-  std::vector<Value*> values(graph->inputs().begin(), graph->inputs().end());
-  for (Node* node : graph->nodes())
+  std::vector<Value*> values(graph.inputs().begin(), graph.inputs().end());
+  for (Node* node : graph.nodes())
     for (Value* out : node->outputs()) values.push_back(out);
-  // All groups first: merging destroys values that later groups may read (through their new names).
-  std::vector<std::vector<Sibling>> merges;
+  std::vector<std::vector<SiblingLinear>> out;
   for (Value* x : values) {
     // Siblings by what must agree for one GEMM: weight dtype, device, input width, bias or not.
-    std::map<std::tuple<int, std::string, int64_t, bool>, std::vector<Sibling>> groups;
+    std::map<std::tuple<int, std::string, int64_t, bool>, std::vector<SiblingLinear>> groups;
     for (const torch::jit::Use& use : x->uses())
-      if (auto s = AsSibling(use.user, x, *graph))
+      if (auto s = AsSiblingLinear(use.user, x, graph))
         groups[{static_cast<int>(s->weight.scalar_type()), s->weight.device().str(), s->weight.size(1),
                 s->bias.defined()}]
             .push_back(*s);
     for (auto& [key, group] : groups)
-      if (group.size() >= 2) merges.push_back(std::move(group));
+      if (group.size() >= 2) out.push_back(std::move(group));
   }
+  return out;
+}
+
+int MergeSiblingLinears(std::shared_ptr<Graph>& graph) {
+  // All groups first: merging destroys values that later groups may read (through their new names).
+  std::vector<std::vector<SiblingLinear>> merges = SiblingLinearGroups(*graph);
   int merged = 0;
   MergedConstants constants;
   for (auto& group : merges) {
@@ -147,6 +145,17 @@ int MergeSiblingLinears(std::shared_ptr<Graph>& graph) {
   // The original weights are dead now; a module saved with them would carry both copies.
   if (merged > 0) torch::jit::EliminateDeadCode(graph);
   return merged;
+}
+
+int ReshapeViewsOfSiblingLinears(std::shared_ptr<Graph>& graph) {
+  int rewritten = 0;
+  for (const auto& group : SiblingLinearGroups(*graph)) {
+    for (const SiblingLinear& s : group) {
+      for (const torch::jit::Use& use : s.node->output()->uses()) rewritten += IsView(use.user);
+      ViewsToReshapes(*graph, s.node->output());
+    }
+  }
+  return rewritten;
 }
 
 }  // namespace autograph

@@ -8,11 +8,11 @@
 #include <torch/csrc/jit/ir/ir.h>
 
 #include <algorithm>
-#include <set>
 
 #include "autograph/error.h"
 #include "autograph/merged_convolution.h"
 #include "graph_pass/constant_arguments.h"
+#include "graph_pass/mergeable_ops.h"
 #include "ops/convolution_merge_rules.h"
 
 namespace autograph {
@@ -29,12 +29,6 @@ struct ConvolutionNode {
   std::optional<at::Tensor> bias;
   std::vector<int64_t> stride, padding, dilation;  // 2 entries each
 };
-
-std::string OpLabel(const OpGraph& graph, int id) {
-  std::string label = "op " + std::to_string(id);
-  if (!graph.node(id).op.empty()) label += " (" + graph.node(id).op + ")";
-  return label;
-}
 
 std::string ValueName(const Value* v) { return "%" + v->debugName(); }
 
@@ -128,25 +122,6 @@ std::optional<ConvolutionNode> ReadConvolution(const OpGraph& graph, int id, std
   return conv;
 }
 
-// Whether a path leads from op `from` to op `to` (ids are topological: from < to is necessary).
-bool Reaches(const OpGraph& graph, int from, int to) {
-  if (from >= to) return false;
-  std::vector<bool> seen(to + 1, false);
-  std::vector<int> stack{from};
-  while (!stack.empty()) {
-    const int u = stack.back();
-    stack.pop_back();
-    for (int v : graph.succs(u)) {
-      if (v == to) return true;
-      if (v < to && !seen[v]) {
-        seen[v] = true;
-        stack.push_back(v);
-      }
-    }
-  }
-  return false;
-}
-
 std::string Ints(const std::vector<int64_t>& v) {
   std::string s = "[";
   for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
@@ -156,21 +131,8 @@ std::string Ints(const std::vector<int64_t>& v) {
 // Reads every op of `ops` and checks that together they merge exactly; fills `convs` on success.
 bool ReadMergeable(const OpGraph& graph, const std::vector<int>& ops, std::vector<ConvolutionNode>* convs,
                    std::string* why) {
-  if (ops.size() < 2) {
-    *why = "a merged convolution needs at least 2 operators, got " + std::to_string(ops.size());
-    return false;
-  }
-  std::set<int> seen;
-  for (int id : ops) {
-    if (id < 0 || id >= graph.size()) {
-      *why = "op " + std::to_string(id) + " is not in the graph (ids 0.." + std::to_string(graph.size() - 1) + ")";
-      return false;
-    }
-    if (!seen.insert(id).second) {
-      *why = OpLabel(graph, id) + " is listed twice";
-      return false;
-    }
-  }
+  *why = OpListProblem(graph, ops, "a merged convolution");
+  if (!why->empty()) return false;
   for (int id : ops) {
     auto conv = ReadConvolution(graph, id, why);
     if (!conv) return false;
@@ -206,16 +168,8 @@ bool ReadMergeable(const OpGraph& graph, const std::vector<int>& ops, std::vecto
   *why = ConvolutionMergeConflict(weights, biases, first.stride, paddings, first.dilation,
                                   [&](size_t i) { return OpLabel(graph, ops[i]); });
   if (!why->empty()) return false;
-  for (size_t i = 0; i < ops.size(); ++i) {
-    for (size_t j = 0; j < ops.size(); ++j) {
-      if (Reaches(graph, ops[i], ops[j])) {
-        *why = OpLabel(graph, ops[j]) + " depends on " + OpLabel(graph, ops[i]) +
-               " through the graph (e.g. an in-place write between them), so they cannot run as one kernel";
-        return false;
-      }
-    }
-  }
-  return true;
+  *why = PathProblem(graph, ops);
+  return why->empty();
 }
 
 // What a class of mutually mergeable convolutions shares.
@@ -259,24 +213,10 @@ std::vector<std::vector<int>> MergeableConvolutionClasses(const OpGraph& graph) 
     }
   }
   // Ops of a class connected by a path (an in-place write between two readers of one value) cannot
-  // share a stage: split each class greedily into parts with no path inside.
+  // share a stage.
   std::vector<std::vector<int>> result;
-  for (const auto& [key, members] : classes) {
-    std::vector<std::vector<int>> parts;
-    for (int id : members) {
-      auto fits = [&](const std::vector<int>& part) {
-        return std::none_of(part.begin(), part.end(), [&](int other) { return Reaches(graph, other, id); });
-      };
-      auto part = std::find_if(parts.begin(), parts.end(), fits);
-      if (part == parts.end()) {
-        parts.push_back({id});
-      } else {
-        part->push_back(id);
-      }
-    }
-    for (auto& part : parts)
-      if (part.size() >= 2) result.push_back(std::move(part));
-  }
+  for (const auto& [key, members] : classes)
+    for (auto& part : SplitWhereConnected(graph, members)) result.push_back(std::move(part));
   std::sort(result.begin(), result.end());
   return result;
 }

@@ -132,8 +132,10 @@ at::Tensor BlockDiagonalWeight(const at::Tensor& weight, int64_t groups, int64_t
 RegroupReport RegroupGroupedConvolutions(std::shared_ptr<torch::jit::Graph>& graph,
                                          const std::vector<c10::IValue>& example_inputs,
                                          const RegroupOptions& options) {
-  if (options.force_groups < 0 || options.warmup < 0 || options.repeats < 1 || !(options.keep_below > 0))
-    throw Error("RegroupOptions: force_groups >= 0, warmup >= 0, repeats >= 1 and keep_below > 0 are required");
+  if (options.force_groups < 0 || options.warmup < 0 || options.repeats < 1 || !(options.keep_below > 0) ||
+      !(options.keep_graph_below >= 0))
+    throw Error("RegroupOptions: force_groups >= 0, warmup >= 0, repeats >= 1, keep_below > 0 and keep_graph_below >= 0 "
+                "are required");
   RegroupReport report;
   std::vector<GroupedConvolution> convolutions;
   std::unordered_map<const Node*, size_t> index;
@@ -157,6 +159,9 @@ RegroupReport RegroupGroupedConvolutions(std::shared_ptr<torch::jit::Graph>& gra
     CompiledGraph(graph, nodes.order).Run(example_inputs, &observer);
   }
 
+  // Timed decisions are checked on the whole graph: keep the original to go back to.
+  const bool check_graph = options.force_groups == 0 && options.keep_graph_below > 0;
+  std::shared_ptr<torch::jit::Graph> original = check_graph ? graph->copy() : nullptr;
   std::map<ConfigKey, int64_t> decided;  // ResNeXt repeats each block's shapes: time each once
   for (size_t i = 0; i < convolutions.size(); ++i) {
     const GroupedConvolution& conv = convolutions[i];
@@ -179,7 +184,23 @@ RegroupReport RegroupGroupedConvolutions(std::shared_ptr<torch::jit::Graph>& gra
     conv.node->replaceInput(conv.groups_input, graph->insertConstant(conv.groups / factor));
     ++report.regrouped;
   }
-  if (report.regrouped > 0) torch::jit::EliminateDeadCode(graph);
+  if (report.regrouped == 0) return report;
+  torch::jit::EliminateDeadCode(graph);
+  if (check_graph) {
+    const c10::Device device = convolutions[0].weight.device();
+    auto graph_ms = [&](const std::shared_ptr<torch::jit::Graph>& g) {
+      CompiledGraph compiled(g, TopLevelNodesOf(*g).order);
+      auto run = [&] { compiled.Run(example_inputs); };
+      return RobustMs(TimeRuns(device, options.warmup, options.repeats, [] {}, run), options.fastest_fraction);
+    };
+    report.graph_ms = graph_ms(original);
+    report.regrouped_graph_ms = graph_ms(graph);
+    if (report.regrouped_graph_ms > options.keep_graph_below * report.graph_ms) {
+      graph = original;
+      report.regrouped = 0;
+      report.undone = true;
+    }
+  }
   return report;
 }
 

@@ -14,6 +14,7 @@
 #include "autograph/error.h"
 #include "autograph/import_op_graph.h"
 #include "autograph/lower_module.h"
+#include "autograph/merge_sibling_linears.h"
 #include "autograph/optimize.h"
 #include "autograph/program.h"
 #include "autograph/stitch_memory_bound_ops.h"
@@ -92,7 +93,15 @@ torch::jit::Module optimize(const torch::jit::Module& module, const OptimizeOpti
   auto inputs = ToDevice(options.example_inputs, options.device);
   std::vector<c10::IValue> outputs;
   std::shared_ptr<torch::jit::Graph> lowered = LowerModule(on_device);
+  // What the original launches, counted on the graph as TorchScript would run it (one extra run).
+  int kernels_before = 0, memory_bound_before = 0;
+  for (const OpNode& n : ImportOpGraph(lowered, inputs).nodes()) {
+    kernels_before += n.kind != OpKind::View;
+    memory_bound_before += n.kind == OpKind::MemoryBound;
+  }
   const SubstitutionCounts substituted = ApplySubstitutions(lowered, inputs, options);
+  const bool searched = options.method == "ios" || options.method == "autograph";
+  if (options.merge && searched) ReshapeViewsOfSiblingLinears(lowered);  // the search may merge them
   StitchReport stitch_report;
   if (options.stitch) stitch_report = StitchMemoryBoundOps(lowered, inputs, StitchOptionsFor(options));
   OpGraph graph = ImportOpGraph(lowered, inputs, &outputs);
@@ -130,19 +139,19 @@ torch::jit::Module optimize(const torch::jit::Module& module, const OptimizeOpti
   optimized.define(source.str(), std::make_shared<AutographResolver>());
 
   {
-    // Each linear merged away, each relu / add folded into a cuDNN convolution, and each operator
-    // stitched launched a kernel of its own in the original graph.
-    const int stitched_away = stitch_report.ops_stitched - stitch_report.groups;
-    report->operators_before = substituted.linears_merged + substituted.ops_folded + stitched_away;
-    for (const OpNode& n : graph.nodes()) {
-      report->operators_before += n.kind != OpKind::View;
-      report->memory_bound_after += n.kind == OpKind::MemoryBound;
-    }
-    report->memory_bound_before = report->memory_bound_after + stitched_away + substituted.ops_folded;
+    report->operators_before = kernels_before;
+    report->memory_bound_before = memory_bound_before;
+    for (const OpNode& n : graph.nodes()) report->memory_bound_after += n.kind == OpKind::MemoryBound;
+    // Linears merged by the substitution, and by Merge stages the search chose.
     report->linears_merged = substituted.linears_merged;
+    for (const Stage& stage : schedule.stages)
+      if (stage.strategy == StageStrategy::Merge && graph.node(stage.groups[0][0]).anchor &&
+          graph.node(stage.groups[0][0]).anchor->kind() == c10::aten::linear)
+        report->linears_merged += static_cast<int>(stage.groups.size()) - 1;
     report->convolutions_regrouped = substituted.convolutions_regrouped;
     report->convolutions_folded = substituted.convolutions_folded;
     report->ops_folded = substituted.ops_folded;
+    report->attentions_fused = substituted.attentions_fused;
     report->stitch_groups = stitch_report.groups;
     report->ops_stitched = stitch_report.ops_stitched;
     report->operators_after = KernelsLaunched(graph, schedule);

@@ -3,6 +3,7 @@
 
 #include "autograph/error.h"
 #include "autograph/fold_convolution_add_relu.h"
+#include "autograph/fuse_attention.h"
 #include "autograph/lower_module.h"
 #include "autograph/merge_sibling_linears.h"
 #include "autograph/regroup_grouped_convolutions.h"
@@ -24,6 +25,7 @@ int CountAtenNodes(const torch::jit::Graph& graph) {
 SubstitutionCounts ApplySubstitutions(std::shared_ptr<torch::jit::Graph>& lowered, const std::vector<c10::IValue>& inputs,
                                       const OptimizeOptions& options) {
   SubstitutionCounts counts;
+  if (options.fuse_attention) counts.attentions_fused = FuseScaledDotProductAttention(lowered, inputs);
   if (options.merge_linears) counts.linears_merged = MergeSiblingLinears(lowered);
   if (options.regroup_convolutions) counts.convolutions_regrouped = RegroupGroupedConvolutions(lowered, inputs).regrouped;
   if (options.fold_conv_relu && options.device.is_cuda()) {
@@ -57,12 +59,13 @@ torch::jit::Module substitute(const torch::jit::Module& module, const OptimizeOp
   if (report) {
     *report = OptimizeReport{};
     report->method = "substitutions";
-    report->operators_before = before + counts.linears_merged;
+    report->operators_before = before;
     report->operators_after = CountAtenNodes(*graph);
     report->linears_merged = counts.linears_merged;
     report->convolutions_regrouped = counts.convolutions_regrouped;
     report->convolutions_folded = counts.convolutions_folded;
     report->ops_folded = counts.ops_folded;
+    report->attentions_fused = counts.attentions_fused;
   }
   return substituted;
 }

@@ -9,12 +9,6 @@ namespace autograph {
 
 namespace {
 
-std::string OpLabel(const OpGraph& graph, int id) {
-  std::string label = "op " + std::to_string(id);
-  if (!graph.node(id).op.empty()) label += " (" + graph.node(id).op + ")";
-  return label;
-}
-
 // Sorted, checked copy of the block: ids in range, distinct, at most 64, convex.
 std::vector<int> CheckedBlock(const OpGraph& graph, const std::vector<int>& block, const std::string& who) {
   std::vector<int> ops = block;

@@ -26,7 +26,7 @@
 // {a, b, c} one group, but {a, b} on the way has two. Only checks that stay violated for every
 // superset (a component above r ops) may prune, and the two steps above prune with nothing else.
 //
-// Merge: two or more operators of one merge class (convolutions that can run as one kernel) that
+// Merge: two or more operators of one merge class (convolutions or linears that can run as one kernel) that
 // are all sinks of S; each is one group of a Merge stage.
 #include <cstdint>
 #include <functional>

@@ -7,7 +7,7 @@
 #include <sstream>
 #include <string>
 
-#include "autograph/merged_convolution.h"
+#include "autograph/merged_kernel.h"
 
 namespace autograph {
 
@@ -49,12 +49,6 @@ std::string Where(const Placement& p) {
 }
 
 // "op 4 (aten::relu)": the id plus the schema name, so a message can be matched to the model.
-std::string OpLabel(const OpGraph& graph, int id) {
-  std::string label = "op " + std::to_string(id);
-  if (!graph.node(id).op.empty()) label += " (" + graph.node(id).op + ")";
-  return label;
-}
-
 [[noreturn]] void Fail(const std::string& what) { throw ScheduleError("invalid schedule: " + what); }
 
 }  // namespace
@@ -116,26 +110,26 @@ void ValidateSchedule(const Schedule& schedule, const OpGraph& graph) {
     }
   }
 
-  // Merge stages: one convolution per group, all of one class (CanMergeConvolutions).
+  // Merge stages: one operator per group, all of one class (CanMergeOps).
   for (int s = 0; s < static_cast<int>(schedule.stages.size()); ++s) {
     const Stage& stage = schedule.stages[s];
     if (stage.strategy != StageStrategy::Merge) continue;
     const std::string where = "merge stage " + std::to_string(s);
     if (stage.groups.size() < 2) {
       Fail(where + " has " + std::to_string(stage.groups.size()) +
-           " group; a merge stage merges >= 2 convolutions, one per group (make it a concurrent stage)");
+           " group; a merge stage merges >= 2 operators, one per group (make it a concurrent stage)");
     }
     std::vector<int> ops;
     for (int g = 0; g < static_cast<int>(stage.groups.size()); ++g) {
       if (stage.groups[g].size() != 1) {
         Fail(where + " group " + std::to_string(g) + " lists " + std::to_string(stage.groups[g].size()) +
              " ops, starting with " + OpLabel(graph, stage.groups[g][0]) +
-             "; each group of a merge stage is exactly one convolution");
+             "; each group of a merge stage is exactly one convolution or linear");
       }
       ops.push_back(stage.groups[g][0]);
     }
     std::string why;
-    if (!CanMergeConvolutions(graph, ops, &why)) Fail(where + " cannot run as one kernel: " + why);
+    if (!CanMergeOps(graph, ops, &why)) Fail(where + " cannot run as one kernel: " + why);
   }
 }
 

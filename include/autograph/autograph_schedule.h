@@ -19,7 +19,7 @@ struct AutographOptions {
   double alpha = 1.0;
   int max_ops_per_group = 4;     // r: operators in one group (stream) of a stage
   int max_groups_per_stage = 8;  // s: groups (streams) in one stage
-  // Sets of op ids any two or more of which may run as one merged kernel (MergeableConvolutionClasses).
+  // Sets of op ids any two or more of which may run as one merged kernel (MergeableClasses).
   std::vector<std::vector<int>> merge_classes;
   // States expanded per block with full backtracking; past it, each remaining state takes its
   // best-ranked ending only (the search stays exact while within budget).

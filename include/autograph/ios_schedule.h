@@ -15,7 +15,7 @@ struct IosOptions {
   int max_ops_per_group = 3;     // r: operators in one group (one stream) of a stage
   int max_groups_per_stage = 8;  // s: groups (streams) in one stage
   // Merge stages: sets of op ids any two or more of which may run as one merged kernel (from
-  // MergeableConvolutionClasses); empty: Concurrent stages only.
+  // MergeableClasses); empty: Concurrent stages only.
   std::vector<std::vector<int>> merge_classes;
 };
 

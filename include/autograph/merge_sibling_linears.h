@@ -18,4 +18,9 @@ namespace autograph {
 // of it, is written in place.
 int MergeSiblingLinears(std::shared_ptr<torch::jit::Graph>& graph);
 
+// Readies the same siblings for a Merge stage that the search may choose instead (merged_linear.h):
+// views of their outputs become reshapes — the same result on the linears' own outputs, and still
+// defined on the strided slices of a merged one. Nothing else changes; returns the views rewritten.
+int ReshapeViewsOfSiblingLinears(std::shared_ptr<torch::jit::Graph>& graph);
+
 }  // namespace autograph

@@ -70,4 +70,7 @@ class OpGraph {
   std::vector<std::vector<int>> preds_, succs_;
 };
 
+// "op 7 (aten::conv2d)": how error messages name an operator.
+std::string OpLabel(const OpGraph& graph, int id);
+
 }  // namespace autograph

@@ -25,6 +25,7 @@ struct OptimizeOptions {
   bool merge_linears = false;               // substitution: linears sharing an input -> one wider linear
   bool regroup_convolutions = false;        // substitution: grouped convs with fewer groups, where timing says it pays
   bool fold_conv_relu = false;              // substitution (CUDA): conv + [add +] relu -> one cuDNN fused kernel
+  bool fuse_attention = false;              // substitution: matmul, scale, mask, softmax, matmul -> one fused attention
   bool stitch = false;                      // memory-intensive operators -> stitched kernels (ILP planner)
 
   // Searches (ios, autograph): the cost model stages are ranked with. "analytical": a roofline of
@@ -34,7 +35,7 @@ struct OptimizeOptions {
   std::string cost_cache;      // measured: disk cache file; "" = ~/.cache/autograph/costs/<device>.json, "none" = off
   int ios_r = 3, ios_s = 8;    // ios: operators per group, groups per stage
   int ios_block = 24;          // ios: operators per block (contiguous in topological order)
-  bool merge = true;           // ios, autograph: sibling convolutions may become one merged kernel
+  bool merge = true;           // ios, autograph: sibling convolutions / linears may become one merged kernel
 
   // autograph: flow-based partition, then per block a DP with backtracking ranked by the mixed
   // critical path cost; the best `verify` whole-graph candidates run for real on `device` and the
@@ -54,7 +55,7 @@ struct OptimizeOptions {
 struct OptimizeReport {
   std::string method;
   std::string cost;          // cost model's name, empty for methods that use none
-  int operators_before = 0;  // OpGraph operators that launch a kernel
+  int operators_before = 0;  // kernels the lowered graph launches, before substitutions, stitching and merges
   int operators_after = 0;   // kernels launched per run after merging
   int stages = 0, groups = 0, streams = 0;
   double search_seconds = 0;
@@ -69,6 +70,7 @@ struct OptimizeReport {
   int linears_merged = 0;  // linears removed by merge_linears (a group of k counts k - 1)
   int convolutions_regrouped = 0;  // grouped convolutions given fewer groups (regroup_convolutions)
   int convolutions_folded = 0;     // cuDNN fused convolutions created (fold_conv_relu)
+  int attentions_fused = 0;        // scaled_dot_product_attention ops created (fuse_attention)
   int ops_folded = 0;              // relu / add kernels they absorbed
   int stitch_groups = 0;   // stitched kernels created
   int ops_stitched = 0;    // memory-intensive operators they replace

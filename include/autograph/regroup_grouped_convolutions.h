@@ -26,6 +26,10 @@ struct RegroupOptions {
   double fastest_fraction = 0.3;  // robust statistic: mean of the fastest 30 % of the repeats
   // A regrouped convolution is kept only when it takes at most this fraction of the original's time.
   double keep_below = 0.9;
+  // Then the whole graph is timed with and without the rewrites, which are kept only when the graph
+  // takes at most this fraction of the original's time: alone a regrouped convolution may win and
+  // still lose in the model (on CPU, nasnet_a_mobile's depthwise convolutions did). 0: no check.
+  double keep_graph_below = 0.97;
   // Tests and experiments: regroup every convolution that allows it to this many groups, without
   // timing (0: decide by timing).
   int64_t force_groups = 0;
@@ -35,11 +39,16 @@ struct RegroupReport {
   int grouped = 0;    // grouped convolutions with constant weights (candidates)
   int regrouped = 0;  // rewritten with fewer groups
   int timed = 0;      // distinct (shape, groups) configurations timed
+  // The whole graph's robust time before and after the rewrites, when it was checked (else -1);
+  // when the check undid them, regrouped is 0 and undone is true.
+  double graph_ms = -1, regrouped_graph_ms = -1;
+  bool undone = false;
 };
 
-// Rewrites 2-d convolutions (aten::conv2d, aten::_convolution) of the top-level block of a lowered (frozen) graph in place; their
-// weight, bias, stride, padding, dilation and groups must be constants. Shapes come from one run
-// of the graph on `example_inputs`.
+// Rewrites 2-d convolutions (aten::conv2d, aten::_convolution) of the top-level block of a lowered
+// (frozen) graph in place; their weight, bias, stride, padding, dilation and groups must be
+// constants. Shapes come from one run of the graph on `example_inputs`. When the whole-graph check
+// undoes the rewrites, `graph` is set to an unchanged copy of the original.
 RegroupReport RegroupGroupedConvolutions(std::shared_ptr<torch::jit::Graph>& graph,
                                          const std::vector<c10::IValue>& example_inputs,
                                          const RegroupOptions& options = {});

@@ -11,8 +11,8 @@
 namespace autograph {
 
 // How the groups of a stage run: on separate streams (Concurrent), or as one wider kernel (Merge:
-// each group is one convolution, all reading the same input; the executor runs them as one
-// autograph merged convolution on the stage's first stream, see merged_convolution.h).
+// each group is one convolution or linear, all reading the same input; the executor runs them as one
+// merged kernel on the stage's first stream, see merged_kernel.h).
 enum class StageStrategy { Concurrent, Merge };
 
 struct Stage {

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "autograph/compiled_graph.h"
-#include "autograph/merged_convolution.h"
+#include "autograph/merged_kernel.h"
 #include "autograph/op_graph.h"
 #include "autograph/schedule.h"
 
@@ -25,21 +25,21 @@ struct ExecutorOptions {
 };
 
 // The schedule compiled into steps: immutable, shared by the backends. A Merge stage becomes one
-// group on stream 0 whose steps are its operators' nodes, the convolutions' anchors contiguous in
-// the middle (replaced by one MergedSteps kernel), the nodes before and after them around it.
+// group on stream 0 whose steps are its operators' nodes, the anchors (convolutions or linears)
+// contiguous in the middle (replaced by one MergedSteps kernel), the nodes before and after them around it.
 struct StagePlan {
   struct GroupSteps {
     size_t begin = 0, end = 0;  // steps [begin, end) of the CompiledGraph
     int stream = 0;             // index of the group within its stage
   };
-  // The convolutions of a Merge stage, run as one kernel instead of their steps [begin, end).
+  // The convolutions or linears of a Merge stage, run as one kernel instead of their steps [begin, end).
   struct MergedSteps {
     size_t begin = 0, end = 0;
     int input_slot = -1;
-    std::vector<int> output_slots;  // one per convolution, in the stage's group order
+    std::vector<int> output_slots;  // one per merged operator, in the stage's group order
     std::vector<bool> contiguous;   // copy the slice into its own memory (see stage_plan.cpp)
-    MergedConvolution conv;         // built from the graph's frozen weights with the plan
-    std::string label;              // "the merged convolution of ops 3, 5 (stage 2)", for errors
+    MergedKernel kernel;            // built from the graph's frozen weights with the plan
+    std::string label;              // "the merged kernel of ops 3, 5 (stage 2)", for errors
   };
   // Cross-stream synchronization of one operator (or of a whole Merge stage) on the CUDA backend.
   struct OpSync {
@@ -53,7 +53,7 @@ struct StagePlan {
   StagePlan(const OpGraph& graph, const Schedule& schedule);
 
   // Runs step `step` — or, when a merged kernel starts there, the merged kernel — and returns the
-  // step after what ran. Throws InputError naming the node or the merged convolution that failed.
+  // step after what ran. Throws InputError naming the node or the merged kernel that failed.
   size_t Run(size_t step, CompiledGraph::Table& table, torch::jit::Stack& stack) const;
 
   CompiledGraph compiled;  // steps in schedule order

@@ -1,7 +1,7 @@
 #pragma once
 // Graph substitutions on their own (the "TASO + JIT" baseline): the module is frozen and lowered,
 // the substitutions that OptimizeOptions asks for are applied (merge_linears, regroup_convolutions,
-// fold_conv_relu), and the result is an ordinary TorchScript module run by TorchScript's own
+// fold_conv_relu, fuse_attention), and the result is an ordinary TorchScript module run by TorchScript's own
 // executor — no schedule, no streams, no stitching.
 #include <memory>
 #include <vector>
@@ -18,6 +18,7 @@ struct SubstitutionCounts {
   int linears_merged = 0;
   int convolutions_regrouped = 0;
   int convolutions_folded = 0;
+  int attentions_fused = 0;
   int ops_folded = 0;  // relu / add kernels the folded convolutions absorbed
 };
 
