@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
-"""Stitched kernels before and after: per zoo model, the kernels launched (all, and memory-bound
-ones) and the latency of the TorchScript module as loaded (`jit`), of AutoGraph's schedule
-(`autograph`) and of AutoGraph's schedule over the stitched graph (`autograph_stitch`), timed side
-by side in one process, round-robin, after warm-up: median, p10 and p90 in ms, and ratios.
+"""Stitched kernels and substitutions before and after: per zoo model, the kernels launched (all,
+and memory-bound ones) and the latency of the TorchScript module as loaded (`jit`), of AutoGraph's
+schedule (`autograph`), of AutoGraph's schedule over the stitched graph (`autograph_stitch`) and
+over the substituted and stitched graph (`autograph_all`: --substitutions --stitch), timed side by
+side in one process, round-robin, after warm-up: median, p10 and p90 in ms, and ratios.
 
 Usage: bench/stitch_bench.py --cli build/autograph --zoo models/zoo --out DIR
                              [--models bert_base nasnet_a_mobile rnntc_sru] [--device cpu]
@@ -25,11 +26,10 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import autograph  # noqa: E402
 
 
-def optimize(cli, zoo, model, out, device, stitch):
+def optimize(cli, zoo, model, out, device, *extra):
     cmd = [cli, "optimize", os.path.join(zoo, model + ".pt"), "-o", out, "--method", "autograph", "--device", device,
            "--device-model", "h100" if device == "cuda" else "cpu", "--verify", "0", "--json"]
-    if stitch:
-        cmd.append("--stitch")
+    cmd += list(extra)
     done = subprocess.run(cmd, capture_output=True, text=True)
     if done.returncode != 0:
         raise SystemExit(f"{model}: {' '.join(cmd)} failed:\n{done.stderr}")
@@ -88,17 +88,23 @@ def main():
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for model in args.models:
-            plain = optimize(args.cli, args.zoo, model, os.path.join(tmp, "a.pt"), args.device, False)
-            stitched = optimize(args.cli, args.zoo, model, os.path.join(tmp, "s.pt"), args.device, True)
+            plain = optimize(args.cli, args.zoo, model, os.path.join(tmp, "a.pt"), args.device)
+            stitched = optimize(args.cli, args.zoo, model, os.path.join(tmp, "s.pt"), args.device, "--stitch")
+            full = optimize(args.cli, args.zoo, model, os.path.join(tmp, "f.pt"), args.device, "--stitch",
+                            "--substitutions")
             modules = {"jit": torch.jit.load(os.path.join(args.zoo, model + ".pt"), map_location=args.device),
                        "autograph": torch.jit.load(os.path.join(tmp, "a.pt")),
-                       "autograph_stitch": torch.jit.load(os.path.join(tmp, "s.pt"))}
+                       "autograph_stitch": torch.jit.load(os.path.join(tmp, "s.pt")),
+                       "autograph_all": torch.jit.load(os.path.join(tmp, "f.pt"))}
             modules["jit"].eval()
             inputs = example_inputs(args.zoo, model, args.device)
             with torch.no_grad():
                 want = first(modules["jit"](*inputs)).float()
-                got = first(modules["autograph_stitch"](*inputs)).float()
-            err = ((got - want).abs().max() / want.abs().max().clamp_min(1e-30)).item()
+                errs = []
+                for name in ("autograph_stitch", "autograph_all"):
+                    got = first(modules[name](*inputs)).float()
+                    errs.append(((got - want).abs().max() / want.abs().max().clamp_min(1e-30)).item())
+            err = max(errs)
             stats = time_side_by_side(modules, inputs, args.device, args.warmup, args.runs)
             rows.append({
                 "model": model, "device": args.device,
@@ -112,11 +118,18 @@ def main():
                 "autograph_stitch_p90_ms": stats["autograph_stitch"][2],
                 "stitch_speedup": stats["autograph"][0] / stats["autograph_stitch"][0],
                 "speedup_over_jit": stats["jit"][0] / stats["autograph_stitch"][0],
+                "kernels_all": full["operators_after"], "memory_bound_all": full["memory_bound_after"],
+                "attentions_fused": full["attentions_fused"], "linears_merged_all": full["linears_merged"],
+                "convolutions_regrouped_all": full["convolutions_regrouped"],
+                "autograph_all_ms": stats["autograph_all"][0], "autograph_all_p10_ms": stats["autograph_all"][1],
+                "autograph_all_p90_ms": stats["autograph_all"][2],
+                "all_speedup_over_jit": stats["jit"][0] / stats["autograph_all"][0],
                 "max_rel_err": err, "search_s": stitched["search_seconds"],
                 "kernels_plain_autograph": plain["operators_after"],
             })
-            print(f"{model}: memory-bound kernels {rows[-1]['memory_bound_before']} -> {rows[-1]['memory_bound_after']}, "
-                  f"autograph {stats['autograph'][0]:.3f} ms -> stitched {stats['autograph_stitch'][0]:.3f} ms "
+            print(f"{model}: memory-bound kernels {rows[-1]['memory_bound_before']} -> {rows[-1]['memory_bound_after']}"
+                  f" (stitch) -> {rows[-1]['memory_bound_all']} (all), autograph {stats['autograph'][0]:.3f} ms -> "
+                  f"stitched {stats['autograph_stitch'][0]:.3f} ms -> all {stats['autograph_all'][0]:.3f} ms "
                   f"(jit {stats['jit'][0]:.3f} ms)", flush=True)
 
     with open(os.path.join(args.out, "stitch.csv"), "w", newline="") as f:
@@ -138,6 +151,15 @@ def main():
                     f"{r['autograph_ms']:.3f} | {r['autograph_stitch_ms']:.3f} ({r['autograph_stitch_p10_ms']:.3f}–"
                     f"{r['autograph_stitch_p90_ms']:.3f}) | {r['stitch_speedup']:.2f}× | {r['speedup_over_jit']:.2f}× | "
                     f"{r['max_rel_err']:.1e} |\n")
+        f.write("\nWith the substitutions too (`autograph_all`: `--substitutions --stitch`; attention fused, the "
+                "search deciding linear merges, convolutions regrouped where the whole graph gets faster):\n\n"
+                "| model | kernels | memory-bound kernels | attentions fused | linears merged | convs regrouped "
+                "| autograph_all ms | vs jit |\n|---|---|---|---|---|---|---|---|\n")
+        for r in rows:
+            f.write(f"| {r['model']} | {r['kernels_before']} → {r['kernels_all']} | {r['memory_bound_before']} → "
+                    f"{r['memory_bound_all']} | {r['attentions_fused']} | {r['linears_merged_all']} | "
+                    f"{r['convolutions_regrouped_all']} | {r['autograph_all_ms']:.3f} ({r['autograph_all_p10_ms']:.3f}–"
+                    f"{r['autograph_all_p90_ms']:.3f}) | {r['all_speedup_over_jit']:.2f}× |\n")
 
 
 if __name__ == "__main__":

@@ -122,7 +122,7 @@ std::vector<int> LinearOps(const OpGraph& graph) {
 
 TEST(MergeableLinears, ClassesShareAnInputAndSayWhyOthersDoNot) {
   auto lowered = Siblings();
-  EXPECT_EQ(autograph::ReshapeViewsOfSiblingLinears(lowered), 1);  // q's view
+  EXPECT_EQ(autograph::PrepareSiblingLinearsForMerging(lowered), 3);  // q, k, v (g is written in place)
   const OpGraph graph = autograph::ImportOpGraph(lowered, SiblingInputs(2));
   const std::vector<int> linears = LinearOps(graph);
   ASSERT_EQ(linears.size(), 6u);
@@ -146,7 +146,7 @@ TEST(MergeableLinears, MergeStageRunsAsOneGemmAndEqualsTheSequentialRun) {
   torch::NoGradGuard no_grad;
   for (int64_t batch : {1, 3}) {
     auto lowered = Siblings();
-    autograph::ReshapeViewsOfSiblingLinears(lowered);
+    autograph::PrepareSiblingLinearsForMerging(lowered);
     const std::vector<c10::IValue> inputs = SiblingInputs(batch);
     const OpGraph graph = autograph::ImportOpGraph(lowered, inputs);
     const Classes classes = autograph::MergeableClasses(graph);
@@ -160,6 +160,11 @@ TEST(MergeableLinears, MergeStageRunsAsOneGemmAndEqualsTheSequentialRun) {
       ASSERT_EQ(executor.plan().merged.size(), 1u);
       // q's reader is a reshape (a view of the slice is fine), k is returned (own memory), v is added.
       EXPECT_EQ(executor.plan().merged[0].contiguous, (std::vector<bool>{false, true, false})) << what;
+      // The merged weight is the memory the separate linears read (their weights are row views of
+      // it), not a second copy.
+      const auto& weight = std::get<autograph::MergedLinear>(executor.plan().merged[0].kernel).weight;
+      const at::Tensor q_weight = torch::jit::toIValue(graph.node(classes[0][0]).anchor->input(1))->toTensor();
+      EXPECT_TRUE(weight.storage().is_alias_of(q_weight.storage())) << what;
       EXPECT_EQ(autograph::KernelsLaunched(graph, schedule),
                 autograph::KernelsLaunched(graph, autograph::SequentialSchedule(graph)) - 2) << what;
       const auto outputs = autograph::testing::Flatten(executor.Run(inputs));
@@ -167,6 +172,46 @@ TEST(MergeableLinears, MergeStageRunsAsOneGemmAndEqualsTheSequentialRun) {
       for (size_t i = 0; i < outputs.size(); ++i) ExpectClose(outputs[i], reference[i], what + " output " + std::to_string(i));
     }
   }
+}
+
+// Two steps of an RNN apply the same three linears to two inputs: the two Merge stages share one
+// merged kernel, whose weight is the one tensor every linear reads a view of.
+TEST(MergeableLinears, UnrolledStepsShareOneMergedWeight) {
+  torch::NoGradGuard no_grad;
+  torch::manual_seed(5);
+  auto lowered = GraphWithConstants(R"IR(
+graph(%x0 : Tensor, %x1 : Tensor, %w : Tensor, %wf : Tensor, %bf : Tensor, %wr : Tensor, %br : Tensor):
+  %none : NoneType = prim::Constant()
+  %a0 : Tensor = aten::linear(%x0, %w, %none)
+  %f0 : Tensor = aten::linear(%x0, %wf, %bf)
+  %r0 : Tensor = aten::linear(%x0, %wr, %br)
+  %a1 : Tensor = aten::linear(%x1, %w, %none)
+  %f1 : Tensor = aten::linear(%x1, %wf, %bf)
+  %r1 : Tensor = aten::linear(%x1, %wr, %br)
+  return (%a0, %f0, %r0, %a1, %f1, %r1))IR",
+                                    {{"w", torch::randn({6, 5})}, {"wf", torch::randn({6, 5})}, {"bf", torch::randn({6})},
+                                     {"wr", torch::randn({6, 5})}, {"br", torch::randn({6})}});
+  EXPECT_EQ(autograph::PrepareSiblingLinearsForMerging(lowered), 6);
+  const std::vector<c10::IValue> inputs = {torch::randn({1, 5}), torch::randn({1, 5})};
+  const OpGraph graph = autograph::ImportOpGraph(lowered, inputs);
+  const Classes classes = autograph::MergeableClasses(graph);
+  ASSERT_EQ(classes.size(), 2u);
+  // The second step's stage lists its linears in another order: the kernel is shared all the same.
+  Schedule schedule = autograph::testing::ScheduleWithMergeStages(graph, classes);
+  for (auto& stage : schedule.stages)
+    if (stage.strategy == StageStrategy::Merge && stage.groups[0][0] == classes[1][0])
+      std::reverse(stage.groups.begin(), stage.groups.end());
+  autograph::StageExecutor executor(graph, schedule);
+  const auto& merged = executor.plan().merged;
+  ASSERT_EQ(merged.size(), 2u);
+  const auto& first = std::get<autograph::MergedLinear>(merged[0].kernel);
+  const auto& second = std::get<autograph::MergedLinear>(merged[1].kernel);
+  EXPECT_EQ(first.weight.data_ptr(), second.weight.data_ptr());
+  EXPECT_EQ(first.weight.sizes(), (std::vector<int64_t>{18, 5}));
+  const auto reference = autograph::testing::Flatten(autograph::SequentialExecutor(graph).Run(inputs));
+  const auto outputs = autograph::testing::Flatten(executor.Run(inputs));
+  ASSERT_EQ(outputs.size(), reference.size());
+  for (size_t i = 0; i < outputs.size(); ++i) ExpectClose(outputs[i], reference[i], "output " + std::to_string(i));
 }
 
 // The analytical model with Merge stages scaled by `factor`: how much the merged GEMM is worth.
@@ -188,7 +233,7 @@ class ScaledMergeCost : public autograph::AnalyticalCostModel {
 TEST(MergeableLinears, SearchChoosesTheMergedGemmOnlyWhereItPays) {
   torch::NoGradGuard no_grad;
   auto lowered = Siblings();
-  autograph::ReshapeViewsOfSiblingLinears(lowered);
+  autograph::PrepareSiblingLinearsForMerging(lowered);
   const std::vector<c10::IValue> inputs = SiblingInputs(2);
   const OpGraph graph = autograph::ImportOpGraph(lowered, inputs);
   const auto reference = autograph::testing::Flatten(autograph::SequentialExecutor(graph).Run(inputs));

@@ -1,7 +1,7 @@
 // StagePlan: a Schedule compiled into steps, stream indices, events and release points, once, for
 // both backends. A Merge stage becomes one group on stream 0 running one merged kernel, its
 // weights merged here from the graph's frozen constants (so a loaded Program rebuilds them: they are
-// never pickled).
+// never pickled), once per distinct set of weights (an unrolled RNN merges the same ones each step).
 #include <ATen/ATen.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <torch/csrc/jit/ir/ir.h>
@@ -97,6 +97,7 @@ StagePlan::StagePlan(const OpGraph& graph, const Schedule& schedule)
   std::vector<int> stream_of_op(graph.size()), position_of_op(graph.size());
   std::vector<std::vector<int>> ops_at_position;     // the op(s) of each entry of ops_in_order
   std::vector<int> slot_producer(compiled.num_slots(), -1);  // op that writes each slot
+  std::map<std::string, size_t> kernel_of_key;  // merges of the same weights share one merged kernel
   size_t step = 0;
   for (size_t s = 0; s < schedule.stages.size(); ++s) {
     const Stage& stage = schedule.stages[s];
@@ -130,7 +131,16 @@ StagePlan::StagePlan(const OpGraph& graph, const Schedule& schedule)
       kernel.begin = step + before_anchors;
       kernel.end = kernel.begin + ops.size();
       kernel.label = MergedLabel(ops, s);
-      kernel.kernel = MergeOps(graph, ops);
+      // The kernel is built over the ops in canonical order, so that merges of the same weights
+      // listed in another order share it; slice_of maps its outputs back to the stage's order.
+      const std::vector<int> canonical = CanonicalMergeOrder(graph, ops);
+      kernel.slice_of.resize(ops.size());
+      for (size_t i = 0; i < ops.size(); ++i)
+        kernel.slice_of[i] = std::find(canonical.begin(), canonical.end(), ops[i]) - canonical.begin();
+      const std::string key = MergedKernelKey(graph, canonical);
+      auto same = kernel_of_key.find(key);
+      kernel.kernel = same != kernel_of_key.end() ? merged[same->second].kernel : MergeOps(graph, canonical);
+      kernel_of_key.emplace(key, merged.size());
       for (size_t k = kernel.begin; k < kernel.end; ++k) {
         const Node* anchor = graph.node(ops[k - kernel.begin]).anchor;
         TORCH_CHECK(compiled.step_node(k) == anchor && compiled.step_outputs(k).size() == 1,
@@ -225,8 +235,10 @@ size_t StagePlan::Run(size_t step, CompiledGraph::Table& table, torch::jit::Stac
     throw InputError("running " + kernel.label + " failed: " + FirstLineOf(e) +
                      "; check that the inputs match what the model expects (shape, dtype, device)");
   }
-  for (size_t i = 0; i < slices.size(); ++i)
-    table[kernel.output_slots[i]] = kernel.contiguous[i] ? slices[i].contiguous() : std::move(slices[i]);
+  for (size_t i = 0; i < kernel.output_slots.size(); ++i) {
+    at::Tensor& slice = slices[kernel.slice_of[i]];
+    table[kernel.output_slots[i]] = kernel.contiguous[i] ? slice.contiguous() : std::move(slice);
+  }
   return kernel.end;
 }
 

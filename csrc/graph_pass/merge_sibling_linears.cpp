@@ -113,7 +113,7 @@ void ViewsToReshapes(Graph& graph, Value* slice) {
   }
 }
 
-std::vector<std::vector<SiblingLinear>> SiblingLinearGroups(Graph& graph) {
+std::vector<std::vector<SiblingLinear>> SiblingLinearGroups(Graph& graph, bool same_bias) {
   // Values any node may read: the graph's inputs and every top-level output, in graph order.
   std::vector<Value*> values(graph.inputs().begin(), graph.inputs().end());
   for (Node* node : graph.nodes())
@@ -125,7 +125,7 @@ std::vector<std::vector<SiblingLinear>> SiblingLinearGroups(Graph& graph) {
     for (const torch::jit::Use& use : x->uses())
       if (auto s = AsSiblingLinear(use.user, x, graph))
         groups[{static_cast<int>(s->weight.scalar_type()), s->weight.device().str(), s->weight.size(1),
-                s->bias.defined()}]
+                same_bias && s->bias.defined()}]
             .push_back(*s);
     for (auto& [key, group] : groups)
       if (group.size() >= 2) out.push_back(std::move(group));
@@ -147,15 +147,50 @@ int MergeSiblingLinears(std::shared_ptr<Graph>& graph) {
   return merged;
 }
 
-int ReshapeViewsOfSiblingLinears(std::shared_ptr<Graph>& graph) {
-  int rewritten = 0;
-  for (const auto& group : SiblingLinearGroups(*graph)) {
+int PrepareSiblingLinearsForMerging(std::shared_ptr<Graph>& graph) {
+  int prepared = 0;
+  // Per distinct set of weight and bias tensors: the constants of the row views, two per sibling
+  // (the bias view is null when not every sibling has a bias).
+  std::map<std::vector<const void*>, std::vector<Value*>> shared;
+  for (auto& group : SiblingLinearGroups(*graph, /*same_bias=*/false)) {
+    std::sort(group.begin(), group.end(),
+              [](const SiblingLinear& a, const SiblingLinear& b) { return a.node->isBefore(b.node); });
+    std::vector<at::Tensor> weights, biases;
+    std::vector<const void*> key;
     for (const SiblingLinear& s : group) {
-      for (const torch::jit::Use& use : s.node->output()->uses()) rewritten += IsView(use.user);
-      ViewsToReshapes(*graph, s.node->output());
+      weights.push_back(s.weight);
+      if (s.bias.defined()) biases.push_back(s.bias);
+      key.push_back(s.weight.unsafeGetTensorImpl());
+      key.push_back(s.bias.defined() ? s.bias.unsafeGetTensorImpl() : nullptr);
+    }
+    auto views_of = shared.find(key);
+    if (views_of == shared.end()) {
+      // The concatenated tensors, and one constant per row range, at the top of the graph.
+      const at::Tensor weight = at::cat(weights, 0);
+      const at::Tensor bias = biases.size() == group.size() ? at::cat(biases, 0) : at::Tensor();
+      torch::jit::WithInsertPoint guard(graph->block()->nodes().front());
+      std::vector<Value*> views;
+      int64_t row = 0;
+      for (const SiblingLinear& s : group) {
+        const int64_t rows = s.weight.size(0);
+        views.push_back(graph->insertConstant(weight.narrow(0, row, rows)));
+        views.push_back(bias.defined() ? graph->insertConstant(bias.narrow(0, row, rows)) : nullptr);
+        row += rows;
+      }
+      views_of = shared.emplace(key, std::move(views)).first;
+    }
+    const std::vector<Value*>& views = views_of->second;
+    for (size_t i = 0; i < group.size(); ++i) {
+      Node* linear = group[i].node;
+      linear->replaceInput(1, views[2 * i]);
+      if (views[2 * i + 1]) linear->replaceInput(2, views[2 * i + 1]);
+      ViewsToReshapes(*graph, linear->output());
+      ++prepared;
     }
   }
-  return rewritten;
+  // The original weights are dead now (unless another node reads them too).
+  if (prepared > 0) torch::jit::EliminateDeadCode(graph);
+  return prepared;
 }
 
 }  // namespace autograph

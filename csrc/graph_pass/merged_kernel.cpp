@@ -2,7 +2,10 @@
 
 #include <torch/csrc/jit/ir/ir.h>
 
+#include <torch/csrc/jit/ir/constants.h>
+
 #include <algorithm>
+#include <sstream>
 
 namespace autograph {
 
@@ -32,6 +35,43 @@ bool CanMergeOps(const OpGraph& graph, const std::vector<int>& ops, std::string*
 MergedKernel MergeOps(const OpGraph& graph, const std::vector<int>& ops) {
   if (AllLinears(graph, ops)) return MergeLinearOps(graph, ops);
   return MergeConvolutionOps(graph, ops);
+}
+
+std::string MergedKernelKey(const OpGraph& graph, const std::vector<int>& ops) {
+  std::ostringstream key;
+  for (int id : ops) {
+    const torch::jit::Node* anchor = graph.node(id).anchor;
+    if (!anchor) return "";  // not mergeable anyway; "" never matches a real key
+    key << anchor->kind().toQualString() << "(";
+    for (size_t i = 1; i < anchor->inputs().size(); ++i) {
+      const auto value = torch::jit::toIValue(anchor->input(i));
+      if (!value) {
+        key << "%" << anchor->input(i)->unique();
+      } else if (value->isTensor()) {
+        key << "T" << value->toTensor().unsafeGetTensorImpl();
+      } else {
+        key << *value;
+      }
+      key << ",";
+    }
+    key << ")";
+  }
+  return key.str();
+}
+
+std::vector<int> CanonicalMergeOrder(const OpGraph& graph, const std::vector<int>& ops) {
+  auto address = [&](int id) -> uintptr_t {
+    const torch::jit::Node* anchor = graph.node(id).anchor;
+    if (!anchor || anchor->inputs().size() < 2) return 0;
+    const auto weight = torch::jit::toIValue(anchor->input(1));
+    return weight && weight->isTensor() ? reinterpret_cast<uintptr_t>(weight->toTensor().data_ptr()) : 0;
+  };
+  std::vector<std::pair<uintptr_t, int>> keyed;
+  for (int id : ops) keyed.emplace_back(address(id), id);
+  std::sort(keyed.begin(), keyed.end());
+  std::vector<int> out;
+  for (const auto& [a, id] : keyed) out.push_back(id);
+  return out;
 }
 
 std::vector<at::Tensor> RunMergedKernel(const at::Tensor& input, const MergedKernel& kernel) {

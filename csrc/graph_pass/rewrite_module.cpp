@@ -95,13 +95,16 @@ torch::jit::Module optimize(const torch::jit::Module& module, const OptimizeOpti
   std::shared_ptr<torch::jit::Graph> lowered = LowerModule(on_device);
   // What the original launches, counted on the graph as TorchScript would run it (one extra run).
   int kernels_before = 0, memory_bound_before = 0;
-  for (const OpNode& n : ImportOpGraph(lowered, inputs).nodes()) {
-    kernels_before += n.kind != OpKind::View;
-    memory_bound_before += n.kind == OpKind::MemoryBound;
+  {
+    const OpGraph original = ImportOpGraph(lowered, inputs);  // named: nodes() must not outlive it
+    for (const OpNode& n : original.nodes()) {
+      kernels_before += n.kind != OpKind::View;
+      memory_bound_before += n.kind == OpKind::MemoryBound;
+    }
   }
   const SubstitutionCounts substituted = ApplySubstitutions(lowered, inputs, options);
   const bool searched = options.method == "ios" || options.method == "autograph";
-  if (options.merge && searched) ReshapeViewsOfSiblingLinears(lowered);  // the search may merge them
+  if (options.merge && searched) PrepareSiblingLinearsForMerging(lowered);  // the search may merge them
   StitchReport stitch_report;
   if (options.stitch) stitch_report = StitchMemoryBoundOps(lowered, inputs, StitchOptionsFor(options));
   OpGraph graph = ImportOpGraph(lowered, inputs, &outputs);

@@ -20,8 +20,9 @@ std::optional<SiblingLinear> AsSiblingLinear(torch::jit::Node* node, const torch
                                              const torch::jit::Graph& graph);
 
 // Groups of >= 2 siblings that one GEMM can compute (same input, weight dtype, device, in-features,
-// bias or not), in graph order of their inputs.
-std::vector<std::vector<SiblingLinear>> SiblingLinearGroups(torch::jit::Graph& graph);
+// and bias or not when `same_bias` — a merged kernel fills missing biases with zeros, the
+// substitution does not), in graph order of their inputs.
+std::vector<std::vector<SiblingLinear>> SiblingLinearGroups(torch::jit::Graph& graph, bool same_bias = true);
 
 // view(slice, shape) -> reshape(slice, shape), view_as -> reshape_as for every view of `slice`: the
 // same result on a fresh output, and also defined on the strided slices of a merged output.

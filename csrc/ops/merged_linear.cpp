@@ -7,6 +7,29 @@
 
 namespace autograph {
 
+namespace {
+
+// When the parts are contiguous row ranges that follow each other in one storage (the views that
+// PrepareSiblingLinearsForMerging gives sibling linears), the one tensor they make up, as a view:
+// the merged kernel then reads the same memory as the separate linears.
+std::optional<at::Tensor> Adjacent(const std::vector<at::Tensor>& parts) {
+  const at::Tensor& first = parts[0];
+  int64_t rows = 0;
+  for (const at::Tensor& p : parts) {
+    if (!p.is_contiguous() || !p.storage().is_alias_of(first.storage()) || p.dim() != first.dim() ||
+        p.storage_offset() != first.storage_offset() + rows * (first.numel() / std::max<int64_t>(first.size(0), 1)))
+      return std::nullopt;
+    for (int64_t d = 1; d < p.dim(); ++d)
+      if (p.size(d) != first.size(d)) return std::nullopt;
+    rows += p.size(0);
+  }
+  std::vector<int64_t> sizes = first.sizes().vec();
+  sizes[0] = rows;
+  return first.as_strided(sizes, first.strides(), first.storage_offset());
+}
+
+}  // namespace
+
 MergedLinear MergeLinears(const std::vector<at::Tensor>& weights, const std::vector<std::optional<at::Tensor>>& biases) {
   auto fail = [](const std::string& what) { throw Error("cannot merge the linears: " + what); };
   if (weights.size() < 2) fail("a merged linear needs at least 2 weights, got " + std::to_string(weights.size()));
@@ -33,12 +56,12 @@ MergedLinear MergeLinears(const std::vector<at::Tensor>& weights, const std::vec
     }
     merged.out_features.push_back(w.size(0));
   }
-  merged.weight = at::cat(weights, 0);
+  merged.weight = Adjacent(weights).value_or(at::cat(weights, 0));
   if (any_bias) {
     std::vector<at::Tensor> parts;
     for (size_t i = 0; i < weights.size(); ++i)
       parts.push_back(biases[i] ? *biases[i] : at::zeros({weights[i].size(0)}, first.options()));
-    merged.bias = at::cat(parts, 0);
+    merged.bias = Adjacent(parts).value_or(at::cat(parts, 0));
   }
   return merged;
 }

@@ -18,9 +18,14 @@ namespace autograph {
 // of it, is written in place.
 int MergeSiblingLinears(std::shared_ptr<torch::jit::Graph>& graph);
 
-// Readies the same siblings for a Merge stage that the search may choose instead (merged_linear.h):
-// views of their outputs become reshapes — the same result on the linears' own outputs, and still
-// defined on the strided slices of a merged one. Nothing else changes; returns the views rewritten.
-int ReshapeViewsOfSiblingLinears(std::shared_ptr<torch::jit::Graph>& graph);
+// Readies the same siblings for Merge stages that the search may choose instead (merged_linear.h),
+// without changing what any node computes: each group's weights (and biases, when all have one) are
+// concatenated once — once per distinct set of weight tensors, so an unrolled RNN's steps share it —
+// and every sibling reads its rows as a view, so a merged kernel reads the very same memory as the
+// linears it replaces (MergeLinears uses adjacent views in place): no second copy of the weights,
+// whichever linears the search merges. Views of their outputs become reshapes — the same result on
+// the linears' own outputs, still defined on the strided slices of a merged one. Returns the
+// siblings prepared.
+int PrepareSiblingLinearsForMerging(std::shared_ptr<torch::jit::Graph>& graph);
 
 }  // namespace autograph

@@ -29,6 +29,17 @@ bool CanMergeOps(const OpGraph& graph, const std::vector<int>& ops, std::string*
 // cannot be merged.
 MergedKernel MergeOps(const OpGraph& graph, const std::vector<int>& ops);
 
+// What the merged kernel of `ops` is made of: the constant arguments of their anchors (tensors by
+// identity). Equal keys give equal kernels, so a model that applies the same layers many times (an
+// unrolled RNN) can build one merged weight and share it, instead of one copy per use, each read
+// from memory rather than from cache.
+std::string MergedKernelKey(const OpGraph& graph, const std::vector<int>& ops);
+
+// `ops` ordered by the address of each one's weight (then id): merges of the same weights come out
+// alike whatever their order, and sibling linears whose weights are row views of one tensor
+// (PrepareSiblingLinearsForMerging) in row order, so their merged weight is that tensor.
+std::vector<int> CanonicalMergeOrder(const OpGraph& graph, const std::vector<int>& ops);
+
 // Runs it on `input`: one output per original operator, in the order of `ops`.
 std::vector<at::Tensor> RunMergedKernel(const at::Tensor& input, const MergedKernel& kernel);
 

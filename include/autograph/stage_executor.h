@@ -38,6 +38,7 @@ struct StagePlan {
     int input_slot = -1;
     std::vector<int> output_slots;  // one per merged operator, in the stage's group order
     std::vector<bool> contiguous;   // copy the slice into its own memory (see stage_plan.cpp)
+    std::vector<size_t> slice_of;   // which of the kernel's outputs is each operator's
     MergedKernel kernel;            // built from the graph's frozen weights with the plan
     std::string label;              // "the merged kernel of ops 3, 5 (stage 2)", for errors
   };
