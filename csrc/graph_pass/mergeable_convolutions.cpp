@@ -198,27 +198,12 @@ ClassKey KeyOf(const ConvolutionNode& c) {
 }  // namespace
 
 std::vector<std::vector<int>> MergeableConvolutionClasses(const OpGraph& graph) {
-  std::vector<std::pair<ClassKey, std::vector<int>>> classes;
-  for (int id = 0; id < graph.size(); ++id) {
-    if (graph.node(id).kind != OpKind::ComputeBound) continue;
+  return MergeClassesBy(graph, [&](int id) -> std::optional<ClassKey> {
     std::string why;
     auto conv = ReadConvolution(graph, id, &why);
-    if (!conv) continue;
-    ClassKey key = KeyOf(*conv);
-    auto it = std::find_if(classes.begin(), classes.end(), [&](const auto& c) { return c.first == key; });
-    if (it == classes.end()) {
-      classes.emplace_back(std::move(key), std::vector<int>{id});
-    } else {
-      it->second.push_back(id);
-    }
-  }
-  // Ops of a class connected by a path (an in-place write between two readers of one value) cannot
-  // share a stage.
-  std::vector<std::vector<int>> result;
-  for (const auto& [key, members] : classes)
-    for (auto& part : SplitWhereConnected(graph, members)) result.push_back(std::move(part));
-  std::sort(result.begin(), result.end());
-  return result;
+    if (!conv) return std::nullopt;
+    return KeyOf(*conv);
+  });
 }
 
 bool CanMergeConvolutions(const OpGraph& graph, const std::vector<int>& ops, std::string* why) {

@@ -3,6 +3,7 @@
 #include <torch/csrc/jit/ir/ir.h>
 
 #include <algorithm>
+#include <tuple>
 
 #include "autograph/error.h"
 #include "autograph/merged_linear.h"
@@ -65,27 +66,14 @@ bool ReadMergeable(const OpGraph& graph, const std::vector<int>& ops, std::vecto
 
 std::vector<std::vector<int>> MergeableLinearClasses(const OpGraph& graph) {
   // By what one GEMM needs to agree on: input Value, weight dtype, device, in-features.
-  std::vector<std::pair<std::tuple<const torch::jit::Value*, int, std::string, int64_t>, std::vector<int>>> classes;
-  for (int id = 0; id < graph.size(); ++id) {
-    if (graph.node(id).kind != OpKind::ComputeBound) continue;
+  using Key = std::tuple<const torch::jit::Value*, int, std::string, int64_t>;
+  return MergeClassesBy(graph, [&](int id) -> std::optional<Key> {
     std::string why;
     auto linear = ReadLinear(graph, id, &why);
-    if (!linear) continue;
-    auto key = std::make_tuple(static_cast<const torch::jit::Value*>(linear->node->input(0)),
-                               static_cast<int>(linear->weight.scalar_type()), linear->weight.device().str(),
-                               linear->weight.size(1));
-    auto it = std::find_if(classes.begin(), classes.end(), [&](const auto& c) { return c.first == key; });
-    if (it == classes.end()) {
-      classes.emplace_back(key, std::vector<int>{id});
-    } else {
-      it->second.push_back(id);
-    }
-  }
-  std::vector<std::vector<int>> result;
-  for (const auto& [key, members] : classes)
-    for (auto& part : SplitWhereConnected(graph, members)) result.push_back(std::move(part));
-  std::sort(result.begin(), result.end());
-  return result;
+    if (!linear) return std::nullopt;
+    return Key(linear->node->input(0), static_cast<int>(linear->weight.scalar_type()), linear->weight.device().str(),
+               linear->weight.size(1));
+  });
 }
 
 bool CanMergeLinears(const OpGraph& graph, const std::vector<int>& ops, std::string* why) {
