@@ -183,3 +183,34 @@ graph(%q : Tensor, %k : Tensor, %v : Tensor):
 }
 
 }  // namespace
+
+namespace {
+
+// Two attentions sharing K^T, the first one's output the second one's V: both fuse, and the second
+// reads the fused first (not the value that fusing replaced).
+TEST(FuseScaledDotProductAttention, StackedAttentionsSharingKeys) {
+  torch::manual_seed(3);
+  auto graph = GraphWithConstants(R"IR(
+graph(%q : Tensor, %k : Tensor, %v : Tensor):
+  %m1 : int = prim::Constant[value=-1]()
+  %m2 : int = prim::Constant[value=-2]()
+  %none : NoneType = prim::Constant()
+  %kt : Tensor = aten::transpose(%k, %m1, %m2)
+  %a : Tensor = aten::matmul(%q, %kt)
+  %p : Tensor = aten::softmax(%a, %m1, %none)
+  %o : Tensor = aten::matmul(%p, %v)
+  %a2 : Tensor = aten::matmul(%q, %kt)
+  %p2 : Tensor = aten::softmax(%a2, %m1, %none)
+  %o2 : Tensor = aten::matmul(%p2, %o)
+  return (%o2))IR",
+                                  {});
+  const std::vector<at::Tensor> inputs = {torch::randn({1, 2, 6, 4}), torch::randn({1, 2, 6, 4}),
+                                          torch::randn({1, 2, 6, 3})};
+  const auto want = RunGraph(graph, inputs);
+  EXPECT_EQ(Fuse(graph, inputs), 2);
+  graph->lint();
+  FileCheck().check_count("aten::scaled_dot_product_attention", 2, /*exactly=*/true)->check_not("aten::transpose")->run(*graph);
+  ExpectSameOutputs(want, RunGraph(graph, inputs));
+}
+
+}  // namespace

@@ -6,7 +6,10 @@
 #include <torch/csrc/jit/passes/dead_code_elimination.h>
 
 #include <optional>
+#include <algorithm>
+#include <iterator>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "autograph/compiled_graph.h"
 #include "graph_pass/constant_arguments.h"
@@ -27,8 +30,14 @@ struct Attention {
   Node* mask_add = nullptr;
   Node* softmax = nullptr;
   Node* output = nullptr;  // matmul(P, V)
-  Value *q = nullptr, *k = nullptr, *v = nullptr, *mask = nullptr;
+  int mask_input = -1;     // which input of mask_add is the mask
   double scale_value = 1.0;
+  // The operands, read from the nodes when needed: fusing an earlier attention replaces the value
+  // of its output, which a later one may read.
+  Value* q() const { return scores->input(0); }
+  Value* k() const { return transpose->input(0); }
+  Value* v() const { return output->input(1); }
+  Value* mask() const { return mask_add ? mask_add->input(mask_input) : nullptr; }
 };
 
 bool SoleUse(const Value* v, const Node* user) { return v->uses().size() == 1 && v->uses()[0].user == user; }
@@ -50,8 +59,6 @@ bool MatchScores(Node* matmul, Attention* a) {
   if (!((lo == -2 && hi == -1) || (lo == 2 && hi == 3))) return false;
   a->transpose = t;
   a->scores = matmul;
-  a->q = matmul->input(0);
-  a->k = t->input(0);
   return true;
 }
 
@@ -91,7 +98,6 @@ std::optional<Attention> Match(Node* output) {
   Attention a;
   a.softmax = softmax;
   a.output = output;
-  a.v = output->input(1);
   Value* s = softmax->input(0);
   Node* add = s->node();
   if (add->kind() == c10::aten::add && add->inputs().size() == 3 && SoleUse(s, softmax)) {
@@ -101,7 +107,7 @@ std::optional<Attention> Match(Node* output) {
       Attention candidate = a;
       if (MatchScaledScores(add->input(i), add, &candidate)) {
         candidate.mask_add = add;
-        candidate.mask = add->input(1 - i);
+        candidate.mask_input = 1 - i;
         return candidate;
       }
     }
@@ -139,31 +145,42 @@ bool ShapesFit(const Operands& o) {
 
 int FuseScaledDotProductAttention(std::shared_ptr<torch::jit::Graph>& graph,
                                   const std::vector<c10::IValue>& example_inputs) {
+  // Each node in one attention at most (fusing one destroys its nodes).
   std::vector<Attention> found;
-  for (Node* n : graph->nodes())
-    if (auto a = Match(n)) found.push_back(*a);
+  std::unordered_set<const Node*> claimed;
+  for (Node* n : graph->nodes()) {
+    auto a = Match(n);
+    if (!a) continue;
+    const Node* nodes[] = {a->output, a->softmax, a->mask_add, a->scale, a->scores};
+    if (std::any_of(std::begin(nodes), std::end(nodes), [&](const Node* m) { return m && claimed.count(m); })) continue;
+    for (const Node* m : nodes)
+      if (m) claimed.insert(m);
+    found.push_back(*a);
+  }
   if (found.empty()) return 0;
 
   // One run: the operands' real shapes and dtypes.
   std::vector<Operands> operands(found.size());
-  std::unordered_map<const Node*, std::pair<size_t, int>> watch;  // node -> (attention, 0 q | 1 k | 2 v | 3 mask)
+  // node -> (attention, 0 q | 1 k | 2 v | 3 mask); a K^T may serve several attentions
+  std::unordered_multimap<const Node*, std::pair<size_t, int>> watch;
   for (size_t i = 0; i < found.size(); ++i) {
-    watch[found[i].scores] = {i, 0};
-    watch[found[i].transpose] = {i, 1};
-    watch[found[i].output] = {i, 2};
-    if (found[i].mask_add) watch[found[i].mask_add] = {i, 3};
+    watch.emplace(found[i].scores, std::make_pair(i, 0));
+    watch.emplace(found[i].transpose, std::make_pair(i, 1));
+    watch.emplace(found[i].output, std::make_pair(i, 2));
+    if (found[i].mask_add) watch.emplace(found[i].mask_add, std::make_pair(i, 3));
   }
   CompiledGraph::Observer observer = [&](const Node* n, const std::vector<c10::IValue>& in,
                                          const std::vector<c10::IValue>&) {
-    auto it = watch.find(n);
-    if (it == watch.end()) return;
-    const auto [i, role] = it->second;
     auto tensor = [&](size_t k) { return k < in.size() && in[k].isTensor() ? in[k].toTensor() : at::Tensor(); };
-    Operands& o = operands[i];
-    if (role == 0) o.q = tensor(0);
-    if (role == 1) o.k = tensor(0);
-    if (role == 2) o.v = tensor(1);
-    if (role == 3) o.mask = found[i].mask == n->input(0) ? tensor(0) : tensor(1);
+    const auto [first, last] = watch.equal_range(n);
+    for (auto it = first; it != last; ++it) {
+      const auto [i, role] = it->second;
+      Operands& o = operands[i];
+      if (role == 0) o.q = tensor(0);
+      if (role == 1) o.k = tensor(0);
+      if (role == 2) o.v = tensor(1);
+      if (role == 3) o.mask = tensor(found[i].mask_input);
+    }
   };
   CompiledGraph(graph, TopLevelNodesOf(*graph).order).Run(example_inputs, &observer);
 
@@ -172,10 +189,10 @@ int FuseScaledDotProductAttention(std::shared_ptr<torch::jit::Graph>& graph,
     const Attention& a = found[i];
     if (!ShapesFit(operands[i])) continue;
     torch::jit::WithInsertPoint guard(a.output);
-    Value* mask = a.mask ? a.mask : graph->insertConstant(c10::IValue());
+    Value* mask = a.mask() ? a.mask() : graph->insertConstant(c10::IValue());
     // The scale is explicit even when it is 1: the fused op's default is 1/sqrt(E).
     Value* out = graph->insert(c10::aten::scaled_dot_product_attention,
-                               {a.q, a.k, a.v, mask, 0.0, false}, {torch::jit::NamedValue("scale", a.scale_value)});
+                               {a.q(), a.k(), a.v(), mask, 0.0, false}, {torch::jit::NamedValue("scale", a.scale_value)});
     out->setType(a.output->output()->type());
     a.output->output()->replaceAllUsesWith(out);
     for (Node* n : {a.output, a.softmax, a.mask_add, a.scale, a.scores})
