@@ -22,8 +22,9 @@ using torch::jit::Value;
 
 // The nodes of every operator, stage by stage, group by group. In a Merge stage: the nodes before
 // each operator's anchor (convolution or linear), then the anchors side by side (the merged kernel
-// replaces them), then the nodes after. No node of one op reads another op of the stage (no edges inside a stage), and
-// each op's nodes keep their order, so data dependences hold. Validates first: the plan relies on it.
+// replaces them), then the nodes after. No node of one op reads another op of the stage (no edges
+// inside a stage), and each op's nodes keep their order, so data dependences hold. Validates first:
+// the plan relies on it.
 std::vector<Node*> ScheduleOrder(const OpGraph& graph, const Schedule& schedule) {
   ValidateSchedule(schedule, graph);
   std::vector<Node*> order;
