@@ -27,12 +27,19 @@ std::optional<std::vector<int64_t>> ConstantInts(torch::jit::Value* v) {
   return std::nullopt;
 }
 
-std::optional<double> ConstantNumber(torch::jit::Value* v) {
-  const auto c = ConstantOf(v);
+std::optional<int64_t> ConstantInt(const torch::jit::Value* v) {
+  const auto c = torch::jit::toIValue(v);
+  if (!c || !c->isInt()) return std::nullopt;
+  return c->toInt();
+}
+
+std::optional<double> ConstantNumber(const torch::jit::Value* v) {
+  const auto c = torch::jit::toIValue(v);
   if (!c) return std::nullopt;
   if (c->isDouble()) return c->toDouble();
   if (c->isInt()) return static_cast<double>(c->toInt());
-  if (c->isTensor() && c->toTensor().dim() == 0 && c->toTensor().is_floating_point()) return c->toTensor().item<double>();
+  if (c->isBool()) return c->toBool() ? 1.0 : 0.0;
+  if (c->isTensor() && c->toTensor().dim() == 0 && !c->toTensor().is_complex()) return c->toTensor().item<double>();
   return std::nullopt;
 }
 

@@ -1,7 +1,7 @@
 #pragma once
 // Arguments of a lowered (frozen) graph's nodes that are known before the run: prim::Constant
 // values and lists built from constant ints. Shared by the passes that read convolutions and
-// attention.
+// attention, and by the stitcher.
 #include <ATen/core/ivalue.h>
 
 #include <optional>
@@ -19,7 +19,11 @@ std::optional<c10::IValue> ConstantOf(torch::jit::Value* v);
 // A constant int list, or one constant int as a list of one; nullopt otherwise.
 std::optional<std::vector<int64_t>> ConstantInts(torch::jit::Value* v);
 
-// A constant number as a double: a float or int constant, or a 0-dim floating tensor constant.
-std::optional<double> ConstantNumber(torch::jit::Value* v);
+// A constant int; nullopt otherwise.
+std::optional<int64_t> ConstantInt(const torch::jit::Value* v);
+
+// A number known when planning, as a double: a float, int or bool constant, or a constant 0-dim
+// (non-complex) tensor.
+std::optional<double> ConstantNumber(const torch::jit::Value* v);
 
 }  // namespace autograph

@@ -42,12 +42,6 @@ struct Attention {
 
 bool SoleUse(const Value* v, const Node* user) { return v->uses().size() == 1 && v->uses()[0].user == user; }
 
-std::optional<int64_t> ConstantInt(Value* v) {
-  const auto c = ConstantOf(v);
-  if (!c || !c->isInt()) return std::nullopt;
-  return c->toInt();
-}
-
 // Q K^T: matmul(Q, transpose(K, -1, -2)) (either order of the dims, or 2 and 3 of a 4-D K).
 bool MatchScores(Node* matmul, Attention* a) {
   if (matmul->kind() != c10::aten::matmul || matmul->inputs().size() != 2) return false;

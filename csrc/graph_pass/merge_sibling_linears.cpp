@@ -40,31 +40,51 @@ bool OutputSafeToSlice(const Value* out) {
   return true;
 }
 
-// Concatenated weights and biases by the tensors they are made of: a model that applies the same
-// layers many times (an unrolled RNN) gets one copy of each merged weight, not one per use.
+void SortByGraphOrder(std::vector<SiblingLinear>& group) {
+  std::sort(group.begin(), group.end(),
+            [](const SiblingLinear& a, const SiblingLinear& b) { return a.node->isBefore(b.node); });
+}
+
+// The tensors a group is made of (weight and bias per sibling; null for no bias): groups with equal
+// keys — an unrolled RNN's steps — share one concatenation, not one copy per use.
+std::vector<const void*> TensorsKey(const std::vector<SiblingLinear>& group) {
+  std::vector<const void*> key;
+  for (const SiblingLinear& s : group) {
+    key.push_back(s.weight.unsafeGetTensorImpl());
+    key.push_back(s.bias.defined() ? s.bias.unsafeGetTensorImpl() : nullptr);
+  }
+  return key;
+}
+
+// The group's weights concatenated along the rows, and its biases when every sibling has one
+// (else undefined).
+std::pair<at::Tensor, at::Tensor> Concatenate(const std::vector<SiblingLinear>& group) {
+  std::vector<at::Tensor> weights, biases;
+  for (const SiblingLinear& s : group) {
+    weights.push_back(s.weight);
+    if (s.bias.defined()) biases.push_back(s.bias);
+  }
+  return {at::cat(weights, 0), biases.size() == group.size() ? at::cat(biases, 0) : at::Tensor()};
+}
+
+// The merged weight and bias constants, by TensorsKey.
 using MergedConstants = std::map<std::vector<const void*>, std::pair<Value*, Value*>>;
 
 // One group: siblings in graph order; replaced by linear(x, cat W, cat b) -> split_with_sizes -> unpack.
 // x is read from the node now: an earlier merge may have replaced it (a group reading a merged linear).
 void Merge(Graph& graph, std::vector<SiblingLinear>& group, MergedConstants& constants) {
   Value* x = group.front().node->input(0);
-  std::sort(group.begin(), group.end(), [](const SiblingLinear& a, const SiblingLinear& b) { return a.node->isBefore(b.node); });
-  std::vector<at::Tensor> weights, biases;
+  SortByGraphOrder(group);
   std::vector<int64_t> sizes;
-  std::vector<const void*> key;
-  for (const SiblingLinear& s : group) {
-    weights.push_back(s.weight);
-    sizes.push_back(s.weight.size(0));
-    key.push_back(s.weight.unsafeGetTensorImpl());
-    if (s.bias.defined()) biases.push_back(s.bias);
-    key.push_back(s.bias.defined() ? s.bias.unsafeGetTensorImpl() : nullptr);
-  }
+  for (const SiblingLinear& s : group) sizes.push_back(s.weight.size(0));
+  const std::vector<const void*> key = TensorsKey(group);
   auto merged = constants.find(key);
   if (merged == constants.end()) {
     // At the top of the graph, so that later groups of the same tensors can read them too.
     torch::jit::WithInsertPoint guard(graph.block()->nodes().front());
-    Value* weight = graph.insertConstant(at::cat(weights, 0));
-    Value* bias = biases.empty() ? graph.insertConstant(c10::IValue()) : graph.insertConstant(at::cat(biases, 0));
+    const auto [w, b] = Concatenate(group);
+    Value* weight = graph.insertConstant(w);
+    Value* bias = graph.insertConstant(b.defined() ? c10::IValue(b) : c10::IValue());
     merged = constants.emplace(key, std::make_pair(weight, bias)).first;
   }
   Node* unpack = nullptr;
@@ -153,21 +173,12 @@ int PrepareSiblingLinearsForMerging(std::shared_ptr<Graph>& graph) {
   // (the bias view is null when not every sibling has a bias).
   std::map<std::vector<const void*>, std::vector<Value*>> shared;
   for (auto& group : SiblingLinearGroups(*graph, /*same_bias=*/false)) {
-    std::sort(group.begin(), group.end(),
-              [](const SiblingLinear& a, const SiblingLinear& b) { return a.node->isBefore(b.node); });
-    std::vector<at::Tensor> weights, biases;
-    std::vector<const void*> key;
-    for (const SiblingLinear& s : group) {
-      weights.push_back(s.weight);
-      if (s.bias.defined()) biases.push_back(s.bias);
-      key.push_back(s.weight.unsafeGetTensorImpl());
-      key.push_back(s.bias.defined() ? s.bias.unsafeGetTensorImpl() : nullptr);
-    }
+    SortByGraphOrder(group);
+    const std::vector<const void*> key = TensorsKey(group);
     auto views_of = shared.find(key);
     if (views_of == shared.end()) {
       // The concatenated tensors, and one constant per row range, at the top of the graph.
-      const at::Tensor weight = at::cat(weights, 0);
-      const at::Tensor bias = biases.size() == group.size() ? at::cat(biases, 0) : at::Tensor();
+      const auto [weight, bias] = Concatenate(group);
       torch::jit::WithInsertPoint guard(graph->block()->nodes().front());
       std::vector<Value*> views;
       int64_t row = 0;

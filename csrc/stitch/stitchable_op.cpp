@@ -1,5 +1,7 @@
 #include "stitch/stitchable_op.h"
 
+#include "graph_pass/constant_arguments.h"
+
 #include <torch/csrc/jit/ir/constants.h>
 #include <torch/csrc/jit/ir/ir.h>
 
@@ -47,17 +49,6 @@ std::optional<c10::IValue> Constant(const Value* v) { return torch::jit::toIValu
 bool IsNoneConstant(const Value* v) {
   auto c = Constant(v);
   return c && c->isNone();
-}
-
-// A number known when planning: a constant scalar, or a constant 0-dim tensor.
-std::optional<double> ConstantNumber(const Value* v) {
-  auto c = Constant(v);
-  if (!c) return std::nullopt;
-  if (c->isDouble()) return c->toDouble();
-  if (c->isInt()) return static_cast<double>(c->toInt());
-  if (c->isBool()) return c->toBool() ? 1.0 : 0.0;
-  if (c->isTensor() && c->toTensor().dim() == 0 && !c->toTensor().is_complex()) return c->toTensor().item<double>();
-  return std::nullopt;
 }
 
 // The trailing-dims count k that `dims` names in a tensor of rank `rank`, or -1 when they are not
