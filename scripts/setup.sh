@@ -1,18 +1,56 @@
 #!/usr/bin/env bash
-# Idempotent environment setup: Debian packages for the build and a Python venv outside the clone
-# (AUTOGRAPH_VENV, default ~/.cache/autograph/venv) with the torch the GPU machines have.
-# Seconds when everything is already there. Prints the venv's python path as its last line.
+# Idempotent environment setup; seconds when everything is there. Prints the python to use as its
+# last line. Two cases:
+#  - A python that already has torch 2.11.0 (AUTOGRAPH_PYTHON, else python3) is used as it is: no venv,
+#    no apt, no pip (the GPU machines: torch preinstalled, no network). What is missing is warned about,
+#    never fatal: torchvision (the model zoo), pytest, cmake/ninja, the C++ dependencies (Debian
+#    packages, or .deps/ from scripts/bundle_deps.sh).
+#  - Otherwise (the CPU machines, CI): Debian packages for the build (apt, when missing) and a venv
+#    outside the clone (AUTOGRAPH_VENV, default ~/.cache/autograph/venv) with torch 2.11.0 and
+#    torchvision 0.26.0 — the GPU machines' versions — plus numpy and pytest from PyPI.
 set -euo pipefail
 
 TORCH_VERSION=2.11.0
 TORCHVISION_VERSION=0.26.0
 VENV=${AUTOGRAPH_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/autograph/venv}
+root=$(cd "$(dirname "$0")/.." && pwd)
 
 log() { echo "setup: $*" >&2; }
+version_of() {  # version_of PYTHON MODULE: its version without the local part (+cu130), or nothing
+  "$1" -c "import $2; print($2.__version__.split('+')[0])" 2>/dev/null || true
+}
+
+# --- A python that already has the pinned torch: use it directly ---------------------------------
+PY=${AUTOGRAPH_PYTHON:-python3}
+if command -v "$PY" >/dev/null && [ "$(version_of "$PY" torch)" = "$TORCH_VERSION" ]; then
+  PY=$("$PY" -c 'import sys; print(sys.executable)')  # the venv's path, not the interpreter it links to
+  bin=$(dirname "$PY")
+  tv=$(version_of "$PY" torchvision)
+  [ "$tv" = "$TORCHVISION_VERSION" ] ||
+    log "warning: torchvision ${tv:-is missing} (want $TORCHVISION_VERSION): models/export.py cannot make the zoo"
+  for m in pytest numpy; do
+    "$PY" -c "import $m" 2>/dev/null || log "warning: $m is missing: scripts/test.sh needs it"
+  done
+  PATH="$PATH:$bin"  # pip's cmake and ninja sit beside the python; scripts/build.sh looks there too
+  command -v cmake >/dev/null || log "warning: cmake (>= 3.25) is missing: the build needs it"
+  command -v ninja >/dev/null || log "warning: ninja is missing: the build needs it"
+  command -v c++ >/dev/null || command -v g++ >/dev/null || log "warning: no C++ compiler (c++/g++)"
+  if [ ! -f "${AUTOGRAPH_DEPS_DIR:-$root/.deps}/MANIFEST" ]; then
+    missing=()
+    for h in nlohmann/json.hpp CLI/CLI.hpp boost/graph/adjacency_list.hpp gtest/gtest.h glpk.h; do
+      [ -e "/usr/include/$h" ] || [ -e "/usr/local/include/$h" ] || missing+=("$h")
+    done
+    [ ${#missing[@]} -eq 0 ] ||
+      log "warning: no .deps/ and no system ${missing[*]}: run scripts/bundle_deps.sh on a Debian 12 machine and carry .deps/ here"
+  fi
+  echo "$PY"
+  exit 0
+fi
 
 # --- Debian packages --------------------------------------------------------------------------
+# binutils and xz-utils: ar and xz, for unpacking .deps/ without dpkg (scripts/deps_env.sh).
 APT_PACKAGES=(g++ cmake ninja-build ccache libgtest-dev libcli11-dev nlohmann-json3-dev
-              libboost-graph-dev libglpk-dev)
+              libboost-graph-dev libglpk-dev python3-venv binutils xz-utils)
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
@@ -25,32 +63,13 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 # --- Python venv --------------------------------------------------------------------------------
-PY=${AUTOGRAPH_PYTHON:-python3}
-has_pinned_torch() {
-  "$1" -c "import sys, torch, torchvision
-sys.exit(0 if (torch.__version__.split('+')[0], torchvision.__version__.split('+')[0]) == ('$TORCH_VERSION', '$TORCHVISION_VERSION') else 1)" 2>/dev/null
-}
 if [ ! -x "$VENV/bin/python" ]; then
+  log "creating venv at $VENV"
   mkdir -p "$(dirname "$VENV")"
-  if has_pinned_torch "$PY"; then
-    # The pinned torch is already installed (the GPU machines, which have no network): the venv
-    # sees it instead of downloading another.
-    log "creating venv at $VENV on top of $PY's torch $TORCH_VERSION"
-    "$PY" -m venv --system-site-packages "$VENV"
-  else
-    log "creating venv at $VENV"
-    "$PY" -m venv "$VENV"
-  fi
+  "$PY" -m venv "$VENV"
 fi
 want="torch==$TORCH_VERSION torchvision==$TORCHVISION_VERSION numpy pytest"
 stamp="$VENV/.autograph-stamp"
-if [ ! -f "$stamp" ] && has_pinned_torch "$VENV/bin/python"; then
-  # torch came with the system: only what is missing besides it, and without a network that is
-  # not fatal (benchmarks need no pytest).
-  "$VENV/bin/python" -c "import numpy, pytest" 2>/dev/null ||
-    "$VENV/bin/python" -m pip install -q numpy pytest 2>/dev/null || log "numpy/pytest not installed (no network?)"
-  echo "$want" > "$stamp"
-fi
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   log "installing into venv: $want (first time: several minutes, a few GB)"
   "$VENV/bin/python" -m pip install -q --upgrade pip
