@@ -1,18 +1,28 @@
 // CUDA backend: one host thread launches every group of a stage on its own stream. Group 0 runs on
-// the caller's current stream; the other streams belong to the backend, wait on a fork event of the
-// caller's stream, and are joined back into it at the end, so a run composes with user code and
-// with other streams. Events are recorded only after operators whose outputs another stream
-// reads; tensors read across streams are marked with record_stream, so releasing them on the host
-// at stage ends never hands their memory to another stream too early. Optionally the whole run is
-// captured into a CUDA Graph once per input shape and replayed from static input buffers. A Merge
-// stage is one group: its merged kernel runs on the stage's first stream (the caller's), and
+// the caller's current stream; the other groups run on the process's side streams (StreamPool),
+// which wait on a fork event of the caller's stream and are joined back into it at the end, so a run
+// composes with user code and with other streams. Events are recorded only after operators whose
+// outputs another stream reads. Values made on one stream and read on another are marked with
+// record_stream, so releasing them on the host at stage ends never hands their memory to another
+// stream too early; inputs and constants stay in the value table until after the join and need no
+// mark. Outputs made on side streams are marked used on the caller's stream.
+//
+// Optionally the whole run is captured into a CUDA Graph once per input signature and replayed from
+// static input buffers. Replays are ordered one after another on the device whatever stream each
+// caller uses, and outputs (inside tuples, lists and dicts too) are copied out of the graph's
+// buffers. A signature whose capture fails (an operator that synchronizes, say) ends the capture,
+// discards the graph and runs eagerly from then on, with a warning.
+//
+// A Merge stage is one group: its merged kernel runs on the stage's first stream (the caller's), and
 // readers on other streams wait on the event recorded after it, like after any operator.
 #include "autograph/stage_executor.h"
 
 #ifdef AUTOGRAPH_WITH_CUDA
 
+#include <ATen/core/CachingHostAllocator.h>
 #include <ATen/cuda/CUDAEvent.h>
 #include <ATen/cuda/CUDAGraph.h>
+#include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAFunctions.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
@@ -20,8 +30,13 @@
 
 #include <map>
 #include <mutex>
+#include <optional>
+#include <sstream>
 
+#include "autograph/error.h"
 #include "autograph/operator_flops.h"
+#include "executor/clone_tensors.h"
+#include "executor/stream_pool.h"
 
 namespace autograph {
 
@@ -40,6 +55,49 @@ void MarkUsedOn(const c10::IValue& value, const CUDAStream& stream) {
     if (t.is_cuda()) t.record_stream(stream);
 }
 
+// What a capture depends on: each tensor's dtype, sizes and device (its data is copied into the
+// static buffers on every replay), and the value of every other input (numbers, bools, strings,
+// None, lists of those), which the captured kernels baked in. nullopt for inputs a capture cannot
+// stand for (tensor lists, objects, ...).
+std::optional<std::string> CaptureKey(const std::vector<c10::IValue>& inputs) {
+  std::ostringstream key;
+  for (const c10::IValue& v : inputs) {
+    if (v.isTensor()) {
+      const at::Tensor& t = v.toTensor();
+      key << 'T' << static_cast<int>(t.scalar_type()) << '@' << t.device() << t.sizes();
+    } else if (v.isNone() || v.isInt() || v.isDouble() || v.isBool() || v.isString() || v.isIntList() ||
+               v.isDoubleList() || v.isBoolList()) {
+      key << v.tagKind() << '=' << v;
+    } else {
+      return std::nullopt;
+    }
+    key << ';';
+  }
+  return key.str();
+}
+
+// One capture: the graph and the memory it replays on.
+struct Captured {
+  std::unique_ptr<at::cuda::CUDAGraph> graph;  // null: the capture failed; this signature runs eagerly
+  std::vector<c10::IValue> static_inputs;      // tensors: the buffers the graph reads
+  std::vector<c10::IValue> static_outputs;     // where the graph writes
+  at::cuda::CUDAEvent last_use;                // after the latest replay and the copies of its outputs
+  bool used = false;
+
+  Captured() = default;
+  Captured(const Captured&) = delete;
+  Captured& operator=(const Captured&) = delete;
+  ~Captured() {
+    // The graph's memory pool is released with it: let replays in flight finish first.
+    if (used) {
+      try {
+        last_use.synchronize();
+      } catch (...) {  // a destructor must not throw
+      }
+    }
+  }
+};
+
 class CudaStageBackend : public StageBackend {
  public:
   CudaStageBackend(std::shared_ptr<const StagePlan> plan, const ExecutorOptions& options)
@@ -47,31 +105,42 @@ class CudaStageBackend : public StageBackend {
     if (!device_.has_index()) device_ = c10::Device(c10::kCUDA, 0);
   }
 
-  ~CudaStageBackend() override {
-    for (cudaStream_t s : owned_streams_) cudaStreamDestroy(s);
-  }
-
   std::vector<c10::IValue> Run(std::vector<c10::IValue> inputs) const override {
-    if (c10::cuda::device_count() <= device_.index()) {
-      throw Error("this program runs on " + device_.str() + " but that CUDA device is not available here");
-    }
+    CheckDevice();
     c10::cuda::CUDAGuard device_guard(device_);
     if (!cuda_graph_) return RunEager(std::move(inputs));
     return RunCaptured(std::move(inputs));
   }
 
- private:
-  // Streams 1..n-1 are created once per backend (stream 0 is whatever the caller's current stream is).
-  const std::vector<CUDAStream>& Streams() const {
-    std::call_once(streams_once_, [this] {
-      for (int i = 1; i < plan_->num_streams; ++i) {
-        cudaStream_t raw;
-        C10_CUDA_CHECK(cudaStreamCreateWithFlags(&raw, cudaStreamNonBlocking));
-        owned_streams_.push_back(raw);
-        streams_.push_back(c10::cuda::getStreamFromExternal(raw, device_.index()));
+  // Timing a stage the way the program runs it: in graph mode a graph captured with `inputs`
+  // themselves as its static buffers, so a timed replay copies nothing in or out.
+  std::function<void()> BindInputs(std::vector<c10::IValue> inputs) const override {
+    CheckDevice();
+    if (cuda_graph_ && CaptureKey(inputs)) {
+      c10::cuda::CUDAGuard device_guard(device_);
+      std::lock_guard<std::mutex> lock(capture_mutex_);
+      std::shared_ptr<Captured> captured = Capture(std::move(inputs));
+      if (captured->graph) {
+        return [captured, device = device_] {
+          c10::cuda::CUDAGuard guard(device);
+          captured->graph->replay();
+          captured->last_use.record(c10::cuda::getCurrentCUDAStream(device.index()));
+          captured->used = true;
+        };
       }
-    });
-    return streams_;
+      inputs = captured->static_inputs;
+    }
+    return [this, inputs = std::move(inputs)] {
+      c10::cuda::CUDAGuard device_guard(device_);
+      RunEager(inputs);
+    };
+  }
+
+ private:
+  void CheckDevice() const {
+    if (c10::cuda::device_count() <= device_.index()) {
+      throw Error("this program runs on " + device_.str() + " but that CUDA device is not available here");
+    }
   }
 
   // A run's events come from a free list: concurrent runs never share one.
@@ -93,113 +162,170 @@ class CudaStageBackend : public StageBackend {
     const StagePlan& plan = *plan_;
     const CUDAStream caller = c10::cuda::getCurrentCUDAStream(device_.index());
     std::vector<CUDAStream> streams{caller};
-    for (const CUDAStream& s : Streams()) streams.push_back(s);
+    for (int i = 1; i < plan.num_streams; ++i) streams.push_back(StreamPool::Side(device_.index(), i - 1));
     auto events = AcquireEvents();
     at::cuda::CUDAEvent& fork = events[plan.num_events];
     if (plan.num_streams > 1) {
       fork.record(caller);
       for (int i = 1; i < plan.num_streams; ++i) fork.block(streams[i]);
     }
+    // Every side stream is joined back into the caller's, after a failure too: the caller's later
+    // work (or a capture being ended) must not find a stream still forked off.
+    auto join = [&] {
+      for (int i = 1; i < plan.num_streams; ++i) {
+        at::cuda::CUDAEvent& joined = events[plan.num_events + i];
+        joined.record(streams[i]);
+        joined.block(caller);
+      }
+    };
 
     CompiledGraph::Table table = plan.compiled.NewTable(std::move(inputs));
     torch::jit::Stack stack;
-    size_t op = 0;
-    for (size_t s = 0; s < plan.stages.size(); ++s) {
-      for (const StagePlan::GroupSteps& group : plan.stages[s]) {
-        const CUDAStream& stream = streams[group.stream];
-        c10::cuda::CUDAStreamGuard stream_guard(stream);
-        for (size_t step = group.begin; step < group.end; ++op) {
-          const StagePlan::OpSync& sync = plan.ops_in_order[op];
-          for (int e : sync.wait_events) events[e].block(stream);
-          for (int slot : sync.foreign_slots) MarkUsedOn(table[slot], stream);
-          while (step < sync.end) {
-            // One node, or a Merge stage's merged kernel (its outputs are made on this stream).
-            const size_t next = plan.Run(step, table, stack);
-            // Same-group readers only: later allocations on this stream are ordered after them.
-            for (; step < next; ++step)
-              for (int slot : plan.release.after_step[step]) table[slot] = c10::IValue();
+    try {
+      size_t op = 0;
+      for (size_t s = 0; s < plan.stages.size(); ++s) {
+        for (const StagePlan::GroupSteps& group : plan.stages[s]) {
+          const CUDAStream& stream = streams[group.stream];
+          c10::cuda::CUDAStreamGuard stream_guard(stream);
+          for (size_t step = group.begin; step < group.end; ++op) {
+            const StagePlan::OpSync& sync = plan.ops_in_order[op];
+            for (int e : sync.wait_events) events[e].block(stream);
+            for (int slot : sync.foreign_slots) MarkUsedOn(table[slot], stream);
+            while (step < sync.end) {
+              // One node, or a Merge stage's merged kernel (its outputs are made on this stream).
+              const size_t next = plan.Run(step, table, stack);
+              // Same-group readers only: later allocations on this stream are ordered after them.
+              for (; step < next; ++step)
+                for (int slot : plan.release.after_step[step]) table[slot] = c10::IValue();
+            }
+            if (sync.record_event >= 0) events[sync.record_event].record(stream);
           }
-          if (sync.record_event >= 0) events[sync.record_event].record(stream);
         }
+        for (int slot : plan.release.after_phase[s]) table[slot] = c10::IValue();
       }
-      for (int slot : plan.release.after_phase[s]) table[slot] = c10::IValue();
+    } catch (...) {
+      join();
+      throw;
     }
-    for (int i = 1; i < plan.num_streams; ++i) {
-      at::cuda::CUDAEvent& join = events[plan.num_events + i];
-      join.record(streams[i]);
-      join.block(caller);
-    }
+    join();
     ReleaseEvents(std::move(events));  // every wait on them is already enqueued
-    return plan.compiled.Outputs(table);
+    std::vector<c10::IValue> outputs = plan.compiled.Outputs(table);
+    // An output made on a side stream is used next on the caller's: freed later, its block must not
+    // go back to the side stream's pool before the caller's work on it is done. (record_stream is a
+    // no-op for memory allocated on the caller's stream.)
+    if (plan.num_streams > 1)
+      for (const c10::IValue& v : outputs) MarkUsedOn(v, caller);
+    return outputs;
   }
 
-  struct Captured {
-    std::unique_ptr<at::cuda::CUDAGraph> graph;
-    std::vector<at::Tensor> static_inputs;
-    std::vector<c10::IValue> static_outputs;
-  };
-
-  static std::vector<int64_t> ShapeKey(const std::vector<c10::IValue>& inputs) {
-    std::vector<int64_t> key;
-    for (const auto& v : inputs) {
-      if (!v.isTensor()) throw InputError("CUDA Graph mode takes tensor inputs only");
-      const at::Tensor& t = v.toTensor();
-      key.push_back(static_cast<int64_t>(t.scalar_type()));
-      key.push_back(t.dim());
-      for (int64_t d : t.sizes()) key.push_back(d);
+  // Ends a capture that failed and gives back what capture_begin took: the stream leaves capture
+  // mode, the partial graph is destroyed, and the allocator stops routing this stream's allocations
+  // into the graph's pool and releases that pool. CUDAGraph::capture_end does not clean up when the
+  // capture was invalidated, so this is done here, each step on its own (one may already be done).
+  void AbandonCapture(const CUDAStream& stream, const at::cuda::MempoolId_t& pool) const {
+    cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+    if (cudaStreamIsCapturing(stream.stream(), &status) == cudaSuccess && status != cudaStreamCaptureStatusNone) {
+      cudaGraph_t partial = nullptr;
+      if (cudaStreamEndCapture(stream.stream(), &partial) == cudaSuccess && partial) cudaGraphDestroy(partial);
     }
-    return key;
+    (void)cudaGetLastError();  // the failed capture's error is reported by the caller, not by the next CUDA call
+    const c10::DeviceIndex device = device_.index();
+    try {
+      c10::cuda::CUDACachingAllocator::endAllocateToPool(device, pool);
+    } catch (...) {  // capture_end may have done it before failing
+    }
+    try {
+      at::getHostAllocator(at::kCUDA)->end_allocate_to_pool(pool);
+    } catch (...) {
+    }
+    try {
+      c10::cuda::CUDACachingAllocator::releasePool(device, pool);
+    } catch (...) {
+    }
+    try {
+      at::getHostAllocator(at::kCUDA)->release_pool(pool);
+    } catch (...) {
+    }
   }
 
-  // One capture per input shape; replays copy the inputs into the static buffers and clone the
-  // static outputs, so callers may keep what they get. Serialized: one graph, one set of buffers.
+  // Captures one run on `static_inputs` (the graph reads and writes their memory on every replay).
+  // The caller's stream waits for the capture. Holds capture_mutex_.
+  std::shared_ptr<Captured> Capture(std::vector<c10::IValue> static_inputs) const {
+    auto c = std::make_shared<Captured>();
+    c->static_inputs = std::move(static_inputs);
+    const CUDAStream caller = c10::cuda::getCurrentCUDAStream(device_.index());
+    // Capture on a side stream (never the legacy default stream), after one eager warm-up run that
+    // initializes cuBLAS/cuDNN workspaces outside the capture. Thread-local capture mode: other
+    // threads may keep calling cudaMalloc meanwhile.
+    CUDAStream side = c10::cuda::getStreamFromPool(false, device_.index());
+    at::cuda::CUDAEvent ready;
+    ready.record(caller);
+    ready.block(side);
+    {
+      c10::cuda::CUDAStreamGuard guard(side);
+      RunEager(c->static_inputs);
+      side.synchronize();
+      auto graph = std::make_unique<at::cuda::CUDAGraph>();
+      const at::cuda::MempoolId_t pool = at::cuda::graph_pool_handle();
+      bool began = false;
+      try {
+        graph->capture_begin(pool, cudaStreamCaptureModeThreadLocal);
+        began = true;
+        c->static_outputs = RunEager(c->static_inputs);
+        graph->capture_end();
+        c->graph = std::move(graph);
+      } catch (const std::exception& e) {
+        c->static_outputs.clear();  // partial results live in the graph's pool: free them first
+        if (began) AbandonCapture(side, pool);
+        graph.reset();
+        TORCH_WARN("autograph: capturing a CUDA Graph failed (", FirstLineOf(e),
+                   "); inputs of this shape and type run without a graph from now on");
+      }
+    }
+    at::cuda::CUDAEvent captured;
+    captured.record(side);
+    captured.block(caller);
+    return c;
+  }
+
+  // Serialized on the host (one graph, one set of buffers per signature) and on the device: each
+  // replay waits for the previous one's outputs to be copied out, whatever stream that caller used.
   std::vector<c10::IValue> RunCaptured(std::vector<c10::IValue> inputs) const {
     std::lock_guard<std::mutex> lock(capture_mutex_);
-    const CUDAStream caller = c10::cuda::getCurrentCUDAStream(device_.index());
-    auto key = ShapeKey(inputs);
-    auto it = captures_.find(key);
-    if (it == captures_.end()) {
-      Captured c;
-      for (const auto& v : inputs) c.static_inputs.push_back(v.toTensor().clone());
-      std::vector<c10::IValue> static_values(c.static_inputs.begin(), c.static_inputs.end());
-      // Capture on a side stream (never the legacy default stream), after one eager warm-up run
-      // that initializes cuBLAS/cuDNN workspaces outside the capture.
-      CUDAStream side = c10::cuda::getStreamFromPool(false, device_.index());
-      at::cuda::CUDAEvent ready;
-      ready.record(caller);
-      ready.block(side);
-      {
-        c10::cuda::CUDAStreamGuard guard(side);
-        RunEager(static_values);
-        side.synchronize();
-        c.graph = std::make_unique<at::cuda::CUDAGraph>();
-        c.graph->capture_begin();
-        c.static_outputs = RunEager(static_values);
-        c.graph->capture_end();
-      }
-      at::cuda::CUDAEvent captured;
-      captured.record(side);
-      captured.block(caller);
-      it = captures_.emplace(std::move(key), std::move(c)).first;
+    std::optional<std::string> key = CaptureKey(inputs);
+    if (!key) {
+      TORCH_WARN_ONCE("autograph: CUDA Graph mode captures tensor, number, bool, string and list-of-number "
+                      "inputs only; this program runs without a graph for other inputs");
+      return RunEager(std::move(inputs));
     }
-    Captured& c = it->second;
-    for (size_t i = 0; i < inputs.size(); ++i) c.static_inputs[i].copy_(inputs[i].toTensor(), /*non_blocking=*/true);
+    auto it = captures_.find(*key);
+    if (it == captures_.end()) {
+      std::vector<c10::IValue> buffers;
+      for (const c10::IValue& v : inputs) buffers.push_back(v.isTensor() ? c10::IValue(v.toTensor().clone()) : v);
+      it = captures_.emplace(std::move(*key), Capture(std::move(buffers))).first;
+    }
+    Captured& c = *it->second;
+    if (!c.graph) return RunEager(std::move(inputs));
+    const CUDAStream caller = c10::cuda::getCurrentCUDAStream(device_.index());
+    if (c.used) c.last_use.block(caller);
+    for (size_t i = 0; i < inputs.size(); ++i)
+      if (inputs[i].isTensor()) c.static_inputs[i].toTensor().copy_(inputs[i].toTensor(), /*non_blocking=*/true);
     c.graph->replay();
     std::vector<c10::IValue> outputs;
-    for (const auto& v : c.static_outputs) outputs.push_back(v.isTensor() ? c10::IValue(v.toTensor().clone()) : v);
+    outputs.reserve(c.static_outputs.size());
+    for (const c10::IValue& v : c.static_outputs) outputs.push_back(CloneTensors(v));
+    c.last_use.record(caller);
+    c.used = true;
     return outputs;
   }
 
   std::shared_ptr<const StagePlan> plan_;
   c10::Device device_;
   bool cuda_graph_;
-  mutable std::once_flag streams_once_;
-  mutable std::vector<cudaStream_t> owned_streams_;
-  mutable std::vector<CUDAStream> streams_;
   mutable std::mutex events_mutex_;
   mutable std::vector<std::vector<at::cuda::CUDAEvent>> free_events_;
   mutable std::mutex capture_mutex_;
-  mutable std::map<std::vector<int64_t>, Captured> captures_;
+  mutable std::map<std::string, std::shared_ptr<Captured>> captures_;
 };
 
 }  // namespace

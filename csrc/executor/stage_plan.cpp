@@ -213,8 +213,12 @@ StagePlan::StagePlan(const OpGraph& graph, const Schedule& schedule)
     }
     for (size_t k = sync.begin; k < sync.end; ++k) {
       for (int slot : compiled.step_inputs(k)) {
-        int producer = slot_producer[slot];
-        bool foreign = producer >= 0 ? stream_of_op[producer] != sync.stream : sync.stream != 0;  // inputs live on stream 0
+        // Only values made on another stream during the run: the graph's inputs and constants stay
+        // in the table until after the join (the caller's stream then waits for every stream), so
+        // their memory cannot be reused too early, and marking them on every run would only add
+        // work to the allocator (weights would collect a stream use per side stream).
+        const int producer = slot_producer[slot];
+        const bool foreign = producer >= 0 && stream_of_op[producer] != sync.stream;
         if (foreign && std::find(sync.foreign_slots.begin(), sync.foreign_slots.end(), slot) == sync.foreign_slots.end())
           sync.foreign_slots.push_back(slot);
       }

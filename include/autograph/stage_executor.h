@@ -8,6 +8,7 @@
 #include <ATen/core/ivalue.h>
 #include <c10/core/Device.h>
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -71,6 +72,13 @@ class StageBackend {
  public:
   virtual ~StageBackend() = default;
   virtual std::vector<c10::IValue> Run(std::vector<c10::IValue> inputs) const = 0;
+  // A run bound to `inputs`, for timing: what each call costs is what the program costs per run
+  // minus moving inputs in and outputs out. On the CUDA backend in graph mode, a graph captured with
+  // `inputs` themselves as its static buffers (capture now, replay per call; a run that writes an
+  // input in place writes it on every call); elsewhere Run on them. The backend must outlive it.
+  virtual std::function<void()> BindInputs(std::vector<c10::IValue> inputs) const {
+    return [this, inputs = std::move(inputs)] { Run(inputs); };
+  }
 };
 
 std::unique_ptr<StageBackend> MakeCpuStageBackend(std::shared_ptr<const StagePlan> plan);
@@ -83,6 +91,10 @@ class StageExecutor {
   StageExecutor(const OpGraph& graph, const Schedule& schedule, const ExecutorOptions& options = {});
   // Thread-safe.
   std::vector<c10::IValue> Run(std::vector<c10::IValue> inputs) const { return backend_->Run(std::move(inputs)); }
+  // See StageBackend::BindInputs; the executor must outlive the result.
+  std::function<void()> BindInputs(std::vector<c10::IValue> inputs) const {
+    return backend_->BindInputs(std::move(inputs));
+  }
   const StagePlan& plan() const { return *plan_; }
 
  private:
