@@ -175,7 +175,7 @@ Command AddOptimizeCommand(CLI::App& app) {
   cmd->add_option("--budget", o->budget, "autograph: states per block searched with full backtracking")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--time-limit", o->time_limit,
-                  "autograph: seconds for the search, then blocks finish greedily (default: 60 with --cost measured, "
+                  "ios, autograph: seconds for the search, then blocks finish greedily (default: 60 with --cost measured, "
                   "none with analytical; 0 = none)");
   cmd->add_option("--verify", o->verify, "autograph: best candidates run for real; the fastest is kept (0: none)")
       ->check(CLI::Range(0, 16));

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <stdexcept>
 #include <iostream>
@@ -14,6 +15,7 @@
 #include <random>
 #include <set>
 #include <string>
+#include <thread>
 
 namespace {
 
@@ -506,6 +508,48 @@ TEST(IosSchedule, RejectsBadOptionsAndBlocks) {
   // Convex blocks that skip ids are fine: {0, 3} and {1, 2}.
   EXPECT_EQ(IosSchedule(g, {0, 3}, cost, IosOptions{}).num_ops(), 2);
   EXPECT_EQ(IosSchedule(g, {1, 2}, cost, IosOptions{}).num_ops(), 2);
+}
+
+}  // namespace
+
+namespace {
+
+// ToyCost that takes 0.2 ms of wall time per stage, as a measured cost model takes milliseconds.
+class SlowToyCost : public autograph::testing::ToyCost {
+ public:
+  double StageMs(const OpGraph& graph, const Stage& stage) override {
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+    return ToyCost::StageMs(graph, stage);
+  }
+};
+
+TEST(IosSchedule, StopsAtItsTimeLimitWithAValidSchedule) {
+  // 40 ops, sparse edges: far too many states to search in the time allowed.
+  std::mt19937 rng(5);
+  const OpGraph g = RandomDag(rng, 40, 0.05);
+  SlowToyCost cost;
+  IosOptions options;
+  options.time_limit_seconds = 0.2;
+  SearchStats stats;
+  const auto start = std::chrono::steady_clock::now();
+  const Schedule s = IosSchedule(g, AllIds(g), cost, options, &stats);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_TRUE(stats.over_time);
+  EXPECT_EQ(ValidationError(s, g), "");
+  EXPECT_EQ(s.num_ops(), 40);
+  // Past the limit each state still unsolved costs one stage: 40 ops along each path of the
+  // recursion (at most 40 deep), 0.2 ms each, is well under the bound.
+  EXPECT_LT(seconds, 5.0);
+  EXPECT_DOUBLE_EQ(stats.predicted_ms, cost.ScheduleMs(g, s));
+
+  // Without a limit a small block is searched whole, and a limit it keeps is not reported.
+  const OpGraph small = ForkJoin(50);
+  options.time_limit_seconds = 60;
+  SearchStats small_stats;
+  IosSchedule(small, AllIds(small), cost, options, &small_stats);
+  EXPECT_FALSE(small_stats.over_time);
+  options.time_limit_seconds = -1;
+  EXPECT_THROW(IosSchedule(small, AllIds(small), cost, options), autograph::Error);
 }
 
 }  // namespace

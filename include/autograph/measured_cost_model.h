@@ -20,6 +20,11 @@ struct MeasuredCostOptions {
   c10::Device device = c10::kCPU;
   int warmup = 2, repeats = 10;     // per measurement
   double fastest_fraction = 0.3;    // robust statistic: mean of the fastest 30% of repeats
+  // CUDA: time each stage as the program will run it — replayed from a CUDA Graph when the program
+  // replays one (no host launch time is charged that a replay never pays), eagerly otherwise — and
+  // with the L2 cache flushed before every sample (see TimeRuns). Both are part of the cache key.
+  bool cuda_graph = false;
+  bool flush_l2 = true;
   std::string cache_path;           // JSON file; empty = default under ~/.cache/autograph/costs/<device-id>.json
                                     // ($XDG_CACHE_HOME honoured); "none" = no disk cache
 };

@@ -45,8 +45,9 @@ struct OptimizeOptions {
   int64_t block_states = 1000;
   int autograph_r = 4;
   int64_t budget = 20000;
-  // Seconds for the search (both partitions; verification not included): past it, blocks finish
-  // as past the budget. 0 = none; negative = 60 with measured costs, none with analytical ones.
+  // ios, autograph: seconds for the search (autograph: both partitions; verification not included):
+  // past it, blocks finish greedily (blocks_over_budget counts them). 0 = none; negative = 60 with
+  // measured costs, none with analytical ones.
   double time_limit = -1;
   int verify = 3;
   std::function<void(int, int)> progress;  // search progress: (blocks done, blocks in all)

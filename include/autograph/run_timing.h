@@ -12,10 +12,14 @@
 namespace autograph {
 
 // Calls prepare() then run() warmup + repeats times and returns the repeats' times in ms. prepare()
-// is outside the timed span (fresh copies of inputs that a run mutates, ...). Throws Error when
-// repeats < 1, warmup < 0, or a CUDA device is asked for in a build or on a host without CUDA.
+// is outside the timed span (fresh copies of inputs that a run mutates, ...). With flush_l2 on CUDA,
+// a buffer twice the size of the device's L2 cache is overwritten before every run, also outside
+// the timed span: a piece of work timed alone over and over would otherwise find its weights and
+// inputs in L2, which it does not when it runs among the rest of a model (an H100's L2 is 50 MB).
+// No-op on CPU. Throws Error when repeats < 1, warmup < 0, or a CUDA device is asked for in a build
+// or on a host without CUDA.
 std::vector<double> TimeRuns(c10::Device device, int warmup, int repeats, const std::function<void()>& prepare,
-                             const std::function<void()>& run);
+                             const std::function<void()>& run, bool flush_l2 = false);
 
 // Mean of the fastest ceil(fraction * n) samples (at least one): robust to the slow outliers that
 // preemption and frequency changes add (the statistic of IOS's C++ port). fraction in (0, 1].

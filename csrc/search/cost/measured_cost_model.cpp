@@ -73,7 +73,11 @@ MeasuredCostModel::MeasuredCostModel(const OpGraph& graph, std::vector<c10::IVal
   m.jit_graph = graph.graph();
   m.num_ops = graph.size();
   m.device_id = DeviceId(m.options.device);
-  const std::string settings = DeviceSettings(m.options.device);
+  std::string settings = DeviceSettings(m.options.device);
+  if (m.options.device.is_cuda()) {  // the same stage times differently replayed or launched, flushed or warm
+    settings += std::string(settings.empty() ? "" : " ") + (m.options.cuda_graph ? "graph" : "eager");
+    if (m.options.flush_l2) settings += " l2-flushed";
+  }
   m.device_key = settings.empty() ? m.device_id : m.device_id + " " + settings;
   {
     at::NoGradGuard no_grad;
@@ -135,7 +139,22 @@ double MeasuredCostModel::Impl::Measure(const OpGraph& graph, const Stage& stage
   at::NoGradGuard no_grad;
   StageSubgraph sub = ExtractStage(graph, stage, values);
   try {
-    StageExecutor executor(sub.graph, sub.schedule, ExecutorOptions{options.device, false});
+    const bool graph = options.cuda_graph && options.device.is_cuda();
+    StageExecutor executor(sub.graph, sub.schedule, ExecutorOptions{options.device, graph});
+    const bool flush = options.flush_l2 && options.device.is_cuda();
+    if (graph) {
+      // The graph runs on buffers of its own, captured once; inputs it writes in place are restored
+      // from the recorded values before each replay (outside the timed span).
+      std::vector<c10::IValue> buffers;
+      for (const c10::IValue& v : sub.inputs) buffers.push_back(v.isTensor() ? c10::IValue(v.toTensor().clone()) : v);
+      const std::function<void()> replay = executor.BindInputs(buffers);
+      auto restore = [&] {
+        for (size_t i = 0; i < buffers.size(); ++i)
+          if (sub.mutated[i] && buffers[i].isTensor()) buffers[i].toTensor().copy_(sub.inputs[i].toTensor());
+      };
+      return RobustMs(TimeRuns(options.device, options.warmup, options.repeats, restore, replay, flush),
+                      options.fastest_fraction);
+    }
     std::vector<c10::IValue> run_inputs;
     auto prepare = [&] {
       run_inputs = sub.inputs;
@@ -143,7 +162,8 @@ double MeasuredCostModel::Impl::Measure(const OpGraph& graph, const Stage& stage
         if (sub.mutated[i]) run_inputs[i] = sub.inputs[i].deepcopy();
     };
     auto run = [&] { executor.Run(std::move(run_inputs)); };
-    return RobustMs(TimeRuns(options.device, options.warmup, options.repeats, prepare, run), options.fastest_fraction);
+    return RobustMs(TimeRuns(options.device, options.warmup, options.repeats, prepare, run, flush),
+                    options.fastest_fraction);
   } catch (const ScheduleError&) {
     throw;
   } catch (const Error& e) {

@@ -1,6 +1,7 @@
 // Timing runs on CPU (steady clock) and CUDA (events on the current stream); see run_timing.h.
 #include "autograph/run_timing.h"
 
+#include <ATen/ATen.h>
 #include <ATen/Context.h>
 
 #include <algorithm>
@@ -11,6 +12,7 @@
 #include "autograph/error.h"
 
 #ifdef AUTOGRAPH_WITH_CUDA
+#include <ATen/cuda/CUDAContext.h>
 #include <ATen/cuda/CUDAEvent.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
@@ -38,20 +40,29 @@ std::vector<double> TimeOnCpu(int warmup, int repeats, const std::function<void(
 }
 
 std::vector<double> TimeOnCuda(c10::Device device, int warmup, int repeats, const std::function<void()>& prepare,
-                               const std::function<void()>& run) {
+                               const std::function<void()>& run, bool flush_l2) {
 #ifdef AUTOGRAPH_WITH_CUDA
   if (!at::hasCUDA()) throw Error("timing on " + device.str() + ": no CUDA device is available here; use --device cpu");
   c10::cuda::OptionalCUDAGuard guard;
   if (device.has_index()) guard.set_device(device);
-  for (int i = 0; i < warmup; ++i) {
+  at::Tensor flush;
+  if (flush_l2) {
+    const int64_t l2 = at::cuda::getCurrentDeviceProperties()->l2CacheSize;
+    flush = at::empty({std::max<int64_t>(2 * l2, 1 << 20)}, at::TensorOptions().dtype(at::kByte).device(at::kCUDA));
+  }
+  auto before_run = [&] {
     prepare();
+    if (flush.defined()) flush.fill_(1);  // enqueued before the start event: not timed
+  };
+  for (int i = 0; i < warmup; ++i) {
+    before_run();
     run();
   }
   c10::cuda::getCurrentCUDAStream().synchronize();
   std::vector<double> ms;
   ms.reserve(repeats);
   for (int i = 0; i < repeats; ++i) {
-    prepare();
+    before_run();
     // Read the stream after prepare(): the executor forks from and joins into whatever is current.
     const c10::cuda::CUDAStream stream = c10::cuda::getCurrentCUDAStream();
     at::cuda::CUDAEvent start(cudaEventDefault), end(cudaEventDefault);
@@ -70,10 +81,10 @@ std::vector<double> TimeOnCuda(c10::Device device, int warmup, int repeats, cons
 }  // namespace
 
 std::vector<double> TimeRuns(c10::Device device, int warmup, int repeats, const std::function<void()>& prepare,
-                             const std::function<void()>& run) {
+                             const std::function<void()>& run, bool flush_l2) {
   if (repeats < 1) throw Error("timing needs at least one repeat; got " + std::to_string(repeats));
   if (warmup < 0) throw Error("warm-up runs cannot be negative; got " + std::to_string(warmup));
-  if (device.is_cuda()) return TimeOnCuda(device, warmup, repeats, prepare, run);
+  if (device.is_cuda()) return TimeOnCuda(device, warmup, repeats, prepare, run, flush_l2);
   if (device.is_cpu()) return TimeOnCpu(warmup, repeats, prepare, run);
   throw Error("cannot time on device '" + device.str() + "': autograph runs on cpu and cuda");
 }
