@@ -36,9 +36,12 @@ std::shared_ptr<torch::jit::Graph> ResidualBlockEnd() {
                             {{"w1", torch::randn({8, 8, 3, 3})}, {"b1", torch::randn({8})}, {"w2", torch::randn({8, 8, 1, 1})}});
 }
 
+// The example inputs of kResidualBlockEnd: x and the residual, both 1x8x6x6.
+std::vector<c10::IValue> ResidualInputs() { return {torch::randn({1, 8, 6, 6}), torch::randn({1, 8, 6, 6})}; }
+
 TEST(FoldConvolutionAddRelu, ResidualBlockBecomesTwoFusedConvolutions) {
   auto graph = ResidualBlockEnd();
-  EXPECT_EQ(autograph::FoldConvolutionAddRelu(graph), 2);
+  EXPECT_EQ(autograph::FoldConvolutionAddRelu(graph, ResidualInputs()), 2);
   graph->lint();
   FileCheck()
       .check("aten::cudnn_convolution_relu")
@@ -47,7 +50,60 @@ TEST(FoldConvolutionAddRelu, ResidualBlockBecomesTwoFusedConvolutions) {
       ->check_not("aten::relu")
       ->check_not("aten::add")
       ->run(*graph);
-  EXPECT_EQ(autograph::FoldConvolutionAddRelu(graph), 0);
+  EXPECT_EQ(autograph::FoldConvolutionAddRelu(graph, ResidualInputs()), 0);
+}
+
+TEST(FoldConvolutionAddRelu, KeepsTheGraphsOwnTypes) {
+  // The fold reads measured shapes from types it sets for the duration of the rewrite only.
+  auto graph = ResidualBlockEnd();
+  autograph::FoldConvolutionAddRelu(graph, ResidualInputs());
+  for (const torch::jit::Node* node : graph->nodes())
+    for (const torch::jit::Value* v : node->outputs())
+      if (node->kind() != c10::prim::Constant)  // tensor constants are typed by their value
+        if (auto t = v->type()->cast<c10::TensorType>()) EXPECT_FALSE(t->sizes().concrete_sizes()) << *node;
+  for (const torch::jit::Value* v : graph->inputs()) EXPECT_EQ(*v->type(), *c10::TensorType::get());
+}
+
+// relu(conv + z) with z broadcast, promoted or a number: cuDNN's fused add takes none of them.
+TEST(FoldConvolutionAddRelu, LeavesAddsThatBroadcastPromoteOrAddANumber) {
+  const char* ir = R"IR(
+graph(%x : Tensor, %z : Tensor, %w : Tensor):
+  %one : int = prim::Constant[value=1]()
+  %none : NoneType = prim::Constant()
+  %s : int[] = prim::ListConstruct(%one, %one)
+  %c : Tensor = aten::conv2d(%x, %w, %none, %s, %s, %s, %one)
+  %sum : Tensor = aten::add(%c, %z, %one)
+  %out : Tensor = aten::relu(%sum)
+  return (%out))IR";
+  const at::Tensor x = torch::randn({1, 4, 6, 6});
+  struct Case {
+    const char* what;
+    c10::IValue z;
+  };
+  for (const Case& c : {Case{"per-channel z (broadcast)", torch::randn({4, 1, 1})},
+                        Case{"z of another batch (broadcast)", torch::randn({3, 4, 6, 6})},
+                        Case{"double z (promotes)", torch::randn({1, 4, 6, 6}, torch::kFloat64)}}) {
+    auto graph = GraphWithConstants(ir, {{"w", torch::randn({4, 4, 3, 3})}});
+    EXPECT_EQ(autograph::FoldConvolutionAddRelu(graph, {x, c.z}), 0) << c.what;
+    FileCheck().check("aten::conv2d")->check("aten::add")->check("aten::relu")->run(*graph);
+  }
+  auto graph = GraphWithConstants(ir, {{"w", torch::randn({4, 4, 3, 3})}});
+  EXPECT_EQ(autograph::FoldConvolutionAddRelu(graph, {x, torch::randn({1, 4, 6, 6})}), 1) << "same shape and dtype";
+
+  // add.Scalar(conv, 2.5, 1): the same node kind and arity as add.Tensor.
+  auto scalar = GraphWithConstants(R"IR(
+graph(%x : Tensor, %w : Tensor):
+  %one : int = prim::Constant[value=1]()
+  %half : float = prim::Constant[value=2.5]()
+  %none : NoneType = prim::Constant()
+  %s : int[] = prim::ListConstruct(%one, %one)
+  %c : Tensor = aten::conv2d(%x, %w, %none, %s, %s, %s, %one)
+  %sum : Tensor = aten::add(%c, %half, %one)
+  %out : Tensor = aten::relu(%sum)
+  return (%out))IR",
+                                   {{"w", torch::randn({4, 4, 3, 3})}});
+  EXPECT_EQ(autograph::FoldConvolutionAddRelu(scalar, {x}), 0);
+  FileCheck().check("aten::add")->check_not("cudnn_convolution")->run(*scalar);
 }
 
 TEST(FoldConvolutionAddRelu, ResidualFirstInTheAddFoldsWithAlphaOne) {
@@ -66,7 +122,7 @@ graph(%x : Tensor, %z : Tensor, %w : Tensor):
   return (%out, %out2))IR",
                                   {{"w", torch::randn({4, 4, 3, 3})}});
   // z + 2 * conv is not relu(conv + alpha * z + bias): only the first folds.
-  EXPECT_EQ(autograph::FoldConvolutionAddRelu(graph), 1);
+  EXPECT_EQ(autograph::FoldConvolutionAddRelu(graph, {torch::randn({1, 4, 6, 6}), torch::randn({1, 4, 6, 6})}), 1);
   graph->lint();
   FileCheck().check_count("aten::cudnn_convolution_add_relu", 1, /*exactly=*/true)->check("aten::conv2d")->run(*graph);
 }
@@ -84,15 +140,17 @@ graph(%x : Tensor, %v : Tensor, %w : Tensor):
   return (%r, %c, %q))IR",
                                   {{"w", torch::randn({4, 4, 3, 3})}});
   // %c is also a graph output (the relu must not replace it); %v is not a constant.
-  EXPECT_EQ(autograph::FoldConvolutionAddRelu(graph), 0);
+  EXPECT_EQ(autograph::FoldConvolutionAddRelu(graph, {torch::randn({1, 4, 6, 6}), torch::randn({4, 4, 3, 3})}), 0);
   FileCheck().check_not("cudnn_convolution")->run(*graph);
 }
 
 TEST(FoldConvolutionAddRelu, TracedResNet50FoldsEveryBlockEnding) {
   // Traced convolutions are aten::_convolution; the stem and two convolutions per bottleneck end in
   // relu (1 + 2 * 16), and each bottleneck's last convolution in the residual add + relu (16).
-  auto graph = autograph::LowerModule(autograph::LoadModule(autograph::testing::ZooModel("resnet50")));
-  EXPECT_EQ(autograph::FoldConvolutionAddRelu(graph), 49);
+  const std::string path = autograph::testing::ZooModel("resnet50");
+  auto graph = autograph::LowerModule(autograph::LoadModule(path));
+  const auto inputs = autograph::MakeExampleInputs(autograph::ReadInputSpecs(*autograph::InputSpecPathFor(path)));
+  EXPECT_EQ(autograph::FoldConvolutionAddRelu(graph, inputs), 49);
   graph->lint();
   FileCheck()
       .check_count("aten::cudnn_convolution_relu", 33, /*exactly=*/true)
@@ -110,7 +168,7 @@ TEST(FoldConvolutionAddRelu, FusedKernelsEqualTheOriginalOnCuda) {
   const std::vector<at::Tensor> inputs = {torch::randn({2, 8, 12, 12}, cuda), torch::randn({2, 8, 12, 12}, cuda)};
   // Inputs are cloned: the original graph writes in place (add_, relu_) into its own intermediates only.
   const auto want = RunGraph(graph, {inputs[0].clone(), inputs[1].clone()});
-  ASSERT_EQ(autograph::FoldConvolutionAddRelu(graph), 2);
+  ASSERT_EQ(autograph::FoldConvolutionAddRelu(graph, {inputs[0], inputs[1]}), 2);
   const auto got = RunGraph(graph, {inputs[0].clone(), inputs[1].clone()});
   // cuDNN may pick TF32 / other algorithms for the fused kernel: sums of 72 products of N(0,1)
   // values, compared at 1e-2 relative to the output's scale.

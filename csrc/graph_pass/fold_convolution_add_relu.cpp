@@ -7,6 +7,11 @@
 #include <torch/csrc/jit/passes/subgraph_rewrite.h>
 
 #include <string>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "autograph/compiled_graph.h"
+#include "graph_pass/top_level_nodes.h"
 
 namespace autograph {
 
@@ -81,17 +86,85 @@ bool FusableConstants(const Match& match, const std::unordered_map<std::string, 
   return b.dim() == 1 && b.size(0) == w.size(0) && b.scalar_type() == w.scalar_type() && b.device() == w.device();
 }
 
+bool IsFused(const torch::jit::Node* node) {
+  return node->kind() == c10::Symbol::fromQualString("aten::cudnn_convolution_relu") ||
+         node->kind() == c10::Symbol::fromQualString("aten::cudnn_convolution_add_relu");
+}
+
 int CountFused(const torch::jit::Graph& graph) {
   int n = 0;
-  for (const torch::jit::Node* node : graph.nodes())
-    n += node->kind() == c10::Symbol::fromQualString("aten::cudnn_convolution_relu") ||
-         node->kind() == c10::Symbol::fromQualString("aten::cudnn_convolution_add_relu");
+  for (const torch::jit::Node* node : graph.nodes()) n += IsFused(node);
   return n;
+}
+
+// The real shape, dtype and device of every top-level tensor value, put on the values as complete
+// tensor types while the rewriter runs (it copies a replaced value's type onto the fused output, so
+// a later pattern still sees the shapes), and the graph's own types put back afterwards. The graph
+// runs once, on the first request.
+class ShapeAnnotation {
+ public:
+  ShapeAnnotation(std::shared_ptr<torch::jit::Graph> graph, const std::vector<c10::IValue>& inputs)
+      : graph_(std::move(graph)), inputs_(inputs) {}
+
+  void EnsureAnnotated() {
+    if (annotated_) return;
+    annotated_ = true;
+    std::unordered_map<const Value*, c10::TypePtr> measured;
+    CompiledGraph::Observer observer = [&](const torch::jit::Node* n, const std::vector<c10::IValue>&,
+                                           const std::vector<c10::IValue>& outputs) {
+      for (size_t i = 0; i < outputs.size() && i < n->outputs().size(); ++i)
+        if (outputs[i].isTensor()) measured[n->outputs()[i]] = c10::TensorType::create(outputs[i].toTensor());
+    };
+    CompiledGraph(graph_, TopLevelNodesOf(*graph_).order).Run(inputs_, &observer);
+    for (size_t i = 0; i < inputs_.size() && i < graph_->inputs().size(); ++i)
+      if (inputs_[i].isTensor()) measured[graph_->inputs()[i]] = c10::TensorType::create(inputs_[i].toTensor());
+    for (const auto& [value, type] : measured) {
+      Value* v = const_cast<Value*>(value);  // values of graph_, which this class may retype
+      original_.emplace(v, v->type());
+      v->setType(type);
+    }
+    for (const torch::jit::Node* node : graph_->nodes())
+      if (IsFused(node)) fused_before_.insert(node);
+  }
+
+  // Fused outputs made meanwhile get a plain tensor type: the shapes were the example's, not the model's.
+  void Restore() {
+    if (!annotated_) return;
+    for (Value* v : graph_->inputs())
+      if (auto it = original_.find(v); it != original_.end()) v->setType(it->second);
+    for (torch::jit::Node* node : graph_->nodes()) {
+      const bool made_here = IsFused(node) && !fused_before_.count(node);
+      for (Value* v : node->outputs()) {
+        if (made_here) v->setType(c10::TensorType::get());
+        else if (auto it = original_.find(v); it != original_.end()) v->setType(it->second);
+      }
+    }
+  }
+
+ private:
+  std::shared_ptr<torch::jit::Graph> graph_;
+  const std::vector<c10::IValue>& inputs_;
+  bool annotated_ = false;
+  std::unordered_map<Value*, c10::TypePtr> original_;
+  std::unordered_set<const torch::jit::Node*> fused_before_;
+};
+
+// The added operand of a conv + add + relu match is a tensor of exactly the convolution output's
+// shape, dtype and device (types from ShapeAnnotation). A number (add's Scalar overload) or a
+// broadcast or promoting operand does not fold.
+bool AddedOperandFits(const Match& match, const std::unordered_map<std::string, Value*>& vmap) {
+  if (!vmap.count("z")) return true;
+  auto conv = match.values_map.at(vmap.at("c"))->type()->cast<c10::TensorType>();
+  auto z = match.values_map.at(vmap.at("z"))->type()->cast<c10::TensorType>();
+  if (!conv || !z) return false;
+  const auto conv_sizes = conv->sizes().concrete_sizes(), z_sizes = z->sizes().concrete_sizes();
+  return conv_sizes && z_sizes && *conv_sizes == *z_sizes && conv->scalarType() && conv->scalarType() == z->scalarType() &&
+         conv->device() && conv->device() == z->device();
 }
 
 }  // namespace
 
-int FoldConvolutionAddRelu(std::shared_ptr<torch::jit::Graph>& graph) {
+int FoldConvolutionAddRelu(std::shared_ptr<torch::jit::Graph>& graph, const std::vector<c10::IValue>& example_inputs) {
   const int before = CountFused(*graph);
   torch::jit::SubgraphRewriter rewriter;
   // A match needs every intermediate (the conv's output, the sum) to have no reader outside it.
@@ -102,7 +175,19 @@ int FoldConvolutionAddRelu(std::shared_ptr<torch::jit::Graph>& graph) {
   }
   // Traced models hold aten::_convolution: written as conv2d (torch's helper) the patterns see them.
   torch::jit::graph_rewrite_helper::replaceConvolutionWithAtenConv(graph);
-  rewriter.runOnGraph(graph, FusableConstants);
+  ShapeAnnotation shapes(graph, example_inputs);
+  auto fusable = [&](const Match& match, const std::unordered_map<std::string, Value*>& vmap) {
+    if (!FusableConstants(match, vmap)) return false;
+    shapes.EnsureAnnotated();  // before the first rewrite: the first filter call precedes it
+    return AddedOperandFits(match, vmap);
+  };
+  try {
+    rewriter.runOnGraph(graph, fusable);
+  } catch (...) {
+    shapes.Restore();
+    throw;
+  }
+  shapes.Restore();
   return CountFused(*graph) - before;
 }
 

@@ -30,7 +30,7 @@ SubstitutionCounts ApplySubstitutions(std::shared_ptr<torch::jit::Graph>& lowere
   if (options.regroup_convolutions) counts.convolutions_regrouped = RegroupGroupedConvolutions(lowered, inputs).regrouped;
   if (options.fold_conv_relu && options.device.is_cuda()) {
     const int before = CountAtenNodes(*lowered);
-    counts.convolutions_folded = FoldConvolutionAddRelu(lowered);
+    counts.convolutions_folded = FoldConvolutionAddRelu(lowered, inputs);
     counts.ops_folded = before - CountAtenNodes(*lowered);
   }
   return counts;

@@ -6,7 +6,10 @@
 // biases are already in the convolution (frozen folding). Only for CUDA targets: those ops have no
 // CPU kernel, and on CPU oneDNN's fused convolution (mkldnn::_convolution_pointwise) was measured
 // slower than conv2d + relu without prepacked weights (1.89 vs 1.62 ms, 1x64x56x56, 3x3, 64 ch).
+#include <ATen/core/ivalue.h>
+
 #include <memory>
+#include <vector>
 
 namespace torch::jit {
 struct Graph;
@@ -17,7 +20,10 @@ namespace autograph {
 // Rewrites the top-level block of a lowered (frozen) graph in place; returns the fused
 // convolutions created. Folds only where the weight is a constant contiguous 4-d tensor, the bias a
 // matching constant (or None), and the intermediate results have no other reader; in-place forms
-// (add_, relu_) fold alike.
-int FoldConvolutionAddRelu(std::shared_ptr<torch::jit::Graph>& graph);
+// (add_, relu_) fold alike. The added operand must be a tensor (the Tensor overload of add, not the
+// Scalar one) of exactly the convolution output's shape, dtype and device, as measured by running
+// the graph once on `example_inputs` (cuDNN's fused add does not broadcast or promote); the run
+// happens only when some candidate is found. Throws InputError when the inputs do not fit the graph.
+int FoldConvolutionAddRelu(std::shared_ptr<torch::jit::Graph>& graph, const std::vector<c10::IValue>& example_inputs);
 
 }  // namespace autograph
