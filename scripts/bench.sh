@@ -7,8 +7,9 @@
 # Usage: scripts/bench.sh [--full] [--device cpu|cuda] [--models "resnet50 bert_base"] [--batch "1 16"]
 #                         [--methods "jit autograph"] [--runs N] [--warmup N] [--out DIR]
 #   --full: every zoo model (NASNet-A Large included on CPU too) and torch.compile (default,
-#   reduce-overhead) as reference columns. On a GPU machine with torch 2.11 already installed and no
-#   network: AUTOGRAPH_PYTHON=python3 scripts/bench.sh --full (the venv then reuses that torch).
+#   reduce-overhead) as reference columns. On a GPU machine whose python3 already has torch 2.11 (no
+#   network) that python is used directly (scripts/setup.sh); carry .deps/ (scripts/bundle_deps.sh)
+#   where the C++ dependencies are not installed.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -32,6 +33,9 @@ while [ $# -gt 0 ]; do
 done
 PYTHON=$(bash scripts/setup.sh | tail -n 1)
 bash scripts/build.sh >/dev/null
+# shellcheck source=scripts/deps_env.sh
+source scripts/deps_env.sh
+autograph_deps_env "$root"  # built against .deps/? then libglpk's libraries come from LD_LIBRARY_PATH
 cli=${AUTOGRAPH_BUILD_DIR:-$root/build}/autograph
 [ -n "$device" ] || device=$("$PYTHON" -c 'import torch; print("cuda" if torch.cuda.is_available() else "cpu")')
 if [ -z "$models" ]; then

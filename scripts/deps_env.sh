@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Sourced by the scripts (not run): makes the C++ dependencies bundled in .deps/ by
 # scripts/bundle_deps.sh usable. `autograph_deps_env ROOT` unpacks the .deb files into
 # .deps-unpacked/ on first use (again when .deps/MANIFEST changes) and sets:
@@ -39,8 +40,8 @@ autograph_deps_env() {
     autograph_deps_log "unpacking $deps into $unpacked ($how)"
     rm -rf "$unpacked"
     mkdir -p "$unpacked"
-    local pkg version file sum
-    while read -r pkg version file sum; do
+    local pkg _version file sum
+    while read -r pkg _version file sum; do
       case "$pkg" in '#'*|'') continue ;; esac
       [ -f "$deps/$file" ] || { autograph_deps_log "$deps/$file is missing: run scripts/bundle_deps.sh"; return 1; }
       if [ "$(sha256sum "$deps/$file" | cut -d' ' -f1)" != "$sum" ]; then

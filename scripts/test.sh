@@ -1,12 +1,28 @@
 #!/usr/bin/env bash
 # Set up (idempotent), build, export the model zoo if missing, run GoogleTest (ctest) and pytest.
 # Prints both summaries; exits non-zero on any failure.
+# Usage: scripts/test.sh [--no-skips]
+#   --no-skips: a skipped test counts as a failure (scripts/gpu_check.sh on a GPU, where every CUDA
+#               test must run; without a device they skip).
+#   AUTOGRAPH_TEST_JOBS: parallel ctest jobs (default 2); AUTOGRAPH_BUILD_DIR as for scripts/build.sh.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-cd "$root"
+cd "$root" || exit 1
+no_skips=0
+case "${1:-}" in
+  --no-skips) no_skips=1 ;;
+  "") ;;
+  -h|--help) sed -n '2,8p' "$0"; exit 0 ;;
+  *) echo "test.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+esac
 PYTHON=$(bash scripts/setup.sh | tail -n 1) || { echo "test.sh: setup failed" >&2; exit 1; }
 bash scripts/build.sh || { echo "test.sh: build failed" >&2; exit 1; }
+PATH="$PATH:$(dirname "$PYTHON")"  # ctest may be pip's, beside the python (as in scripts/build.sh)
 BUILD_DIR=${AUTOGRAPH_BUILD_DIR:-$root/build}
+# The bundled libraries (.deps/), if any: libglpk's own dependencies are found only on LD_LIBRARY_PATH.
+# shellcheck source=scripts/deps_env.sh
+source scripts/deps_env.sh
+autograph_deps_env "$root" || { echo "test.sh: cannot use .deps/" >&2; exit 1; }
 
 export AUTOGRAPH_ZOO_DIR=${AUTOGRAPH_ZOO_DIR:-$root/models/zoo}
 export AUTOGRAPH_LIBRARY="$BUILD_DIR/libautograph.so"
@@ -15,14 +31,25 @@ export AUTOGRAPH_CLI="$BUILD_DIR/autograph"
 
 status=0
 echo "== GoogleTest (ctest) =="
-(cd "$BUILD_DIR" && ctest --output-on-failure -j 2) 2>&1 | tee "$BUILD_DIR/ctest.log" | grep -vE '^ *[0-9]+/[0-9]+ Test +#[0-9]+: .* Passed' || true
+(cd "$BUILD_DIR" && ctest --output-on-failure -j "${AUTOGRAPH_TEST_JOBS:-2}") 2>&1 | tee "$BUILD_DIR/ctest.log" |
+  grep -vE '^ *[0-9]+/[0-9]+ Test +#[0-9]+: .* Passed' || true
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 gtest_summary=$(grep -E 'tests passed|tests failed' "$BUILD_DIR/ctest.log" | tail -n 1)
+gtest_skipped=$(grep -cE '\(Skipped\)$' "$BUILD_DIR/ctest.log")
 
 echo "== pytest =="
-"$PYTHON" -m pytest -q torch_ops_test || status=1
+# -rs lists each skipped test with its reason.
+"$PYTHON" -m pytest -q -rs torch_ops_test 2>&1 | tee "$BUILD_DIR/pytest.log"
+[ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+pytest_summary=$(grep -E '[0-9]+ (passed|failed|error|skipped)' "$BUILD_DIR/pytest.log" | tail -n 1 | tr -d '=' | sed 's/^ *//; s/ *$//')
+pytest_skipped=$(echo "$pytest_summary" | grep -oE '[0-9]+ skipped' | cut -d' ' -f1)
 
 echo "== summary =="
-echo "ctest:  ${gtest_summary:-no summary (see $BUILD_DIR/ctest.log)}"
+echo "ctest:  ${gtest_summary:-no summary (see $BUILD_DIR/ctest.log)}, $gtest_skipped skipped"
+echo "pytest: ${pytest_summary:-no summary (see $BUILD_DIR/pytest.log)}"
+if [ $no_skips -eq 1 ] && [ $((gtest_skipped + ${pytest_skipped:-0})) -gt 0 ]; then
+  echo "skipped tests with --no-skips: $gtest_skipped GoogleTest, ${pytest_skipped:-0} pytest (listed above)"
+  status=1
+fi
 [ $status -eq 0 ] && echo "all tests passed" || echo "FAILURES above"
 exit $status
