@@ -38,7 +38,7 @@ cd "$root" || exit 1
 
 ALL_STEPS="env build zoo tests sanitizer bench"
 SANITIZER_TOOLS="memcheck racecheck synccheck"
-SANITIZER_TESTS="CudaSanitizer.MultiStreamEagerRun CudaSanitizer.GraphReplay"
+SANITIZER_TESTS=${AUTOGRAPH_SANITIZER_TESTS:-CudaSanitizer.MultiStreamEagerRun CudaSanitizer.GraphReplay}
 BENCH_METHODS="jit jit_frozen taso_jit nimble taso_nimble ios autograph"
 # Roughly by cost, so that a short call still fills the table's first rows.
 BENCH_MODELS="squeezenet resnet50 inception_v3 resnext50_32x4d randwire nasnet_a_mobile bert_base rnntc_sru nasnet_a_large"
@@ -53,8 +53,11 @@ SKIPPED=3 INCOMPLETE=4
 # The steps. Each runs in its own process under timeout(1), so that a step that hangs is killed
 # with its children; it writes a one-line note for the summary with note().
 note() { echo "$*" > "$GC_OUT/state/$GC_STEP.note"; }
+joined() { local out="" x; for x in "$@"; do out+="${out:+; }$x"; done; echo "$out"; }
 cache_value() { sed -n "s|^$1:[A-Z]*=||p" "$GC_BUILD_DIR/CMakeCache.txt" 2>/dev/null; }
-remaining() { echo $((GC_DEADLINE - $(date +%s))); }
+# Seconds a run inside a step may take: it must end (timeout -k 10 included) before the step's own
+# timeout, which would kill the step but not the run (timeout(1) gives it its own process group).
+run_time_left() { echo $((GC_DEADLINE - RESERVE_S - 15 - $(date +%s))); }
 
 step_env() {
   local f=$GC_OUT/env.txt
@@ -188,7 +191,7 @@ step_sanitizer() {
       if [ "$(cat "$state" 2>/dev/null)" = "passed $GC_SOURCES" ]; then
         echo "$run: passed in an earlier call"; ok=$((ok + 1)); continue
       fi
-      t=$(( $(remaining) - RESERVE_S )); [ $t -le $SANITIZER_RUN_MAX_S ] || t=$SANITIZER_RUN_MAX_S
+      t=$(run_time_left); [ $t -le $SANITIZER_RUN_MAX_S ] || t=$SANITIZER_RUN_MAX_S
       if [ $t -lt 30 ]; then left+=("$run"); continue; fi
       echo "$run (timeout ${t}s)"
       timeout -k 10 "$t" "$GC_SANITIZER" --tool "$tool" --error-exitcode 99 \
@@ -199,6 +202,8 @@ step_sanitizer() {
         echo "passed $GC_SOURCES" > "$state"; ok=$((ok + 1))
       elif [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
         failed+=("$run timed out after ${t}s")
+      elif grep -q '\[  SKIPPED \] 1 test' "$log"; then
+        failed+=("$run: $test skipped itself")
       elif grep -q '\[  PASSED  \] 0 tests' "$log"; then
         failed+=("$run: $test is not registered")
       else
@@ -206,7 +211,7 @@ step_sanitizer() {
       fi
     done
   done
-  note "$ok of 6 runs clean${failed:+; FAILED: ${failed[*]}}${left:+; no time left for ${left[*]}: call again}"
+  note "$ok of $(( $(echo $SANITIZER_TOOLS | wc -w) * $(echo $SANITIZER_TESTS | wc -w) )) runs clean${failed:+; FAILED: $(joined "${failed[@]}")}${left:+; no time left for ${left[*]}: call again}"
   [ ${#failed[@]} -eq 0 ] || return 1
   [ ${#left[@]} -eq 0 ] || return $INCOMPLETE
 }
@@ -225,7 +230,7 @@ step_bench() {
       "done $GC_SOURCES") done_+=("$m"); echo "$m: done in an earlier call"; continue ;;
       "failed $GC_SOURCES") failed+=("$m"); echo "$m: failed in an earlier call (see logs/bench-$m.log)"; continue ;;
     esac
-    t=$(( $(remaining) - RESERVE_S )); [ $t -le $BENCH_MODEL_MAX_S ] || t=$BENCH_MODEL_MAX_S
+    t=$(run_time_left); [ $t -le $BENCH_MODEL_MAX_S ] || t=$BENCH_MODEL_MAX_S
     if [ $t -lt 60 ]; then left+=("$m"); continue; fi
     echo "== $m (timeout ${t}s)"
     # XDG_CACHE_HOME: the measured-cost cache (autograph/costs/) goes under OUT_DIR too.
