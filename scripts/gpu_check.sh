@@ -155,8 +155,10 @@ step_zoo() {
 step_tests() {
   local flags=() rc
   [ "$GC_REHEARSE" = 1 ] || flags=(--no-skips)
-  AUTOGRAPH_TEST_JOBS=${AUTOGRAPH_TEST_JOBS:-$([ "$GC_REHEARSE" = 1 ] && echo 2 || echo 4)} \
-    bash scripts/test.sh "${flags[@]}"
+  # On the GPU machine, half its cores (at most 8) run tests side by side: GPU tests share the device.
+  local jobs=$(( $(nproc) / 2 )); [ $jobs -ge 2 ] || jobs=2; [ $jobs -le 8 ] || jobs=8
+  [ "$GC_REHEARSE" = 0 ] || jobs=2
+  AUTOGRAPH_TEST_JOBS=${AUTOGRAPH_TEST_JOBS:-$jobs} bash scripts/test.sh "${flags[@]}"
   rc=$?
   local summary
   # test.sh prints "ctest: ..." and "pytest: ..." in its summary: the last ones in this step's log.
