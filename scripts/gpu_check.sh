@@ -315,7 +315,11 @@ export GC_BUILD_DIR=${AUTOGRAPH_BUILD_DIR:-$root/build} GC_ZOO=${AUTOGRAPH_ZOO_D
 export AUTOGRAPH_BUILD_DIR=$GC_BUILD_DIR AUTOGRAPH_ZOO_DIR=$GC_ZOO AUTOGRAPH_SOURCE_DIR=$root
 export GC_CMAKE_ARGS_STR="-DCMAKE_BUILD_TYPE=Release"  # the same in CI's build (.ci/run) and on the GPU
 export GC_COMMIT GC_SOURCES GC_PYTHON GC_NVCC GC_SANITIZER GC_HIDDEN
-GC_COMMIT="$(git rev-parse HEAD 2>/dev/null || echo "unknown (no git)")$(git diff --quiet HEAD 2>/dev/null || echo " + uncommitted changes")"
+if GC_COMMIT=$(git rev-parse HEAD 2>/dev/null); then
+  git diff --quiet HEAD 2>/dev/null || GC_COMMIT+=" + uncommitted changes"
+else
+  GC_COMMIT="unknown (no git here)"
+fi
 # What the results belong to, without git (the device's copy may have none): a hash of the sources.
 GC_SOURCES=$(find CMakeLists.txt csrc include tools torch_ops_test python models bench scripts -type f \
   ! -path '*/__pycache__/*' ! -name '*.pyc' ! -path 'models/zoo/*' ! -path 'bench/results/*' -print0 2>/dev/null |
