@@ -28,6 +28,7 @@
 #include <c10/cuda/CUDAStream.h>
 #include <cuda_runtime.h>
 
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -229,23 +230,18 @@ class CudaStageBackend : public StageBackend {
       if (cudaStreamEndCapture(stream.stream(), &partial) == cudaSuccess && partial) cudaGraphDestroy(partial);
     }
     (void)cudaGetLastError();  // the failed capture's error is reported by the caller, not by the next CUDA call
+    // Each step on its own: capture_end may have done some before failing.
+    auto attempt = [](const std::function<void()>& step) {
+      try {
+        step();
+      } catch (...) {
+      }
+    };
     const c10::DeviceIndex device = device_.index();
-    try {
-      c10::cuda::CUDACachingAllocator::endAllocateToPool(device, pool);
-    } catch (...) {  // capture_end may have done it before failing
-    }
-    try {
-      at::getHostAllocator(at::kCUDA)->end_allocate_to_pool(pool);
-    } catch (...) {
-    }
-    try {
-      c10::cuda::CUDACachingAllocator::releasePool(device, pool);
-    } catch (...) {
-    }
-    try {
-      at::getHostAllocator(at::kCUDA)->release_pool(pool);
-    } catch (...) {
-    }
+    attempt([&] { c10::cuda::CUDACachingAllocator::endAllocateToPool(device, pool); });
+    attempt([&] { at::getHostAllocator(at::kCUDA)->end_allocate_to_pool(pool); });
+    attempt([&] { c10::cuda::CUDACachingAllocator::releasePool(device, pool); });
+    attempt([&] { at::getHostAllocator(at::kCUDA)->release_pool(pool); });
   }
 
   // Captures one run on `static_inputs` (the graph reads and writes their memory on every replay).

@@ -12,6 +12,7 @@
 
 #include <ATen/core/grad_mode.h>
 
+#include <functional>
 #include <unordered_map>
 
 #include "autograph/error.h"
@@ -139,29 +140,28 @@ double MeasuredCostModel::Impl::Measure(const OpGraph& graph, const Stage& stage
   at::NoGradGuard no_grad;
   StageSubgraph sub = ExtractStage(graph, stage, values);
   try {
-    const bool graph = options.cuda_graph && options.device.is_cuda();
-    StageExecutor executor(sub.graph, sub.schedule, ExecutorOptions{options.device, graph});
+    const bool replayed = options.cuda_graph && options.device.is_cuda();  // as the program runs it
+    StageExecutor executor(sub.graph, sub.schedule, ExecutorOptions{options.device, replayed});
     const bool flush = options.flush_l2 && options.device.is_cuda();
-    if (graph) {
+    std::function<void()> prepare, run;
+    std::vector<c10::IValue> buffers, run_inputs;
+    if (replayed) {
       // The graph runs on buffers of its own, captured once; inputs it writes in place are restored
       // from the recorded values before each replay (outside the timed span).
-      std::vector<c10::IValue> buffers;
       for (const c10::IValue& v : sub.inputs) buffers.push_back(v.isTensor() ? c10::IValue(v.toTensor().clone()) : v);
-      const std::function<void()> replay = executor.BindInputs(buffers);
-      auto restore = [&] {
+      run = executor.BindInputs(buffers);
+      prepare = [&] {
         for (size_t i = 0; i < buffers.size(); ++i)
           if (sub.mutated[i] && buffers[i].isTensor()) buffers[i].toTensor().copy_(sub.inputs[i].toTensor());
       };
-      return RobustMs(TimeRuns(options.device, options.warmup, options.repeats, restore, replay, flush),
-                      options.fastest_fraction);
+    } else {
+      prepare = [&] {
+        run_inputs = sub.inputs;
+        for (size_t i = 0; i < run_inputs.size(); ++i)
+          if (sub.mutated[i]) run_inputs[i] = sub.inputs[i].deepcopy();
+      };
+      run = [&] { executor.Run(std::move(run_inputs)); };
     }
-    std::vector<c10::IValue> run_inputs;
-    auto prepare = [&] {
-      run_inputs = sub.inputs;
-      for (size_t i = 0; i < run_inputs.size(); ++i)
-        if (sub.mutated[i]) run_inputs[i] = sub.inputs[i].deepcopy();
-    };
-    auto run = [&] { executor.Run(std::move(run_inputs)); };
     return RobustMs(TimeRuns(options.device, options.warmup, options.repeats, prepare, run, flush),
                     options.fastest_fraction);
   } catch (const ScheduleError&) {
