@@ -71,36 +71,36 @@ bool EndsWith(const std::string& s, const std::string& suffix) {
 // What each method is, as optimize options. jit and jit_frozen are not autograph's (see Build).
 //   nimble: Nimble's stream assignment, replayed as a CUDA Graph on CUDA (as Nimble does);
 //   ios: IOS's DP (r = 3, s = 8), merge and concurrent stages, no stitching;
-//   autograph: everything — substitutions, stitched kernels, AutoGraph's search with on-board
-//     verification, CUDA Graph on CUDA; sibling linears are not merged up front, the search
-//     decides per candidate between the merged GEMM and the GEMMs on streams (Merge stages);
+//   autograph: optimize()'s defaults — every rewrite, each kept only where the whole graph measures
+//     faster with it, AutoGraph's search, its best candidates verified on the device side by side
+//     with the one-stream and Nimble schedules, CUDA Graph on CUDA; sibling linears are left to the
+//     search (merged GEMM or GEMMs on streams, per candidate);
 //   taso_*: our substitutions first, sibling linears merged.
 // The searches rank stages by measured cost on CUDA (CUDA events, microseconds a stage). On CPU they
 // use the analytical model of the CPU: measuring every stage there takes too long (IOS on rnntc_sru
 // ran past 11 minutes on the 2-core VM), and AutoGraph still verifies its best candidates for real.
 OptimizeOptions OptionsFor(const std::string& method, const c10::Device& device) {
-  OptimizeOptions o;
+  OptimizeOptions o;  // the defaults are autograph's whole product; the baselines switch parts off
   o.device = device;
   const bool cuda = device.is_cuda();
   std::string base = method;
+  bool graph = false;
   if (EndsWith(method, "_graph")) {
     base = method.substr(0, method.size() - 6);
-    o.cuda_graph = true;
+    graph = true;
   }
-  const bool substitutions = base == "taso_jit" || base == "taso_nimble" || base == "autograph";
-  o.regroup_convolutions = o.fold_conv_relu = o.fuse_attention = substitutions;
-  o.merge_linears = substitutions && base != "autograph";
+  if (base == "autograph") return o;
+  const bool substitutions = base == "taso_jit" || base == "taso_nimble";
+  o.regroup_convolutions = o.fold_conv_relu = o.fuse_attention = o.merge_linears = substitutions;
+  o.stitch = false;
+  o.check_rewrites = false;  // baselines apply what they apply, unmeasured
   if (base == "taso_nimble") base = "nimble";
   o.method = base;
-  if (base == "nimble") o.cuda_graph = cuda;
+  o.cuda_graph = graph || (base == "nimble" && cuda);
   o.cost = cuda ? "measured" : "analytical";
   if (base == "ios") {
     o.ios_r = 3;
     o.ios_s = o.max_streams = 8;
-  }
-  if (base == "autograph") {
-    o.stitch = true;
-    o.cuda_graph = cuda;
   }
   return o;
 }

@@ -19,19 +19,19 @@ namespace autograph::cli {
 namespace {
 
 struct OptimizeCommandOptions {
-  std::string model, output, method = "greedy", device = "cpu";
+  std::string model, output, method = "autograph", device = "cpu";
   InputOptions inputs;
   int max_streams = 8;
-  bool cuda_graph = false, json = false;
+  bool cuda_graph = true, json = false;
   int measure_runs = 0;
-  std::string device_model, cost = "analytical", cost_cache;
+  std::string device_model, cost, cost_cache;
   int r = -1, s = 8, block = -1, verify = 3;
   int64_t block_states = -1;
   double alpha = 1.0;
   int64_t budget = 20000;
   double time_limit = -1;
-  bool no_merge = false, merge_linears = false, regroup = false, fold = false, fuse_attention = false, stitch = false,
-       substitutions = false;
+  bool no_merge = false, merge_linears = true, regroup = true, fold = true, fuse_attention = true, stitch = true,
+       substitutions = true, check_rewrites = true;
 };
 
 // Median wall time of `runs` forward calls after `runs / 5 + 1` warm-up calls; on CUDA each call is
@@ -74,13 +74,13 @@ int RunOptimize(const OptimizeCommandOptions& o) {
   options.time_limit = o.time_limit;
   options.verify = o.verify;
   options.merge = !o.no_merge;
-  // With a search that has Merge stages, --substitutions leaves sibling linears to it: it weighs the
-  // merged GEMM against the GEMMs on streams. --merge-linears merges them up front regardless.
-  const bool search_merges = (o.method == "ios" || o.method == "autograph") && !o.no_merge;
-  options.merge_linears = o.merge_linears || (o.substitutions && !search_merges);
-  options.regroup_convolutions = o.regroup || o.substitutions;
-  options.fold_conv_relu = o.fold || o.substitutions;
-  options.fuse_attention = o.fuse_attention || o.substitutions;
+  // --no-substitutions turns the four off; each has its own --no- switch. With ios and autograph,
+  // sibling linears are left to the search's merge stages (unless --no-merge).
+  options.merge_linears = o.merge_linears && o.substitutions;
+  options.regroup_convolutions = o.regroup && o.substitutions;
+  options.fold_conv_relu = o.fold && o.substitutions;
+  options.fuse_attention = o.fuse_attention && o.substitutions;
+  options.check_rewrites = o.check_rewrites;
   options.stitch = o.stitch;
   ProgressBar progress(o.method + " search");
   options.progress = [&progress](int done, int total) { progress.Update(done, total); };
@@ -99,6 +99,21 @@ int RunOptimize(const OptimizeCommandOptions& o) {
     measured = MeasureMilliseconds(optimized, inputs, o.measure_runs, options.device);
   }
 
+  auto ms_or_null = [](double ms) { return ms >= 0 ? nlohmann::json(ms) : nlohmann::json(nullptr); };
+  nlohmann::json candidates = nlohmann::json::array(), rewrites = nlohmann::json::array();
+  for (const CandidateTiming& c : report.candidates)
+    candidates.push_back({{"name", c.name},
+                          {"predicted_ms", ms_or_null(c.predicted_ms)},
+                          {"measured_ms", c.measured_ms},
+                          {"median_ms", c.median_ms},
+                          {"p90_ms", c.p90_ms},
+                          {"kept", c.name == report.chosen}});
+  for (const RewriteDecision& r : report.rewrites)
+    rewrites.push_back({{"name", r.name},
+                        {"changes", r.changes},
+                        {"without_ms", ms_or_null(r.without_ms)},
+                        {"with_ms", ms_or_null(r.with_ms)},
+                        {"kept", r.kept}});
   nlohmann::json result = {{"model", o.model},
                            {"method", report.method},
                            {"device", options.device.str()},
@@ -116,6 +131,10 @@ int RunOptimize(const OptimizeCommandOptions& o) {
                            {"stages_measured", report.stages_measured},
                            {"cost_cache_hits", report.cost_cache_hits},
                            {"candidates_verified", report.candidates_verified},
+                           {"chosen", report.chosen.empty() ? nlohmann::json(nullptr) : nlohmann::json(report.chosen)},
+                           {"candidates", candidates},
+                           {"rewrites", rewrites},
+                           {"rewrite_seconds", report.rewrite_seconds},
                            {"blocks_over_budget", report.blocks_over_budget},
                            {"linears_merged", report.linears_merged},
                            {"convolutions_regrouped", report.convolutions_regrouped},
@@ -140,6 +159,13 @@ int RunOptimize(const OptimizeCommandOptions& o) {
     if (report.stages_measured + report.cost_cache_hits > 0)
       std::cout << "measured cost: " << report.stages_measured << " stages run, " << report.cost_cache_hits
                 << " from the memo or the disk cache\n";
+    for (const RewriteDecision& r : report.rewrites)
+      std::cout << "rewrite " << r.name << ": " << r.changes << " change(s), "
+                << (r.with_ms >= 0 ? std::to_string(r.without_ms) + " -> " + std::to_string(r.with_ms) + " ms, " : "")
+                << (r.kept ? "kept" : "not kept") << "\n";
+    for (const CandidateTiming& c : report.candidates)
+      std::cout << "candidate " << c.name << ": " << c.measured_ms << " ms" << (c.name == report.chosen ? " (kept)" : "")
+                << "\n";
     if (!measured.is_null()) std::cout << "measured: " << measured.get<double>() << " ms\n";
   }
   return 0;
@@ -152,9 +178,9 @@ Command AddOptimizeCommand(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("optimize", "Plan a schedule and write an optimized TorchScript module");
   cmd->add_option("model", o->model, "TorchScript file (.pt)")->required();
   cmd->add_option("-o,--output", o->output, "Where to write the optimized module")->required();
-  cmd->add_option("--method", o->method, "Scheduler")
+  cmd->add_option("--method", o->method, "Scheduler (default autograph; the others are baselines)")
       ->check(CLI::IsMember({"sequential", "greedy", "nimble", "ios", "autograph"}));
-  cmd->add_option("--cost", o->cost, "ios, autograph: cost model")->check(CLI::IsMember({"analytical", "measured"}));
+  cmd->add_option("--cost", o->cost, "ios, autograph: cost model (default: measured on cuda, analytical on cpu)")->check(CLI::IsMember({"analytical", "measured"}));
   cmd->add_option("--cost-cache", o->cost_cache,
                   "measured: disk cache of stage times (default ~/.cache/autograph/costs/<device>.json; none = off)");
   cmd->add_option("--device", o->device, "Device to plan and run on")->check(CLI::IsMember({"cpu", "cuda"}));
@@ -177,24 +203,31 @@ Command AddOptimizeCommand(CLI::App& app) {
   cmd->add_option("--time-limit", o->time_limit,
                   "ios, autograph: seconds for the search, then blocks finish greedily (default: 60 with --cost measured, "
                   "none with analytical; 0 = none)");
-  cmd->add_option("--verify", o->verify, "autograph: best candidates run for real; the fastest is kept (0: none)")
+  cmd->add_option("--verify", o->verify,
+                  "autograph: the search's best N candidates, the one-stream and Nimble's schedules run side by side; "
+                  "the fastest is kept (0: none run)")
       ->check(CLI::Range(0, 16));
   cmd->add_flag("--no-merge", o->no_merge, "ios, autograph: no merged convolution or linear stages");
-  cmd->add_flag("--merge-linears", o->merge_linears,
-                "Substitution: linears that read one input (attention's Q, K, V) become one wider linear");
-  cmd->add_flag("--regroup-convs", o->regroup,
-                "Substitution: grouped convolutions run with fewer groups (block-diagonal weights) where timing on the "
-                "device says it pays (ResNeXt)");
-  cmd->add_flag("--fold-conv-relu", o->fold,
-                "Substitution (cuda): conv + relu and conv + residual add + relu become one cuDNN fused kernel");
-  cmd->add_flag("--fuse-attention", o->fuse_attention,
-                "Substitution: matmul, scale, mask add, softmax, matmul -> one scaled_dot_product_attention (fused kernel)");
-  cmd->add_flag("--substitutions", o->substitutions,
-                "All substitutions: --merge-linears --regroup-convs --fold-conv-relu --fuse-attention (with ios and "
-                "autograph, sibling linears are left to the search's merge stages unless --merge-linears is given)");
-  cmd->add_flag("--stitch", o->stitch,
-                "Memory-intensive operators (elementwise, softmax, layer norm, ...) planned into stitched kernels");
-  cmd->add_flag("--cuda-graph", o->cuda_graph, "Capture the multi-stream run into a CUDA Graph (cuda only)");
+  cmd->add_flag("--merge-linears,!--no-merge-linears", o->merge_linears,
+                "Substitution (default on): linears that read one input (attention's Q, K, V) become one wider linear; "
+                "with ios and autograph the search's merge stages decide instead");
+  cmd->add_flag("--regroup-convs,!--no-regroup-convs", o->regroup,
+                "Substitution (default on): grouped convolutions run with fewer groups (block-diagonal weights) where "
+                "timing on the device says it pays (ResNeXt)");
+  cmd->add_flag("--fold-conv-relu,!--no-fold-conv-relu", o->fold,
+                "Substitution (default on, cuda): conv + relu and conv + residual add + relu become one cuDNN fused "
+                "kernel");
+  cmd->add_flag("--fuse-attention,!--no-fuse-attention", o->fuse_attention,
+                "Substitution (default on): matmul, scale, mask add, softmax, matmul -> one scaled_dot_product_attention");
+  cmd->add_flag("--substitutions,!--no-substitutions", o->substitutions,
+                "All four substitutions (default on); --no-substitutions turns them all off");
+  cmd->add_flag("--stitch,!--no-stitch", o->stitch,
+                "Default on: memory-intensive operators (elementwise, softmax, layer norm, ...) planned into stitched "
+                "kernels");
+  cmd->add_flag("--check-rewrites,!--no-check-rewrites", o->check_rewrites,
+                "Default on: each rewrite is timed on the whole graph and undone unless it is faster");
+  cmd->add_flag("--cuda-graph,!--no-cuda-graph", o->cuda_graph,
+                "Default on (cuda only): replay the multi-stream run as a CUDA Graph");
   cmd->add_option("--measure", o->measure_runs, "Time N runs of the optimized module (median ms in measured_ms)");
   cmd->add_flag("--json", o->json, "One JSON object on stdout");
   AddInputOptions(cmd, &o->inputs);

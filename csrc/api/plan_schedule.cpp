@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
@@ -12,6 +13,7 @@
 #include "autograph/analytical_cost_model.h"
 #include "autograph/autograph_schedule.h"
 #include "autograph/error.h"
+#include "autograph/fastest_schedule.h"
 #include "autograph/ios_schedule.h"
 #include "autograph/measured_cost_model.h"
 #include "autograph/merged_kernel.h"
@@ -24,28 +26,35 @@ namespace autograph {
 
 namespace {
 
+// The cost model asked for; by default measured on CUDA, analytical on CPU.
+std::string CostModelName(const OptimizeOptions& options) {
+  if (!options.cost.empty()) return options.cost;
+  return options.device.is_cuda() ? "measured" : "analytical";
+}
+
 std::unique_ptr<CostModel> MakeCostModel(const OpGraph& graph, const std::vector<c10::IValue>& inputs,
                                          const OptimizeOptions& options) {
-  if (options.cost == "analytical") {
+  const std::string name = CostModelName(options);
+  if (name == "analytical") {
     std::string device_model = options.device_model;
     if (device_model.empty()) device_model = options.device.is_cuda() ? "h100" : "cpu";
     return std::make_unique<AnalyticalCostModel>(DeviceModel::ByName(device_model));
   }
-  if (options.cost == "measured") {
+  if (name == "measured") {
     MeasuredCostOptions measured;
     measured.device = options.device;
     measured.cache_path = options.cost_cache;
     measured.cuda_graph = options.cuda_graph;  // stages timed the way the program will run them
     return std::make_unique<MeasuredCostModel>(graph, inputs, measured);
   }
-  throw Error("unknown cost model '" + options.cost + "': use analytical or measured");
+  throw Error("unknown cost model '" + name + "': use analytical or measured");
 }
 
 // Seconds for a search: the option, or when it is negative 60 with measured costs (every new stage
 // runs on the device) and none with analytical ones.
 double SearchTimeLimit(const OptimizeOptions& options) {
   if (options.time_limit >= 0) return options.time_limit;
-  return options.cost == "measured" ? 60.0 : 0.0;
+  return CostModelName(options) == "measured" ? 60.0 : 0.0;
 }
 
 // IOS block by block: blocks are runs of at most `block` consecutive operators in topological order,
@@ -127,25 +136,36 @@ Schedule AutographPlan(const OpGraph& graph, const std::vector<c10::IValue>& inp
   }
   // Best predicted first; ties keep the min-cut partition's candidates ahead.
   std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-  size_t chosen = 0;
   report->predicted_ms = ranked[0].first;
-  if (options.verify > 0) {
-    // The measured latency of the whole run decides: a cost model sees stages one at a time.
-    double fastest = 0;
-    for (size_t i = 0; i < ranked.size() && static_cast<int>(i) < options.verify; ++i) {
-      const double ms = TimeSchedule(graph, ranked[i].second, inputs, options.device, options.cuda_graph,
-                                     /*warmup=*/3, /*repeats=*/10)
-                            .robust_ms;
-      ++report->candidates_verified;
-      if (i == 0 || ms < fastest) {
-        fastest = ms;
-        chosen = i;
-      }
+  if (options.verify <= 0) return std::move(ranked[0].second);
+  // On-board verification: the measured latency of the whole run decides (a cost model sees stages
+  // one at a time), among the search's best and the schedules it could have settled for instead.
+  std::vector<ScheduleCandidate> candidates;
+  std::map<std::string, size_t> index_of;  // schedule JSON -> candidate, so each runs once
+  auto add = [&](std::string name, Schedule schedule, double predicted_ms) {
+    const std::string key = ScheduleToJson(schedule).dump();
+    auto it = index_of.find(key);
+    if (it != index_of.end()) {
+      candidates[it->second].name += " = " + name;
+      return;
     }
-    report->measured_ms = fastest;
-    report->predicted_ms = ranked[chosen].first;
-  }
-  return std::move(ranked[chosen].second);
+    index_of[key] = candidates.size();
+    candidates.push_back(ScheduleCandidate{std::move(name), std::move(schedule), predicted_ms});
+  };
+  for (size_t i = 0; i < ranked.size() && static_cast<int>(i) < options.verify; ++i)
+    add("autograph " + std::to_string(i + 1), std::move(ranked[i].second), ranked[i].first);
+  Schedule sequential = SequentialSchedule(graph), nimble = NimbleSchedule(graph, options.max_streams);
+  const double sequential_ms = cost.ScheduleMs(graph, sequential), nimble_ms = cost.ScheduleMs(graph, nimble);
+  add("sequential", std::move(sequential), sequential_ms);
+  add("nimble", std::move(nimble), nimble_ms);
+  FastestScheduleOptions timing;
+  timing.cuda_graph = options.cuda_graph;
+  const size_t chosen = FastestSchedule(graph, candidates, inputs, options.device, timing, &report->candidates);
+  report->candidates_verified = static_cast<int>(candidates.size());
+  report->chosen = candidates[chosen].name;
+  report->measured_ms = report->candidates[chosen].measured_ms;
+  report->predicted_ms = candidates[chosen].predicted_ms;
+  return std::move(candidates[chosen].schedule);
 }
 
 }  // namespace

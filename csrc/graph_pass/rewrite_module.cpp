@@ -9,16 +9,14 @@
 #include <chrono>
 #include <sstream>
 
+#include "api/apply_rewrites.h"
 #include "api/plan_schedule.h"
-#include "autograph/device_model.h"
 #include "autograph/error.h"
 #include "autograph/import_op_graph.h"
 #include "autograph/lower_module.h"
 #include "autograph/merge_sibling_linears.h"
 #include "autograph/optimize.h"
 #include "autograph/program.h"
-#include "autograph/stitch_memory_bound_ops.h"
-#include "autograph/substitute.h"
 
 namespace autograph {
 
@@ -58,20 +56,11 @@ std::vector<c10::IValue> ToDevice(const std::vector<c10::IValue>& values, c10::D
   return out;
 }
 
-// The planner weighs a launch against bytes moved with the device model's figures.
-StitchPlanOptions StitchOptionsFor(const OptimizeOptions& options) {
-  std::string name = options.device_model;
-  if (name.empty()) name = options.device.is_cuda() ? "h100" : "cpu";
-  const DeviceModel device = DeviceModel::ByName(name);
-  StitchPlanOptions plan;
-  plan.launch_us = device.launch_us;
-  plan.bytes_per_us = device.memory_gbps * 1e3 * device.memory_efficiency;
-  return plan;
-}
-
 }  // namespace
 
-torch::jit::Module optimize(const torch::jit::Module& module, const OptimizeOptions& options, OptimizeReport* report) {
+torch::jit::Module optimize(const torch::jit::Module& module, const OptimizeOptions& requested, OptimizeReport* report) {
+  OptimizeOptions options = requested;
+  options.cuda_graph = requested.cuda_graph && requested.device.is_cuda();  // on by default, CUDA only
   if (options.example_inputs.empty()) {
     throw InputError("optimize needs example inputs, one per forward() argument, to plan for real shapes");
   }
@@ -102,17 +91,15 @@ torch::jit::Module optimize(const torch::jit::Module& module, const OptimizeOpti
       memory_bound_before += n.kind == OpKind::MemoryBound;
     }
   }
-  const SubstitutionCounts substituted = ApplySubstitutions(lowered, inputs, options);
-  const bool searched = options.method == "ios" || options.method == "autograph";
-  if (options.merge && searched) PrepareSiblingLinearsForMerging(lowered);  // the search may merge them
-  StitchReport stitch_report;
-  if (options.stitch) stitch_report = StitchMemoryBoundOps(lowered, inputs, StitchOptionsFor(options));
-  OpGraph graph = ImportOpGraph(lowered, inputs, &outputs);
-
-  auto start = std::chrono::steady_clock::now();
   OptimizeReport local_report;
   if (!report) report = &local_report;
   *report = OptimizeReport{};
+  const bool searched = options.method == "ios" || options.method == "autograph";
+  ApplyRewrites(lowered, inputs, options, searched, report);
+  if (options.merge && searched) PrepareSiblingLinearsForMerging(lowered);  // the search may merge them
+  OpGraph graph = ImportOpGraph(lowered, inputs, &outputs);
+
+  auto start = std::chrono::steady_clock::now();
   Schedule schedule = PlanSchedule(graph, inputs, options, report);
   const double search_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   ValidateSchedule(schedule, graph);
@@ -146,17 +133,10 @@ torch::jit::Module optimize(const torch::jit::Module& module, const OptimizeOpti
     report->memory_bound_before = memory_bound_before;
     for (const OpNode& n : graph.nodes()) report->memory_bound_after += n.kind == OpKind::MemoryBound;
     // Linears merged by the substitution, and by Merge stages the search chose.
-    report->linears_merged = substituted.linears_merged;
     for (const Stage& stage : schedule.stages)
       if (stage.strategy == StageStrategy::Merge && graph.node(stage.groups[0][0]).anchor &&
           graph.node(stage.groups[0][0]).anchor->kind() == c10::aten::linear)
         report->linears_merged += static_cast<int>(stage.groups.size()) - 1;
-    report->convolutions_regrouped = substituted.convolutions_regrouped;
-    report->convolutions_folded = substituted.convolutions_folded;
-    report->ops_folded = substituted.ops_folded;
-    report->attentions_fused = substituted.attentions_fused;
-    report->stitch_groups = stitch_report.groups;
-    report->ops_stitched = stitch_report.ops_stitched;
     report->operators_after = KernelsLaunched(graph, schedule);
     report->stages = static_cast<int>(schedule.stages.size());
     report->groups = schedule.num_groups();

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "autograph/fastest_schedule.h"
 #include "autograph/schedule.h"
 
 namespace torch::jit {
@@ -16,21 +17,30 @@ struct Module;
 
 namespace autograph {
 
+// The defaults are the whole product: the `autograph` search with on-board verification, every
+// rewrite, CUDA Graphs on CUDA, and each rewrite kept only where the whole graph measures faster with
+// it (check_rewrites). The other methods and switches are baselines and experiments.
 struct OptimizeOptions {
   std::vector<c10::IValue> example_inputs;  // one per forward() argument; moved to `device`
-  std::string method = "greedy";            // sequential | greedy | nimble | ios | autograph
+  std::string method = "autograph";         // sequential | greedy | nimble | ios | autograph
   c10::Device device = c10::kCPU;
   int max_streams = 8;                      // at most this many groups per stage
-  bool cuda_graph = false;                  // CUDA only
-  bool merge_linears = false;               // substitution: linears sharing an input -> one wider linear
-  bool regroup_convolutions = false;        // substitution: grouped convs with fewer groups, where timing says it pays
-  bool fold_conv_relu = false;              // substitution (CUDA): conv + [add +] relu -> one cuDNN fused kernel
-  bool fuse_attention = false;              // substitution: matmul, scale, mask, softmax, matmul -> one fused attention
-  bool stitch = false;                      // memory-intensive operators -> stitched kernels (ILP planner)
+  bool cuda_graph = true;                   // replay the run as a CUDA Graph (on CUDA devices; ignored on CPU)
+  // Rewrites, in the order they are tried:
+  bool fuse_attention = true;        // matmul, scale, mask, softmax, matmul -> one fused attention
+  bool merge_linears = true;         // linears sharing an input -> one wider linear, up front. Not with ios /
+                                     // autograph and `merge`: there the search decides per candidate
+  bool regroup_convolutions = true;  // grouped convs with fewer groups, where timing says it pays
+  bool fold_conv_relu = true;        // conv + [add +] relu -> one cuDNN fused kernel (CUDA only)
+  bool stitch = true;                // memory-intensive operators -> stitched kernels (ILP planner)
+  // Every rewrite that changed the graph is timed on the whole graph (run as one stream, side by side
+  // with the graph before it) and undone unless it is faster. false: rewrites are kept unmeasured.
+  bool check_rewrites = true;
 
   // Searches (ios, autograph): the cost model stages are ranked with. "analytical": a roofline of
   // `device_model`; "measured": stages run for real on `device` (memoized, cached on disk).
-  std::string cost = "analytical";
+  // "" = measured on CUDA, analytical on CPU (measuring every stage on a CPU takes minutes).
+  std::string cost;
   std::string device_model;    // h100, a100, v100, cpu, or a calibrated .json (default: h100 on cuda, cpu on cpu)
   std::string cost_cache;      // measured: disk cache file; "" = ~/.cache/autograph/costs/<device>.json, "none" = off
   int ios_r = 3, ios_s = 8;    // ios: operators per group, groups per stage
@@ -49,8 +59,19 @@ struct OptimizeOptions {
   // past it, blocks finish greedily (blocks_over_budget counts them). 0 = none; negative = 60 with
   // measured costs, none with analytical ones.
   double time_limit = -1;
+  // autograph: the search's best `verify` candidates, the one-stream schedule and Nimble's are run side
+  // by side on the device and the fastest is kept (0: keep the best predicted, nothing is run).
   int verify = 3;
   std::function<void(int, int)> progress;  // search progress: (blocks done, blocks in all)
+};
+
+// A rewrite tried on the graph (check_rewrites): how much it changed and what the graph measured without
+// and with it; undone when it did not measure faster.
+struct RewriteDecision {
+  std::string name;          // fuse_attention, merge_linears, regroup_convolutions, fold_conv_relu, stitch
+  int changes = 0;           // rewrites it made (attentions fused, linears merged, groups stitched, ...)
+  double without_ms = -1, with_ms = -1;  // whole graph, robust ms side by side; -1 when not timed
+  bool kept = false;
 };
 
 struct OptimizeReport {
@@ -60,12 +81,16 @@ struct OptimizeReport {
   int operators_after = 0;   // kernels launched per run after merging
   int stages = 0, groups = 0, streams = 0;
   double search_seconds = 0;
+  double rewrite_seconds = 0;  // rewrites, their timing included
   int64_t states_explored = 0;
   int64_t stages_evaluated = 0;
   int64_t stages_measured = 0;  // measured cost: stages run on the device (the rest came from memo or disk cache)
   int64_t cost_cache_hits = 0;
-  double predicted_ms = -1;  // under the cost model (ios, autograph), else -1
+  double predicted_ms = -1;  // of the kept schedule under the cost model (ios, autograph), else -1
   double measured_ms = -1;   // on-board verification of the kept schedule (autograph with verify > 0), else -1
+  std::vector<CandidateTiming> candidates;  // autograph with verify > 0: every schedule run, in the order run
+  std::string chosen;                       // the candidate kept
+  std::vector<RewriteDecision> rewrites;    // every rewrite tried, kept or undone
   int candidates_verified = 0;
   int blocks_over_budget = 0;
   int linears_merged = 0;  // linears removed by merge_linears (a group of k counts k - 1)

@@ -21,6 +21,14 @@ namespace autograph {
 std::vector<double> TimeRuns(c10::Device device, int warmup, int repeats, const std::function<void()>& prepare,
                              const std::function<void()>& run, bool flush_l2 = false);
 
+// Several pieces of work timed side by side: each is warmed up `warmup` times, then `rounds` rounds
+// run each once in turn, so that drift in the machine's speed (clock changes, other load) falls on
+// all of them alike. Returns each piece's `rounds` samples in ms, in the order of `runs`. prepare(i)
+// runs before every run of piece i, outside the timed span.
+std::vector<std::vector<double>> TimeRunsSideBySide(c10::Device device, int warmup, int rounds,
+                                                    const std::vector<std::function<void()>>& runs,
+                                                    const std::function<void(size_t)>& prepare = nullptr);
+
 // Mean of the fastest ceil(fraction * n) samples (at least one): robust to the slow outliers that
 // preemption and frequency changes add (the statistic of IOS's C++ port). fraction in (0, 1].
 double RobustMs(std::vector<double> samples, double fraction);

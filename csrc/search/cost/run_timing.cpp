@@ -89,6 +89,20 @@ std::vector<double> TimeRuns(c10::Device device, int warmup, int repeats, const 
   throw Error("cannot time on device '" + device.str() + "': autograph runs on cpu and cuda");
 }
 
+std::vector<std::vector<double>> TimeRunsSideBySide(c10::Device device, int warmup, int rounds,
+                                                    const std::vector<std::function<void()>>& runs,
+                                                    const std::function<void(size_t)>& prepare) {
+  if (rounds < 1) throw Error("timing needs at least one round; got " + std::to_string(rounds));
+  if (warmup < 0) throw Error("warm-up runs cannot be negative; got " + std::to_string(warmup));
+  auto prepare_for = [&](size_t i) { return std::function<void()>([&prepare, i] { if (prepare) prepare(i); }); };
+  for (size_t i = 0; i < runs.size(); ++i)
+    if (warmup > 0) TimeRuns(device, warmup - 1, 1, prepare_for(i), runs[i]);
+  std::vector<std::vector<double>> samples(runs.size());
+  for (int r = 0; r < rounds; ++r)
+    for (size_t i = 0; i < runs.size(); ++i) samples[i].push_back(TimeRuns(device, 0, 1, prepare_for(i), runs[i])[0]);
+  return samples;
+}
+
 double RobustMs(std::vector<double> samples, double fraction) {
   if (samples.empty()) throw Error("robust statistic of no samples");
   if (!(fraction > 0 && fraction <= 1))

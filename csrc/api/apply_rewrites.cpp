@@ -1,0 +1,130 @@
+#include "api/apply_rewrites.h"
+
+#include <torch/csrc/jit/ir/ir.h>
+
+#include <chrono>
+#include <functional>
+#include <string>
+
+#include "autograph/compiled_graph.h"
+#include "autograph/device_model.h"
+#include "autograph/fold_convolution_add_relu.h"
+#include "autograph/fuse_attention.h"
+#include "autograph/merge_sibling_linears.h"
+#include "autograph/regroup_grouped_convolutions.h"
+#include "autograph/run_timing.h"
+#include "autograph/stitch_memory_bound_ops.h"
+#include "graph_pass/top_level_nodes.h"
+
+namespace autograph {
+
+namespace {
+
+using GraphPtr = std::shared_ptr<torch::jit::Graph>;
+
+// What a rewrite did: `changes` decides whether there is anything to time; `absorbed` is the
+// operators folded or stitched away (report only).
+struct RewriteOutcome {
+  int changes = 0;
+  int absorbed = 0;
+};
+
+struct RewriteStep {
+  std::string name;
+  std::function<RewriteOutcome(GraphPtr&)> apply;
+  std::function<void(const RewriteOutcome&, OptimizeReport*)> count;  // into the report, when kept
+};
+
+// The stitch planner weighs a launch against bytes moved with the device model's figures.
+StitchPlanOptions StitchOptionsFor(const OptimizeOptions& options) {
+  std::string name = options.device_model;
+  if (name.empty()) name = options.device.is_cuda() ? "h100" : "cpu";
+  const DeviceModel device = DeviceModel::ByName(name);
+  StitchPlanOptions plan;
+  plan.launch_us = device.launch_us;
+  plan.bytes_per_us = device.memory_gbps * 1e3 * device.memory_efficiency;
+  return plan;
+}
+
+int CountAtenNodes(const torch::jit::Graph& graph) {
+  int n = 0;
+  for (const torch::jit::Node* node : graph.nodes()) n += node->kind().is_aten();
+  return n;
+}
+
+std::vector<RewriteStep> RewriteSteps(const std::vector<c10::IValue>& inputs, const OptimizeOptions& options,
+                                      bool searched) {
+  std::vector<RewriteStep> steps;
+  if (options.fuse_attention)
+    steps.push_back({"fuse_attention", [&](GraphPtr& g) { return RewriteOutcome{FuseScaledDotProductAttention(g, inputs)}; },
+                     [](const RewriteOutcome& o, OptimizeReport* r) { r->attentions_fused += o.changes; }});
+  if (options.merge_linears && !(searched && options.merge))
+    steps.push_back({"merge_linears", [](GraphPtr& g) { return RewriteOutcome{MergeSiblingLinears(g)}; },
+                     [](const RewriteOutcome& o, OptimizeReport* r) { r->linears_merged += o.changes; }});
+  if (options.regroup_convolutions)
+    steps.push_back({"regroup_convolutions",
+                     [&](GraphPtr& g) {
+                       RegroupOptions regroup;
+                       if (options.check_rewrites) regroup.keep_graph_below = 0;  // the driver checks the graph
+                       return RewriteOutcome{RegroupGroupedConvolutions(g, inputs, regroup).regrouped};
+                     },
+                     [](const RewriteOutcome& o, OptimizeReport* r) { r->convolutions_regrouped += o.changes; }});
+  if (options.fold_conv_relu && options.device.is_cuda())  // cuDNN's fused kernel: no CPU counterpart
+    steps.push_back({"fold_conv_relu",
+                     [&](GraphPtr& g) {
+                       const int before = CountAtenNodes(*g);
+                       RewriteOutcome o{FoldConvolutionAddRelu(g, inputs)};
+                       o.absorbed = before - CountAtenNodes(*g);
+                       return o;
+                     },
+                     [](const RewriteOutcome& o, OptimizeReport* r) {
+                       r->convolutions_folded += o.changes;
+                       r->ops_folded += o.absorbed;
+                     }});
+  if (options.stitch)
+    steps.push_back({"stitch",
+                     [&](GraphPtr& g) {
+                       const StitchReport s = StitchMemoryBoundOps(g, inputs, StitchOptionsFor(options));
+                       return RewriteOutcome{s.groups, s.ops_stitched};
+                     },
+                     [](const RewriteOutcome& o, OptimizeReport* r) {
+                       r->stitch_groups += o.changes;
+                       r->ops_stitched += o.absorbed;
+                     }});
+  return steps;
+}
+
+// The graph without and with a rewrite, each run as one stream, side by side: robust ms of each.
+std::pair<double, double> TimeSideBySide(const GraphPtr& without, const GraphPtr& with,
+                                         const std::vector<c10::IValue>& inputs, c10::Device device) {
+  CompiledGraph a(without, TopLevelNodesOf(*without).order), b(with, TopLevelNodesOf(*with).order);
+  const auto samples = TimeRunsSideBySide(device, /*warmup=*/2, /*rounds=*/10,
+                                          {[&] { a.Run(inputs); }, [&] { b.Run(inputs); }});
+  return {RobustMs(samples[0], 0.3), RobustMs(samples[1], 0.3)};
+}
+
+}  // namespace
+
+void ApplyRewrites(GraphPtr& lowered, const std::vector<c10::IValue>& inputs, const OptimizeOptions& options,
+                   bool searched, OptimizeReport* report) {
+  const auto start = std::chrono::steady_clock::now();
+  for (const RewriteStep& step : RewriteSteps(inputs, options, searched)) {
+    RewriteDecision decision;
+    decision.name = step.name;
+    GraphPtr candidate = options.check_rewrites ? lowered->copy() : lowered;
+    const RewriteOutcome outcome = step.apply(candidate);
+    decision.changes = outcome.changes;
+    if (outcome.changes > 0 && options.check_rewrites) {
+      std::tie(decision.without_ms, decision.with_ms) = TimeSideBySide(lowered, candidate, inputs, options.device);
+      decision.kept = decision.with_ms < decision.without_ms;
+    } else {
+      decision.kept = outcome.changes > 0;
+    }
+    if (decision.kept || !options.check_rewrites) lowered = candidate;  // unchecked: the pass's own result
+    if (decision.kept) step.count(outcome, report);
+    report->rewrites.push_back(std::move(decision));
+  }
+  report->rewrite_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+}  // namespace autograph

@@ -1,0 +1,24 @@
+#pragma once
+// The driver's rewrites of a lowered graph, each kept only where the whole graph measures faster with
+// it (OptimizeOptions::check_rewrites).
+#include <memory>
+#include <vector>
+
+#include "autograph/optimize.h"
+
+namespace torch::jit {
+struct Graph;
+}
+
+namespace autograph {
+
+// Tries options' rewrites on `lowered` in order (fuse_attention, merge_linears, regroup_convolutions,
+// fold_conv_relu on CUDA, stitch), `inputs` already on options.device. With check_rewrites each is
+// applied to a copy, and the copy replaces the graph only when the rewrite changed something and the
+// graph, run as one stream, measures faster with it than without (side by side). Fills report's
+// rewrite counts (of kept rewrites only) and report->rewrites. `searched`: the schedule search will
+// decide sibling-linear merges itself, so merge_linears is not tried up front.
+void ApplyRewrites(std::shared_ptr<torch::jit::Graph>& lowered, const std::vector<c10::IValue>& inputs,
+                   const OptimizeOptions& options, bool searched, OptimizeReport* report);
+
+}  // namespace autograph
