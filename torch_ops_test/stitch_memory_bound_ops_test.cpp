@@ -155,9 +155,78 @@ graph(%x : Tensor):
   auto original = graph->copy();
   std::vector<at::Tensor> inputs = {torch::randn({5, 7})};
   Stitch(graph, inputs);
-  // sigmoid reads %y before relu_ writes it, add after: they never share a kernel.
+  // sigmoid reads %y before relu_ writes it, add after: the write stays (PyTorch's mutation removal
+  // only takes writes into values not read before them), and the readers keep their sides of it.
   ExpectSameOutputs(original, graph, inputs);
   FileCheck().check("aten::relu_")->run(*graph);
+}
+
+// A traced torchvision block ends in `out += identity; out = relu_(out)`: both in place, both stitched.
+TEST(StitchMemoryBoundOps, InPlaceResidualAddAndReluAreStitched) {
+  auto graph = GraphWithConstants(R"IR(
+graph(%x : Tensor, %r : Tensor, %w : Tensor):
+  %one : int = prim::Constant[value=1]()
+  %h : Tensor = aten::matmul(%x, %w)
+  %a : Tensor = aten::add_(%h, %r, %one)
+  %o : Tensor = aten::relu_(%a)
+  %p : Tensor = aten::matmul(%o, %w)
+  return (%p, %o))IR",
+                                  {{"w", torch::randn({16, 16})}});
+  auto original = graph->copy();
+  std::vector<at::Tensor> inputs = {torch::randn({8, 16}), torch::randn({8, 16})};
+  StitchReport report = Stitch(graph, inputs);
+  EXPECT_EQ(report.groups, 1);
+  EXPECT_EQ(report.ops_stitched, 2);
+  FileCheck()
+      .check("aten::matmul")
+      ->check("autograph::stitched")
+      ->check_not("aten::add_")
+      ->check_not("aten::relu_")
+      ->check("aten::matmul")
+      ->run(*graph);
+  ExpectSameOutputs(original, graph, inputs);
+}
+
+// A lone in-place activation between two non-stitchable operators stays in place (its functional
+// form would cost an allocation and join no group); a write into a graph input is never removed
+// (the caller sees it).
+TEST(StitchMemoryBoundOps, LoneInPlaceOpsAndWritesToInputsStayInPlace) {
+  auto graph = GraphWithConstants(R"IR(
+graph(%x : Tensor, %w : Tensor):
+  %h : Tensor = aten::matmul(%x, %w)
+  %o : Tensor = aten::relu_(%h)
+  %p : Tensor = aten::matmul(%o, %w)
+  %q : Tensor = aten::sigmoid_(%x)
+  %s : Tensor = aten::tanh(%q)
+  return (%p, %s))IR",
+                                  {{"w", torch::randn({16, 16})}});
+  auto original = graph->copy();
+  const at::Tensor x = torch::randn({8, 16});
+  std::vector<at::Tensor> a = {x.clone()}, b = {x.clone()};
+  Stitch(graph, b);  // the pass runs the graph once: give it its own copy
+  FileCheck().check("aten::relu_")->check("aten::sigmoid_")->run(*graph);
+  b = {x.clone()};
+  auto want = RunGraph(original, a);
+  auto got = RunGraph(graph, b);
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_TRUE(torch::allclose(want[i], got[i], 1e-5, 1e-5)) << i;
+  EXPECT_TRUE(torch::equal(a[0], b[0])) << "the input must be written as before";
+}
+
+TEST(StitchMemoryBoundOps, HardswishAndHardsigmoid) {
+  auto graph = GraphWithConstants(R"IR(
+graph(%x : Tensor):
+  %h : Tensor = aten::hardswish(%x)
+  %s : Tensor = aten::hardsigmoid(%h)
+  %m : Tensor = aten::mul(%h, %s)
+  return (%m))IR",
+                                  {});
+  auto original = graph->copy();
+  std::vector<at::Tensor> inputs = {torch::randn({4, 33}) * 4};  // both sides of the +-3 knees
+  StitchReport report = Stitch(graph, inputs);
+  EXPECT_EQ(report.groups, 1);
+  EXPECT_EQ(report.ops_stitched, 3);
+  FileCheck().check("autograph::stitched")->check_not("aten::hardswish")->check_not("aten::hardsigmoid")->run(*graph);
+  ExpectSameOutputs(original, graph, inputs);
 }
 
 TEST(StitchMemoryBoundOps, UnsupportedOperatorsStayAsTheyWere) {

@@ -1,18 +1,58 @@
 // CPU backend: the groups of a stage run concurrently, group 0 on the calling thread and the others
 // on a thread pool owned by the backend; the caller waits for the whole stage before the next. A
-// Merge stage is one group: its merged kernel runs on the calling thread.
+// Merge stage is one group: its merged kernel runs on the calling thread. The groups of a stage
+// share the caller's intra-op threads: each runs its operators with its share (OpenMP's thread
+// count is per thread), instead of every group asking for all cores.
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
 #include <ATen/ThreadLocalState.h>
 #include <c10/core/thread_pool.h>
 
 #include <condition_variable>
+#include <algorithm>
 #include <exception>
 #include <mutex>
 
 #include "autograph/stage_executor.h"
 
+#ifdef AUTOGRAPH_WITH_OPENMP
+extern "C" {
+// libgomp, the OpenMP runtime of ATen's parallel backend: the thread count of parallel regions that
+// the calling thread starts.
+void omp_set_num_threads(int);
+int omp_get_max_threads();
+}
+#endif
+
 namespace autograph {
 
 namespace {
+
+// Runs the rest of the scope with `threads` intra-op threads on this thread; restores the count.
+class IntraOpThreadsGuard {
+ public:
+  explicit IntraOpThreadsGuard(int threads) {
+#ifdef AUTOGRAPH_WITH_OPENMP
+    previous_ = omp_get_max_threads();
+    if (threads != previous_) omp_set_num_threads(threads);
+#endif
+  }
+  ~IntraOpThreadsGuard() {
+#ifdef AUTOGRAPH_WITH_OPENMP
+    if (omp_get_max_threads() != previous_) omp_set_num_threads(previous_);
+#endif
+  }
+  IntraOpThreadsGuard(const IntraOpThreadsGuard&) = delete;
+  IntraOpThreadsGuard& operator=(const IntraOpThreadsGuard&) = delete;
+
+ private:
+  int previous_ = 0;
+};
+
+// Group g's share of `threads` among `groups` (the first ones take the remainder), at least one.
+int ThreadShare(int threads, int groups, int g) {
+  return std::max(1, threads / groups + (g < threads % groups ? 1 : 0));
+}
 
 class StageLatch {
  public:
@@ -38,7 +78,14 @@ class StageLatch {
 class CpuStageBackend : public StageBackend {
  public:
   explicit CpuStageBackend(std::shared_ptr<const StagePlan> plan) : plan_(std::move(plan)) {
-    if (plan_->num_streams > 1) pool_ = std::make_unique<c10::ThreadPool>(plan_->num_streams - 1);
+    // ATen sets a thread's count to the process's on its first parallel call (a lazy per-thread
+    // init, one in libtorch and one inlined here): do both when a pool thread starts, so that they
+    // cannot undo a share later.
+    if (plan_->num_streams > 1)
+      pool_ = std::make_unique<c10::ThreadPool>(plan_->num_streams - 1, -1, [] {
+        at::get_num_threads();
+        at::internal::lazy_init_num_threads();
+      });
   }
 
   std::vector<c10::IValue> Run(std::vector<c10::IValue> inputs) const override {
@@ -51,12 +98,14 @@ class CpuStageBackend : public StageBackend {
       if (groups.size() == 1) {
         RunGroup(groups[0], table, stack);
       } else {
-        StageLatch latch(static_cast<int>(groups.size()) - 1);
+        const int threads = at::get_num_threads(), n = static_cast<int>(groups.size());
+        StageLatch latch(n - 1);
         for (size_t g = 1; g < groups.size(); ++g) {
-          pool_->run([this, &groups, g, &table, &latch, &caller_state] {
+          pool_->run([this, &groups, g, &table, &latch, &caller_state, share = ThreadShare(threads, n, g)] {
             std::exception_ptr error;
             try {
               at::ThreadLocalStateGuard state_guard(caller_state);
+              IntraOpThreadsGuard threads_guard(share);
               torch::jit::Stack own_stack;
               RunGroup(groups[g], table, own_stack);
             } catch (...) {
@@ -67,6 +116,7 @@ class CpuStageBackend : public StageBackend {
         }
         std::exception_ptr error;
         try {
+          IntraOpThreadsGuard threads_guard(ThreadShare(threads, n, 0));
           RunGroup(groups[0], table, stack);
         } catch (...) {
           error = std::current_exception();

@@ -3,6 +3,7 @@
 #include <torch/csrc/jit/ir/alias_analysis.h>  // AliasDb: moving group members together
 #include <torch/csrc/jit/ir/constants.h>
 #include <torch/csrc/jit/ir/ir.h>
+#include <torch/csrc/jit/passes/remove_mutation.h>  // RemoveTensorMutation
 
 #include <map>
 #include <set>
@@ -102,10 +103,33 @@ void ReplaceWithStitched(const std::shared_ptr<torch::jit::Graph>& graph, const 
   for (auto it = members.rbegin(); it != members.rend(); ++it) (*it)->destroy();
 }
 
+// In-place operators in a chain of stitchable ones (the relu_ after a residual add_, ...) become their
+// functional forms where PyTorch's alias analysis proves that nobody else sees the write
+// (RemoveTensorMutation), so the planner may group them. Lone ones stay in place: there a functional
+// form would only cost an allocation per run.
+void FunctionalizeStitchableChains(const std::shared_ptr<torch::jit::Graph>& graph) {
+  auto stitchable_kind = [](const Node* n) {
+    if (!n->kind().is_aten()) return false;
+    std::string kind = n->kind().toQualString();
+    if (kind.back() == '_') kind.pop_back();
+    return IsStitchableKind(kind);
+  };
+  torch::jit::RemoveTensorMutation(graph, [&](Node* n) {
+    const std::string kind = n->kind().toQualString();
+    if (kind.back() != '_' || n->owningBlock() != graph->block() || !stitchable_kind(n)) return false;
+    for (const Value* v : n->inputs())
+      if (stitchable_kind(v->node())) return true;
+    for (const torch::jit::Use& use : n->output()->uses())
+      if (stitchable_kind(use.user)) return true;
+    return false;
+  });
+}
+
 }  // namespace
 
 StitchReport StitchMemoryBoundOps(std::shared_ptr<torch::jit::Graph>& graph,
                                   const std::vector<c10::IValue>& example_inputs, const StitchPlanOptions& options) {
+  FunctionalizeStitchableChains(graph);
   torch::jit::Block* top = graph->block();
   const TopLevelNodes nodes = TopLevelNodesOf(*graph);
   const std::vector<Node*>& order = nodes.order;

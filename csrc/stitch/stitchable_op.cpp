@@ -6,6 +6,7 @@
 #include <torch/csrc/jit/ir/ir.h>
 
 #include <map>
+#include <set>
 
 namespace autograph {
 
@@ -67,6 +68,13 @@ int TrailingDims(std::vector<int64_t> dims, int64_t rank) {
 
 }  // namespace
 
+bool IsStitchableKind(const std::string& kind) {
+  static const std::set<std::string> others = {"aten::silu",    "aten::gelu",        "aten::clamp",
+                                               "aten::hardtanh", "aten::hardsigmoid", "aten::hardswish",
+                                               "aten::softmax", "aten::log_softmax", "aten::layer_norm"};
+  return UnaryOps().count(kind) || BinaryOps().count(kind) || Reductions().count(kind) || others.count(kind);
+}
+
 std::optional<StitchableOp> AnalyzeStitchable(const Node* node,
                                               const std::function<at::Tensor(const Value*)>& value_of) {
   if (node->outputs().size() != 1 || !IsTensor(node->output()) || !node->blocks().empty()) return std::nullopt;
@@ -97,6 +105,8 @@ std::optional<StitchableOp> AnalyzeStitchable(const Node* node,
 
   if (UnaryOps().count(kind) && n_in == 1) return elementwise(1, 1);
   if (kind == "aten::silu" && n_in == 1) return elementwise(1, 2);
+  if (kind == "aten::hardsigmoid" && n_in == 1) return elementwise(1, 4);
+  if (kind == "aten::hardswish" && n_in == 1) return elementwise(1, 5);
   if (kind == "aten::gelu" && n_in == 2) {
     auto approximate = Constant(node->input(1));
     if (!approximate || !approximate->isString()) return std::nullopt;
@@ -203,6 +213,13 @@ int EmitStitchStatements(const Node* node, StitchProgram* p, const std::function
   if (kind == "aten::silu") {
     int a = operand(x);
     return emit(StitchOp::Mul, {a, emit(StitchOp::Sigmoid, {a})});
+  }
+  if (kind == "aten::hardsigmoid" || kind == "aten::hardswish") {
+    // hardsigmoid(x) = min(max(x + 3, 0), 6) / 6; hardswish(x) = x * hardsigmoid(x)
+    int a = operand(x);
+    int h = emit(StitchOp::Min, {emit(StitchOp::Max, {emit(StitchOp::Add, {a, constant(3)}), constant(0)}), constant(6)});
+    h = emit(StitchOp::Mul, {h, constant(1.0 / 6.0)});
+    return kind == "aten::hardswish" ? emit(StitchOp::Mul, {a, h}) : h;
   }
   if (kind == "aten::gelu") {
     const bool tanh = torch::jit::toIValue(node->input(1))->toStringRef() == "tanh";

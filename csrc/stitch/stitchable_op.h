@@ -6,6 +6,7 @@
 
 #include <functional>
 #include <optional>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -27,6 +28,10 @@ struct StitchableOp {
   bool keepdim = true;          // row output keeps the reduced dims as 1s (else no group member may read it)
   std::vector<torch::jit::Value*> tensor_inputs;  // inputs read as tensors (the rest are constants)
 };
+
+// Whether operators of this kind (a functional aten kind such as "aten::relu") can be stitched at all;
+// AnalyzeStitchable decides for one node.
+bool IsStitchableKind(const std::string& kind);
 
 // `value_of` gives the recorded tensor of a value (undefined tensor when not a tensor). Returns
 // nothing when the node cannot be stitched: unsupported op or argument (non-constant scalar,
