@@ -24,7 +24,9 @@ def run(cli, zoo, model, method, args):
     with tempfile.TemporaryDirectory() as tmp:
         cmd = [cli, "optimize", os.path.join(zoo, model + ".pt"), "-o", os.path.join(tmp, "out.pt"), "--method",
                method, "--device", args.device, "--device-model", args.device_model, "--cost", "analytical",
-               "--verify", "0", "--measure", str(args.measure), "--json"]
+               "--verify", "0", "--measure", str(args.measure), "--json",
+               # the searches compared on the graph as lowered: no rewrites
+               "--no-substitutions", "--no-stitch", "--no-check-rewrites"]
         done = subprocess.run(cmd, capture_output=True, text=True)
         if done.returncode != 0:
             sys.stderr.write(f"{model} {method}: {done.stderr.strip().splitlines()[-1] if done.stderr else 'failed'}\n")

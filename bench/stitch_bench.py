@@ -28,7 +28,8 @@ import autograph  # noqa: E402
 
 def optimize(cli, zoo, model, out, device, *extra):
     cmd = [cli, "optimize", os.path.join(zoo, model + ".pt"), "-o", out, "--method", "autograph", "--device", device,
-           "--device-model", "h100" if device == "cuda" else "cpu", "--verify", "0", "--json"]
+           "--device-model", "h100" if device == "cuda" else "cpu", "--verify", "0", "--json",
+           "--no-check-rewrites"]  # what each rewrite does, kept whether or not it pays
     cmd += list(extra)
     done = subprocess.run(cmd, capture_output=True, text=True)
     if done.returncode != 0:
@@ -88,8 +89,10 @@ def main():
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for model in args.models:
-            plain = optimize(args.cli, args.zoo, model, os.path.join(tmp, "a.pt"), args.device)
-            stitched = optimize(args.cli, args.zoo, model, os.path.join(tmp, "s.pt"), args.device, "--stitch")
+            plain = optimize(args.cli, args.zoo, model, os.path.join(tmp, "a.pt"), args.device, "--no-stitch",
+                             "--no-substitutions")
+            stitched = optimize(args.cli, args.zoo, model, os.path.join(tmp, "s.pt"), args.device, "--stitch",
+                                "--no-substitutions")
             full = optimize(args.cli, args.zoo, model, os.path.join(tmp, "f.pt"), args.device, "--stitch",
                             "--substitutions")
             modules = {"jit": torch.jit.load(os.path.join(args.zoo, model + ".pt"), map_location=args.device),
