@@ -4,6 +4,8 @@
 #include "autograph/stage_executor.h"
 
 #include <gtest/gtest.h>
+
+#include <algorithm>
 #include <torch/script.h>
 #include <torch/torch.h>
 
@@ -35,9 +37,8 @@ std::ostream& operator<<(std::ostream& os, const ExecutorCase& c) { return os <<
 
 class RandomSchedules : public ::testing::TestWithParam<ExecutorCase> {};
 
-// Every operator computes the same function of the same inputs whatever the schedule, and a CPU
-// kernel's result does not depend on which thread runs it, so outputs must be bit-identical to the
-// sequential executor's (torch::equal, no tolerance).
+// Every operator computes the same function of the same inputs whatever the schedule, so outputs must
+// equal the sequential executor's up to the float reassociation of other intra-op thread counts (below).
 TEST_P(RandomSchedules, EqualSequentialExecution) {
   const ExecutorCase& c = GetParam();
   torch::NoGradGuard no_grad;
@@ -54,8 +55,14 @@ TEST_P(RandomSchedules, EqualSequentialExecution) {
     autograph::StageExecutor executor(graph, schedules[k]);
     auto outputs = Flatten(executor.Run(inputs));
     ASSERT_EQ(outputs.size(), reference.size());
-    for (size_t i = 0; i < outputs.size(); ++i)
-      EXPECT_TRUE(torch::equal(outputs[i], reference[i])) << "schedule " << k << " output " << i;
+    // Concurrent CPU groups run with a share of the intra-op threads, which changes how oneDNN and
+    // ATen split their reductions: float reassociation, ~1e-6 relative per layer. 1e-4 of the
+    // output's scale bounds that over a model's depth and still catches a wrong or missing operator.
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      const double scale = std::max(1.0, reference[i].abs().max().item<double>());
+      const double err = (outputs[i] - reference[i]).abs().max().item<double>();
+      EXPECT_LE(err, 1e-4 * scale) << "schedule " << k << " output " << i;
+    }
   }
 }
 
