@@ -41,7 +41,7 @@ def test_fresh_python_process_loads_and_matches(cli, zoo, tmp_path, method):
     else:
         assert report["cost"] is None and report["predicted_ms"] is None
     if method == "autograph":  # its best candidates ran for real on the CPU; the fastest was kept
-        assert report["measured_ms"] > 0 and 1 <= report["candidates_verified"] <= 3
+        assert report["measured_ms"] > 0 and 1 <= report["candidates_verified"] <= 3 + 2  # + one stream, Nimble
     # A fresh interpreter: nothing of this process (library, classes) carries over.
     script = textwrap.dedent(f"""
         import sys, torch
@@ -99,7 +99,8 @@ def test_bert_merged_query_key_value_linears_match(cli, zoo, tmp_path):
     # (12 layers x 2 merged away); the module still gives BERT's outputs.
     out = tmp_path / "bert_merged.pt"
     report = optimize(cli, zoo / "bert_base.pt", out, "--method", "ios", "--device-model", "h100",
-                      "--merge-linears", "--input-shape", "1,16", "--dtype", "int64")
+                      "--merge-linears", "--no-merge", "--no-fuse-attention", "--no-stitch", "--no-check-rewrites",
+                      "--input-shape", "1,16", "--dtype", "int64")
     assert report["linears_merged"] == 24
     assert report["operators_after"] == report["operators_before"] - 24
     x = torch.randint(0, 30522, (1, 16))
@@ -118,6 +119,7 @@ def test_bert_substitutions_and_stitching_halve_memory_bound_launches(cli, zoo, 
     # the search, not a fixed rewrite, decides whether Q, K and V run as one merged GEMM.
     out = tmp_path / "bert_all.pt"
     report = optimize(cli, zoo / "bert_base.pt", out, "--method", "autograph", "--substitutions", "--stitch",
+                      "--no-check-rewrites",
                       "--verify", "0", "--input-shape", "1,32", "--dtype", "int64")
     assert report["attentions_fused"] == 12
     assert report["memory_bound_after"] * 2 <= report["memory_bound_before"], report
@@ -192,7 +194,7 @@ def test_stitched_memory_bound_operators_match(cli, zoo, tmp_path, model, shape,
     if dtype:
         extra += ["--dtype", dtype]
     report = optimize(cli, zoo / f"{model}.pt", out, "--method", "autograph", "--device-model", "h100",
-                      "--verify", "0", "--stitch", *extra)
+                      "--verify", "0", "--stitch", "--no-check-rewrites", *extra)
     assert report["stitch_groups"] > 0
     assert report["memory_bound_after"] == report["memory_bound_before"] - report["ops_stitched"] + report["stitch_groups"]
     spec = json.loads((zoo / f"{model}.json").read_text())
