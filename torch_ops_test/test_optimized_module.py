@@ -187,14 +187,15 @@ def test_unwritable_cost_cache_is_one_clear_error(cli, zoo, tmp_path):
 ])
 def test_stitched_memory_bound_operators_match(cli, zoo, tmp_path, model, shape, dtype, tol):
     # --stitch: the planner groups memory-intensive operators into autograph::stitched kernels; fewer
-    # memory-bound kernels launch and the module still gives the model's outputs. Tolerance: float32
+    # memory-bound kernels launch and the module still gives the model's outputs. Substitutions off:
+    # attention fusion would remove softmaxes too, and the count below is the stitch pass's alone. Tolerance: float32
     # reductions (softmax, layer norm, mean) summed in another order, through a dozen layers.
     out = tmp_path / f"{model}_stitched.pt"
     extra = ["--input-shape", shape] if shape else []
     if dtype:
         extra += ["--dtype", dtype]
     report = optimize(cli, zoo / f"{model}.pt", out, "--method", "autograph", "--device-model", "h100",
-                      "--verify", "0", "--stitch", "--no-check-rewrites", *extra)
+                      "--verify", "0", "--stitch", "--no-substitutions", "--no-check-rewrites", *extra)
     assert report["stitch_groups"] > 0
     assert report["memory_bound_after"] == report["memory_bound_before"] - report["ops_stitched"] + report["stitch_groups"]
     spec = json.loads((zoo / f"{model}.json").read_text())
