@@ -11,6 +11,7 @@
 #include "autograph/fold_convolution_add_relu.h"
 #include "autograph/fuse_attention.h"
 #include "autograph/merge_sibling_linears.h"
+#include "autograph/prepack_for_onednn.h"
 #include "autograph/regroup_grouped_convolutions.h"
 #include "autograph/run_timing.h"
 #include "autograph/stitch_memory_bound_ops.h"
@@ -81,6 +82,9 @@ std::vector<RewriteStep> RewriteSteps(const std::vector<c10::IValue>& inputs, co
                        r->convolutions_folded += o.changes;
                        r->ops_folded += o.absorbed;
                      }});
+  if (options.prepack_onednn && options.device.is_cpu())  // oneDNN's CPU kernels
+    steps.push_back({"prepack_onednn", [](GraphPtr& g) { return RewriteOutcome{PrepackForOneDnn(g)}; },
+                     [](const RewriteOutcome& o, OptimizeReport* r) { r->ops_prepacked += o.changes; }});
   if (options.stitch)
     steps.push_back({"stitch",
                      [&](GraphPtr& g) {

@@ -35,7 +35,7 @@ bool IsTransposedConvolution(const std::string& op, const std::vector<c10::IValu
 
 bool IsConvolutionOp(const std::string& op) {
   return op.rfind("aten::conv", 0) == 0 || op.rfind("aten::_convolution", 0) == 0 || op == "aten::convolution" ||
-         op.rfind("aten::cudnn_convolution", 0) == 0;
+         op.rfind("aten::cudnn_convolution", 0) == 0 || op == "prim::mkldnn_convolution";
 }
 
 double EstimateFlops(const std::string& op, const std::vector<c10::IValue>& inputs,

@@ -56,19 +56,28 @@ Program::State Program::ToState() const {
                          {"schedule", ScheduleToJson(schedule_)},
                          {"inputs", inputs},
                          {"device", options_.device.str()},
-                         {"cuda_graph", options_.cuda_graph}};
+                         {"cuda_graph", options_.cuda_graph},
+                         {"constant_layouts", serialized.constant_layouts}};
   return State(kFormatVersion, std::move(serialized.ir), std::move(serialized.tensor_constants), plan.dump());
 }
 
 c10::intrusive_ptr<Program> Program::FromState(State state) {
   auto& [version, ir, constants, plan_text] = state;
-  if (version != kFormatVersion) {
+  if (version < kOldestFormatVersion || version > kFormatVersion) {
     throw Error("this optimized module holds an autograph program of format version " + std::to_string(version) +
-                ", but this build reads version " + std::to_string(kFormatVersion) +
+                ", but this build reads versions " + std::to_string(kOldestFormatVersion) + " to " +
+                std::to_string(kFormatVersion) +
                 "; re-run `autograph optimize` on the original model");
   }
   auto program = c10::make_intrusive<Program>(EmptyTag{});
-  auto graph = DeserializeGraph(SerializedGraph{ir, constants});
+  std::vector<std::string> layouts;  // absent before version 2: every constant strided
+  try {
+    nlohmann::json plan = nlohmann::json::parse(plan_text);
+    if (plan.contains("constant_layouts")) layouts = plan.at("constant_layouts").get<std::vector<std::string>>();
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(std::string("corrupted program: ") + e.what());
+  }
+  auto graph = DeserializeGraph(SerializedGraph{ir, constants, layouts});
   std::vector<torch::jit::Node*> nodes;
   for (torch::jit::Node* n : graph->nodes())
     if (n->kind() != c10::prim::Constant) nodes.push_back(n);

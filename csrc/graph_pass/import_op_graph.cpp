@@ -40,7 +40,8 @@ bool IsComputeBound(const std::string& op) {
       "aten::_convolution_mode", "aten::conv_transpose1d", "aten::conv_transpose2d", "aten::conv_transpose3d",
       "aten::linear", "aten::matmul", "aten::mm", "aten::bmm", "aten::addmm", "aten::baddbmm", "aten::addbmm",
       "aten::einsum", "aten::lstm", "aten::gru", "aten::rnn_tanh", "aten::rnn_relu",
-      "aten::scaled_dot_product_attention", "aten::cudnn_convolution_relu", "aten::cudnn_convolution_add_relu"};
+      "aten::scaled_dot_product_attention", "aten::cudnn_convolution_relu", "aten::cudnn_convolution_add_relu",
+      "prim::mkldnn_convolution"};
   return ops.count(op) > 0;
 }
 

@@ -125,6 +125,21 @@ void FunctionalizeStitchableChains(const std::shared_ptr<torch::jit::Graph>& gra
   });
 }
 
+// A stitched kernel indexes strided memory: tensors in oneDNN's blocked layout (prepack_onednn's
+// regions) or sparse ones stay with the operators that understand them.
+template <typename ValueOf>
+bool TouchesOpaqueLayout(const Node* n, const ValueOf& value_of) {
+  auto opaque = [&](const Value* v) {
+    const at::Tensor t = value_of(v);
+    return t.defined() && t.layout() != c10::kStrided;
+  };
+  for (const Value* v : n->inputs())
+    if (opaque(v)) return true;
+  for (const Value* v : n->outputs())
+    if (opaque(v)) return true;
+  return false;
+}
+
 }  // namespace
 
 StitchReport StitchMemoryBoundOps(std::shared_ptr<torch::jit::Graph>& graph,
@@ -160,7 +175,7 @@ StitchReport StitchMemoryBoundOps(std::shared_ptr<torch::jit::Graph>& graph,
   std::map<std::tuple<std::vector<int64_t>, c10::ScalarType, std::string>, int> domains;
   for (size_t i = 0; i < order.size(); ++i) {
     Node* n = order[i];
-    if (WritesAnInput(n)) continue;
+    if (WritesAnInput(n) || TouchesOpaqueLayout(n, value_of)) continue;
     auto op = AnalyzeStitchable(n, value_of);
     if (!op) continue;
     const at::Tensor out = value_of(n->output());

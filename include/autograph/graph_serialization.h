@@ -1,7 +1,9 @@
 #pragma once
 // A graph as IR text plus its tensor constants (kept as tensors, not text), and back. The restored
 // graph computes the same; its non-constant nodes keep their order, while tensor constants move
-// to the top of the graph and value names and refined types may differ.
+// to the top of the graph and value names and refined types may differ. oneDNN (mkldnn-layout)
+// constants, which TorchScript cannot pickle, travel as dense tensors with a layout tag and are
+// converted back on load (a convolution's weight reordered again for that convolution).
 #include <ATen/core/Tensor.h>
 
 #include <memory>
@@ -14,9 +16,14 @@ struct Graph;
 
 namespace autograph {
 
+// How a tensor constant is laid out in the graph, when not plainly strided.
+inline constexpr const char* kOneDnnLayout = "mkldnn";                   // tensor.to_mkldnn()
+inline constexpr const char* kOneDnnConvWeightLayout = "mkldnn_conv_weight";  // reordered for its convolution
+
 struct SerializedGraph {
   std::string ir;
-  std::vector<at::Tensor> tensor_constants;
+  std::vector<at::Tensor> tensor_constants;  // strided, always
+  std::vector<std::string> constant_layouts;  // one per constant: "" (strided) or a layout above; may be empty
 };
 
 SerializedGraph SerializeGraph(const torch::jit::Graph& graph);

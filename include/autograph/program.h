@@ -25,7 +25,10 @@ struct InputSignature {
 
 class Program : public torch::CustomClassHolder {
  public:
-  static constexpr int64_t kFormatVersion = 1;
+  // 2: the plan names each tensor constant's layout (oneDNN constants, from prepack_onednn). This
+  // build reads 1 and 2; a build that reads only 1 refuses 2 with a clear message.
+  static constexpr int64_t kFormatVersion = 2;
+  static constexpr int64_t kOldestFormatVersion = 1;
   // (format version, graph IR, tensor constants in node order, JSON of operators/edges/schedule/inputs)
   using State = std::tuple<int64_t, std::string, std::vector<at::Tensor>, std::string>;
 
