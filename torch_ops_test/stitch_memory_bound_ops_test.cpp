@@ -229,6 +229,59 @@ graph(%x : Tensor):
   ExpectSameOutputs(original, graph, inputs);
 }
 
+// DenseNet's pre-activation: a batch norm after a concat cannot fold into a convolution; next to its
+// relu it becomes x * scale + shift and stitches with it, one kernel instead of two.
+const char* kBatchNormAfterConcat = R"IR(
+graph(%x : Tensor, %y : Tensor, %d : Tensor, %w : Tensor, %b : Tensor, %mean : Tensor, %var : Tensor):
+  %one : int = prim::Constant[value=1]()
+  %false : bool = prim::Constant[value=0]()
+  %true : bool = prim::Constant[value=1]()
+  %momentum : float = prim::Constant[value=0.1]()
+  %eps : float = prim::Constant[value=1.0000000000000001e-05]()
+  %list : Tensor[] = prim::ListConstruct(%x, %y)
+  %c : Tensor = aten::cat(%list, %one)
+  %n : Tensor = aten::batch_norm(%c, %w, %b, %mean, %var, %false, %momentum, %eps, %true)
+  %o : Tensor = aten::ACTIVATION(%n, %d, %one)
+  return (%o))IR";
+
+std::shared_ptr<torch::jit::Graph> BatchNormAfterConcat(const std::string& activation) {
+  std::string ir = kBatchNormAfterConcat;
+  ir.replace(ir.find("ACTIVATION(%n, %d, %one)"), 24, activation);
+  return GraphWithConstants(ir, {{"w", torch::rand({8}) + 0.5},
+                                 {"b", torch::randn({8})},
+                                 {"mean", torch::randn({8})},
+                                 {"var", torch::rand({8}) + 0.1}});
+}
+
+TEST(StitchMemoryBoundOps, UnfoldedBatchNormStitchesWithItsActivation) {
+  auto graph = BatchNormAfterConcat("relu_(%n)");
+  auto original = graph->copy();
+  std::vector<at::Tensor> inputs = {torch::randn({1, 3, 5, 5}), torch::randn({1, 5, 5, 5}), torch::randn({1})};
+  StitchReport report = Stitch(graph, inputs);
+  EXPECT_EQ(report.groups, 1);
+  EXPECT_EQ(report.ops_stitched, 3);  // scale, shift, relu
+  FileCheck().check("aten::cat")->check("autograph::stitched")->check_not("aten::batch_norm")->run(*graph);
+  ExpectSameOutputs(original, graph, inputs);
+}
+
+// When the planner leaves the two halves on their own (here the neighbour adds a float64 tensor,
+// which a stitched program does not promote), the batch norm is one ATen kernel again.
+TEST(StitchMemoryBoundOps, BatchNormLeftAloneStaysABatchNorm) {
+  auto graph = BatchNormAfterConcat("add(%n, %d, %one)");
+  auto original = graph->copy();
+  std::vector<at::Tensor> inputs = {torch::randn({1, 3, 5, 5}), torch::randn({1, 5, 5, 5}),
+                                    torch::randn({1}, torch::kDouble)};
+  StitchReport report = Stitch(graph, inputs);
+  EXPECT_EQ(report.groups, 0);
+  FileCheck()
+      .check_count("aten::batch_norm", 1, /*exactly=*/true)
+      ->check_not("aten::mul")
+      ->check_not("autograph::stitched")
+      ->run(*graph);
+  graph->lint();
+  ExpectSameOutputs(original, graph, inputs);
+}
+
 TEST(StitchMemoryBoundOps, UnsupportedOperatorsStayAsTheyWere) {
   auto graph = GraphWithConstants(R"IR(
 graph(%x : Tensor):

@@ -3,7 +3,9 @@
 #include <torch/csrc/jit/ir/alias_analysis.h>  // AliasDb: moving group members together
 #include <torch/csrc/jit/ir/constants.h>
 #include <torch/csrc/jit/ir/ir.h>
+#include <torch/csrc/jit/passes/dead_code_elimination.h>
 #include <torch/csrc/jit/passes/remove_mutation.h>  // RemoveTensorMutation
+#include <ATen/ATen.h>
 
 #include <map>
 #include <set>
@@ -103,17 +105,105 @@ void ReplaceWithStitched(const std::shared_ptr<torch::jit::Graph>& graph, const 
   for (auto it = members.rbegin(); it != members.rend(); ++it) (*it)->destroy();
 }
 
+// Whether a node is one the planner could stitch (in-place forms included).
+bool StitchableKindOf(const Node* n) {
+  if (!n->kind().is_aten()) return false;
+  std::string kind = n->kind().toQualString();
+  if (kind.back() == '_') kind.pop_back();
+  return IsStitchableKind(kind);
+}
+
+std::optional<at::Tensor> ConstantTensor(const Value* v) {
+  auto c = torch::jit::toIValue(v);
+  if (c && c->isTensor() && c->toTensor().layout() == c10::kStrided) return c->toTensor();
+  return std::nullopt;
+}
+
+// Inference batch norms that freezing could not fold into a convolution (pre-activation nets:
+// DenseNet's BN -> ReLU -> conv, a BN after a concat) become x * scale + shift with per-channel
+// constants of shape [C, 1, ...] — what ATen computes for them anyway — where a stitchable operator
+// reads or writes them, so the planner can put them in one kernel with their activation. A batch norm
+// with no stitchable neighbour stays one kernel, and so does one whose two halves the planner then
+// leaves unstitched (RestoreUnstitchedBatchNorms). Runs the graph once (for input ranks) when some
+// batch norm qualifies.
+struct DecomposedBatchNorm {
+  Node* mul;
+  Node* add;
+  std::vector<Value*> inputs;  // the batch norm's, to rebuild it
+};
+
+std::vector<DecomposedBatchNorm> DecomposeBatchNormsNextToStitchable(const std::shared_ptr<torch::jit::Graph>& graph,
+                                        const std::vector<c10::IValue>& example_inputs) {
+  std::vector<Node*> candidates;
+  for (Node* n : graph->nodes()) {
+    if (n->kind() != c10::aten::batch_norm || n->inputs().size() < 8) continue;
+    auto training = torch::jit::toIValue(n->input(5));
+    auto eps = torch::jit::toIValue(n->input(7));
+    auto mean = ConstantTensor(n->input(3)), var = ConstantTensor(n->input(4));
+    if (!training || !training->isBool() || training->toBool() || !eps || !eps->isDouble() || !mean || !var) continue;
+    bool affine_ok = true;
+    for (size_t i : {1, 2}) affine_ok &= n->input(i)->type()->kind() == c10::TypeKind::NoneType || ConstantTensor(n->input(i));
+    if (!affine_ok) continue;
+    bool neighbour = StitchableKindOf(n->input(0)->node());
+    for (const torch::jit::Use& use : n->output()->uses()) neighbour |= StitchableKindOf(use.user);
+    if (neighbour) candidates.push_back(n);
+  }
+  if (candidates.empty()) return {};
+  std::unordered_map<const Value*, int64_t> rank;
+  for (size_t i = 0; i < graph->inputs().size() && i < example_inputs.size(); ++i)
+    if (example_inputs[i].isTensor()) rank[graph->inputs()[i]] = example_inputs[i].toTensor().dim();
+  std::set<const Value*> wanted;
+  for (const Node* n : candidates) wanted.insert(n->input(0));
+  CompiledGraph::Observer observer = [&](const Node* n, const std::vector<c10::IValue>&,
+                                         const std::vector<c10::IValue>& out) {
+    for (size_t i = 0; i < out.size() && i < n->outputs().size(); ++i)
+      if (out[i].isTensor() && wanted.count(n->outputs()[i])) rank[n->outputs()[i]] = out[i].toTensor().dim();
+  };
+  CompiledGraph(graph, TopLevelNodesOf(*graph).order).Run(example_inputs, &observer);
+  std::vector<DecomposedBatchNorm> decomposed;
+  for (Node* n : candidates) {
+    auto it = rank.find(n->input(0));
+    if (it == rank.end() || it->second < 2) continue;
+    const at::Tensor mean = *ConstantTensor(n->input(3)), var = *ConstantTensor(n->input(4));
+    const double eps = torch::jit::toIValue(n->input(7))->toDouble();
+    at::Tensor scale = (var.to(at::kDouble) + eps).rsqrt();
+    if (auto w = ConstantTensor(n->input(1))) scale = scale * w->to(at::kDouble);
+    at::Tensor shift = -mean.to(at::kDouble) * scale;
+    if (auto b = ConstantTensor(n->input(2))) shift = shift + b->to(at::kDouble);
+    std::vector<int64_t> shape(static_cast<size_t>(it->second) - 1, 1);
+    shape[0] = mean.numel();
+    torch::jit::WithInsertPoint guard(n);
+    Value* s = graph->insertConstant(scale.to(mean.scalar_type()).reshape(shape).contiguous());
+    Value* t = graph->insertConstant(shift.to(mean.scalar_type()).reshape(shape).contiguous());
+    Value* scaled = graph->insert(c10::aten::mul, {n->input(0), s});
+    Value* shifted = graph->insert(c10::aten::add, {scaled, t});
+    shifted->setType(n->output()->type());
+    n->output()->replaceAllUsesWith(shifted);
+    decomposed.push_back({scaled->node(), shifted->node(), {n->inputs().begin(), n->inputs().end()}});
+    n->destroy();
+  }
+  return decomposed;
+}
+
+// A decomposed batch norm none of whose halves was stitched is one batch norm again.
+void RestoreUnstitchedBatchNorms(const std::shared_ptr<torch::jit::Graph>& graph,
+                                 const std::vector<DecomposedBatchNorm>& decomposed, const std::set<Node*>& stitched) {
+  for (const DecomposedBatchNorm& d : decomposed) {
+    if (stitched.count(d.mul) || stitched.count(d.add)) continue;
+    Node* bn = graph->create(c10::aten::batch_norm, d.inputs, 1)->insertBefore(d.mul);
+    bn->output()->setType(d.add->output()->type());
+    d.add->output()->replaceAllUsesWith(bn->output());
+    d.add->destroy();
+    d.mul->destroy();
+  }
+}
+
 // In-place operators in a chain of stitchable ones (the relu_ after a residual add_, ...) become their
 // functional forms where PyTorch's alias analysis proves that nobody else sees the write
 // (RemoveTensorMutation), so the planner may group them. Lone ones stay in place: there a functional
 // form would only cost an allocation per run.
 void FunctionalizeStitchableChains(const std::shared_ptr<torch::jit::Graph>& graph) {
-  auto stitchable_kind = [](const Node* n) {
-    if (!n->kind().is_aten()) return false;
-    std::string kind = n->kind().toQualString();
-    if (kind.back() == '_') kind.pop_back();
-    return IsStitchableKind(kind);
-  };
+  auto stitchable_kind = [](const Node* n) { return StitchableKindOf(n); };
   torch::jit::RemoveTensorMutation(graph, [&](Node* n) {
     const std::string kind = n->kind().toQualString();
     if (kind.back() != '_' || n->owningBlock() != graph->block() || !stitchable_kind(n)) return false;
@@ -144,6 +234,7 @@ bool TouchesOpaqueLayout(const Node* n, const ValueOf& value_of) {
 
 StitchReport StitchMemoryBoundOps(std::shared_ptr<torch::jit::Graph>& graph,
                                   const std::vector<c10::IValue>& example_inputs, const StitchPlanOptions& options) {
+  const std::vector<DecomposedBatchNorm> batch_norms = DecomposeBatchNormsNextToStitchable(graph, example_inputs);
   FunctionalizeStitchableChains(graph);
   torch::jit::Block* top = graph->block();
   const TopLevelNodes nodes = TopLevelNodesOf(*graph);
@@ -234,7 +325,14 @@ StitchReport StitchMemoryBoundOps(std::shared_ptr<torch::jit::Graph>& graph,
   }
 
   // 3. Plan, then rewrite each group of two or more.
-  if (report.candidates < 2) return report;
+  std::set<Node*> stitched;
+  auto finish = [&] {
+    if (batch_norms.empty()) return report;
+    RestoreUnstitchedBatchNorms(graph, batch_norms, stitched);
+    torch::jit::EliminateDeadCode(graph);  // the scale and shift constants of restored ones
+    return report;
+  };
+  if (report.candidates < 2) return finish();
   StitchPlan plan = PlanStitchGroups(sg, options);
   report.subproblems_ilp = plan.subproblems_ilp;
   report.subproblems_greedy = plan.subproblems_greedy;
@@ -242,15 +340,22 @@ StitchReport StitchMemoryBoundOps(std::shared_ptr<torch::jit::Graph>& graph,
   std::vector<std::vector<Node*>> groups(plan.num_groups);
   for (size_t i = 0; i < order.size(); ++i)
     if (plan.group_of[i] >= 0) groups[plan.group_of[i]].push_back(order[i]);
+  auto only_a_batch_norm = [&](const std::vector<Node*>& members) {  // one kernel either way: ATen's
+    if (members.size() != 2) return false;
+    for (const DecomposedBatchNorm& d : batch_norms)
+      if ((members[0] == d.mul && members[1] == d.add) || (members[0] == d.add && members[1] == d.mul)) return true;
+    return false;
+  };
   for (const auto& members : groups) {
-    if (members.size() < 2) continue;
+    if (members.size() < 2 || only_a_batch_norm(members)) continue;
     GroupProgram g = BuildProgram(members, analysis, graph->return_node());
     if (g.outputs.empty() || !MakeContiguous(graph, members, g)) continue;
+    stitched.insert(members.begin(), members.end());  // destroyed below: compared, never dereferenced
     ReplaceWithStitched(graph, members, g);
     report.groups++;
     report.ops_stitched += static_cast<int>(members.size());
   }
-  return report;
+  return finish();
 }
 
 }  // namespace autograph
