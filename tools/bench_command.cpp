@@ -199,7 +199,8 @@ std::string Markdown(const BenchOptions& o, const std::vector<Row>& rows, const 
     }
   }
   md << "\nMedian ms over " << o.runs << " runs after " << o.warmup << " warm-up runs on " << device
-     << " (CUDA events on GPU); (n×) is the speedup over jit; search and optimization time not included.\n";
+     << " (CUDA events on GPU), the methods of a model timed side by side, round-robin; (n×) is the speedup over "
+        "jit; search and optimization time not included.\n";
   return md.str();
 }
 
@@ -234,6 +235,10 @@ int RunBench(const BenchOptions& o) {
       for (const auto& v : cpu_inputs) inputs.push_back(v.toTensor().to(device));
       auto reference = Outputs(module.forward(inputs));
 
+      // Build and check every method first, then time them all side by side, round-robin, so that
+      // the machine's drifts (clock, other load: large on a shared VM) fall on every method alike.
+      std::vector<Row> built;
+      std::vector<torch::jit::Module> runnables;
       for (const std::string& method : o.methods) {
         Row row{name, method, batch};
         try {
@@ -248,18 +253,25 @@ int RunBench(const BenchOptions& o) {
             row.max_abs = std::max(row.max_abs, abs);
             row.max_rel = std::max(row.max_rel, scale > 0 ? abs / scale : abs);
           }
-          const auto ms = TimeRuns(device, o.warmup, o.runs, [] {}, [&] { runnable.forward(inputs); });
-          row.median = PercentileMs(ms, 0.5);
-          row.p10 = PercentileMs(ms, 0.1);
-          row.p90 = PercentileMs(ms, 0.9);
+          built.push_back(row);
+          runnables.push_back(runnable);
         } catch (const std::exception& e) {
           // One method failing (a model it cannot handle) must not lose the rest of a long run.
           ++failures;
           std::cerr << "bench: " << name << " batch " << batch << " " << method << " failed: " << FirstLineOf(e) << "\n";
-          continue;
         }
-        std::cerr << std::left << std::setw(18) << name << std::setw(4) << batch << std::setw(18) << method << std::fixed
-                  << std::setprecision(3) << row.median << " ms (p10 " << row.p10 << ", p90 " << row.p90
+      }
+      std::vector<std::function<void()>> runs;
+      for (auto& runnable : runnables) runs.push_back([&runnable, &inputs] { runnable.forward(inputs); });
+      const auto samples = runs.empty() ? std::vector<std::vector<double>>{}
+                                        : TimeRunsSideBySide(device, o.warmup, o.runs, runs);
+      for (size_t m = 0; m < built.size(); ++m) {
+        Row& row = built[m];
+        row.median = PercentileMs(samples[m], 0.5);
+        row.p10 = PercentileMs(samples[m], 0.1);
+        row.p90 = PercentileMs(samples[m], 0.9);
+        std::cerr << std::left << std::setw(18) << name << std::setw(4) << batch << std::setw(18) << row.method
+                  << std::fixed << std::setprecision(3) << row.median << " ms (p10 " << row.p10 << ", p90 " << row.p90
                   << "), max rel err " << std::scientific << row.max_rel << std::defaultfloat << ", built in "
                   << row.search_s << " s\n";
         rows.push_back(row);
