@@ -112,6 +112,7 @@ int RunOptimize(const OptimizeCommandOptions& o) {
   for (const RewriteDecision& r : report.rewrites)
     rewrites.push_back({{"name", r.name},
                         {"changes", r.changes},
+                        {"rejected", r.rejected},
                         {"without_ms", ms_or_null(r.without_ms)},
                         {"with_ms", ms_or_null(r.with_ms)},
                         {"kept", r.kept}});

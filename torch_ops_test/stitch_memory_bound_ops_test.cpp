@@ -282,6 +282,55 @@ TEST(StitchMemoryBoundOps, BatchNormLeftAloneStaysABatchNorm) {
   ExpectSameOutputs(original, graph, inputs);
 }
 
+// The judge sees each planned group as two runnable closures (its operators one by one, and the
+// stitched kernel, on the example run's values); what it rejects stays as it was.
+TEST(StitchMemoryBoundOps, GroupsTheJudgeRejectsStayAsTheyWere) {
+  const at::Tensor w = torch::randn({16, 16});
+  auto make = [&w] {
+    return GraphWithConstants(R"IR(
+graph(%x : Tensor, %r : Tensor, %w : Tensor):
+  %one : int = prim::Constant[value=1]()
+  %h : Tensor = aten::matmul(%x, %w)
+  %a : Tensor = aten::add(%h, %r, %one)
+  %o : Tensor = aten::relu(%a)
+  %p : Tensor = aten::matmul(%o, %w)
+  %b : Tensor = aten::sigmoid(%p)
+  %c : Tensor = aten::mul(%b, %p)
+  return (%c))IR",
+                              {{"w", w}});
+  };
+  std::vector<at::Tensor> inputs = {torch::randn({8, 16}), torch::randn({8, 16})};
+  StitchPlanOptions options;
+  options.launch_us = 5;
+  options.bytes_per_us = 2e6;
+  int asked = 0;
+  auto graph = make();
+  auto original = graph->copy();
+  StitchReport rejected = StitchMemoryBoundOps(graph, IValues(inputs), options,
+                                               [&](const std::function<void()>& operators, const std::function<void()>& stitched) {
+                                                 operators();  // both run without error on the recorded values
+                                                 stitched();
+                                                 ++asked;
+                                                 return false;
+                                               });
+  EXPECT_EQ(asked, 2);
+  EXPECT_EQ(rejected.groups, 0);
+  EXPECT_EQ(rejected.groups_rejected, 2);
+  FileCheck().check_not("autograph::stitched")->check("aten::relu")->check("aten::sigmoid")->run(*graph);
+  ExpectSameOutputs(original, graph, inputs);
+
+  auto accepted_graph = make();
+  int second = 0;
+  StitchReport accepted = StitchMemoryBoundOps(accepted_graph, IValues(inputs), options,
+                                               [&](const std::function<void()>&, const std::function<void()>&) {
+                                                 return ++second == 2;  // the second group only
+                                               });
+  EXPECT_EQ(accepted.groups, 1);
+  EXPECT_EQ(accepted.groups_rejected, 1);
+  FileCheck().check("aten::relu")->check("autograph::stitched")->check_not("aten::sigmoid")->run(*accepted_graph);
+  ExpectSameOutputs(original, accepted_graph, inputs);
+}
+
 TEST(StitchMemoryBoundOps, UnsupportedOperatorsStayAsTheyWere) {
   auto graph = GraphWithConstants(R"IR(
 graph(%x : Tensor):

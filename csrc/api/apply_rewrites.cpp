@@ -29,6 +29,7 @@ using GraphPtr = std::shared_ptr<torch::jit::Graph>;
 struct RewriteOutcome {
   int changes = 0;
   int absorbed = 0;
+  int rejected = 0;  // parts the pass measured slower and left out (stitch groups)
 };
 
 struct RewriteStep {
@@ -89,8 +90,17 @@ std::vector<RewriteStep> RewriteSteps(const std::vector<c10::IValue>& inputs, co
   if (options.stitch)
     steps.push_back({"stitch",
                      [&](GraphPtr& g) {
-                       const StitchReport s = StitchMemoryBoundOps(g, inputs, StitchOptionsFor(options));
-                       return RewriteOutcome{s.groups, s.ops_stitched};
+                       // Checked: each planned group is first timed against its operators on the
+                       // device, and only faster ones are stitched (then the whole graph decides).
+                       StitchGroupJudge judge;
+                       if (options.check_rewrites)
+                         judge = [&](const std::function<void()>& operators, const std::function<void()>& stitched) {
+                           const auto samples = TimeRunsSideBySide(options.device, /*warmup=*/2, /*rounds=*/10,
+                                                                   {operators, stitched});
+                           return RobustMs(samples[1], 0.3) < RobustMs(samples[0], 0.3);
+                         };
+                       const StitchReport s = StitchMemoryBoundOps(g, inputs, StitchOptionsFor(options), judge);
+                       return RewriteOutcome{s.groups, s.ops_stitched, s.groups_rejected};
                      },
                      [](const RewriteOutcome& o, OptimizeReport* r) {
                        r->stitch_groups += o.changes;
@@ -128,6 +138,7 @@ void ApplyRewrites(GraphPtr& lowered, const std::vector<c10::IValue>& inputs, co
     GraphPtr candidate = options.check_rewrites ? lowered->copy() : lowered;
     const RewriteOutcome outcome = step.apply(candidate);
     decision.changes = outcome.changes;
+    decision.rejected = outcome.rejected;
     if (outcome.changes > 0 && options.check_rewrites) {
       std::tie(decision.without_ms, decision.with_ms) = TimeSideBySide(lowered, candidate, inputs, options.device);
       decision.kept = decision.with_ms < decision.without_ms;

@@ -6,6 +6,7 @@
 #include <torch/csrc/jit/passes/dead_code_elimination.h>
 #include <torch/csrc/jit/passes/remove_mutation.h>  // RemoveTensorMutation
 #include <ATen/ATen.h>
+#include <ATen/core/dispatch/Dispatcher.h>
 
 #include <map>
 #include <set>
@@ -215,6 +216,34 @@ void FunctionalizeStitchableChains(const std::shared_ptr<torch::jit::Graph>& gra
   });
 }
 
+// Asks the judge about one group: its operators run one by one on the inputs the example run gave
+// them, against the stitched kernel on the group's inputs.
+template <typename ValueOf>
+bool GroupPays(const StitchGroupJudge& judge, const std::vector<Node*>& members, const GroupProgram& g,
+               const std::unordered_map<const Node*, std::vector<c10::IValue>>& node_inputs, const ValueOf& value_of) {
+  std::vector<std::pair<torch::jit::Operation, const std::vector<c10::IValue>*>> ops;
+  for (Node* n : members) {
+    auto it = node_inputs.find(n);
+    if (it == node_inputs.end()) return true;  // not run in the example (cannot happen at top level): no evidence
+    ops.emplace_back(n->getOperation(), &it->second);
+  }
+  std::vector<at::Tensor> inputs;
+  for (const Value* v : g.inputs) inputs.push_back(value_of(v));
+  const std::string text = g.program.ToString();
+  static const c10::OperatorHandle stitched_op = c10::Dispatcher::singleton().findSchemaOrThrow("autograph::stitched", "");
+  auto run_operators = [&] {
+    for (auto& [op, in] : ops) {
+      torch::jit::Stack stack(in->begin(), in->end());
+      op(stack);
+    }
+  };
+  auto run_stitched = [&] {
+    torch::jit::Stack stack{c10::IValue(inputs), c10::IValue(text)};
+    stitched_op.callBoxed(&stack);
+  };
+  return judge(run_operators, run_stitched);
+}
+
 // A stitched kernel indexes strided memory: tensors in oneDNN's blocked layout (prepack_onednn's
 // regions) or sparse ones stay with the operators that understand them.
 template <typename ValueOf>
@@ -233,7 +262,8 @@ bool TouchesOpaqueLayout(const Node* n, const ValueOf& value_of) {
 }  // namespace
 
 StitchReport StitchMemoryBoundOps(std::shared_ptr<torch::jit::Graph>& graph,
-                                  const std::vector<c10::IValue>& example_inputs, const StitchPlanOptions& options) {
+                                  const std::vector<c10::IValue>& example_inputs, const StitchPlanOptions& options,
+                                  const StitchGroupJudge& judge) {
   const std::vector<DecomposedBatchNorm> batch_norms = DecomposeBatchNormsNextToStitchable(graph, example_inputs);
   FunctionalizeStitchableChains(graph);
   torch::jit::Block* top = graph->block();
@@ -243,12 +273,14 @@ StitchReport StitchMemoryBoundOps(std::shared_ptr<torch::jit::Graph>& graph,
 
   // 1. Shapes from a run on the example inputs.
   std::unordered_map<const Value*, at::Tensor> recorded;
+  std::unordered_map<const Node*, std::vector<c10::IValue>> node_inputs;  // for the judge's runs
   for (size_t i = 0; i < graph->inputs().size() && i < example_inputs.size(); ++i)
     if (example_inputs[i].isTensor()) recorded[graph->inputs()[i]] = example_inputs[i].toTensor();
-  CompiledGraph::Observer observer = [&](const Node* n, const std::vector<c10::IValue>&,
+  CompiledGraph::Observer observer = [&](const Node* n, const std::vector<c10::IValue>& in,
                                          const std::vector<c10::IValue>& out) {
     for (size_t i = 0; i < out.size() && i < n->outputs().size(); ++i)
       if (out[i].isTensor()) recorded[n->outputs()[i]] = out[i].toTensor();
+    if (judge) node_inputs[n] = in;
   };
   CompiledGraph(graph, order).Run(example_inputs, &observer);
   auto value_of = [&](const Value* v) -> at::Tensor {
@@ -349,7 +381,12 @@ StitchReport StitchMemoryBoundOps(std::shared_ptr<torch::jit::Graph>& graph,
   for (const auto& members : groups) {
     if (members.size() < 2 || only_a_batch_norm(members)) continue;
     GroupProgram g = BuildProgram(members, analysis, graph->return_node());
-    if (g.outputs.empty() || !MakeContiguous(graph, members, g)) continue;
+    if (g.outputs.empty()) continue;
+    if (judge && !GroupPays(judge, members, g, node_inputs, value_of)) {
+      report.groups_rejected++;
+      continue;
+    }
+    if (!MakeContiguous(graph, members, g)) continue;
     stitched.insert(members.begin(), members.end());  // destroyed below: compared, never dereferenced
     ReplaceWithStitched(graph, members, g);
     report.groups++;

@@ -71,6 +71,7 @@ struct OptimizeOptions {
 struct RewriteDecision {
   std::string name;          // fuse_attention, merge_linears, regroup_convolutions, fold_conv_relu, prepack_onednn, stitch
   int changes = 0;           // rewrites it made (attentions fused, linears merged, groups stitched, ...)
+  int rejected = 0;          // parts timed slower on their own and not made (stitch groups)
   double without_ms = -1, with_ms = -1;  // whole graph, robust ms side by side; -1 when not timed
   bool kept = false;
 };
