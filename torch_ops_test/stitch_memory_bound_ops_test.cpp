@@ -6,7 +6,10 @@
 #include <torch/csrc/jit/testing/file_check.h>
 #include <torch/torch.h>
 
+#include "autograph/lower_module.h"
+#include "autograph/model_loading.h"
 #include "graph_test_util.h"
+#include "zoo_test_util.h"
 
 namespace {
 
@@ -329,6 +332,33 @@ graph(%x : Tensor, %r : Tensor, %w : Tensor):
   EXPECT_EQ(accepted.groups_rejected, 1);
   FileCheck().check("aten::relu")->check("autograph::stitched")->check_not("aten::sigmoid")->run(*accepted_graph);
   ExpectSameOutputs(original, accepted_graph, inputs);
+}
+
+// On a real model, groups read earlier groups' outputs: the judge's runs see their recorded values,
+// and accepting every group gives the unjudged plan.
+TEST(StitchMemoryBoundOps, JudgedRnnStitchesAsUnjudged) {
+  torch::NoGradGuard no_grad;
+  const std::string path = autograph::testing::ZooModel("rnntc_sru");
+  auto inputs = autograph::MakeExampleInputs(autograph::ReadInputSpecs(*autograph::InputSpecPathFor(path)));
+  auto judged = autograph::LowerModule(autograph::LoadModule(path));
+  auto unjudged = judged->copy();
+  auto original = judged->copy();
+  int asked = 0;
+  StitchReport a = StitchMemoryBoundOps(judged, inputs, {}, [&](const std::function<void()>& operators,
+                                                                const std::function<void()>& stitched) {
+    operators();
+    stitched();
+    ++asked;
+    return true;
+  });
+  StitchReport b = StitchMemoryBoundOps(unjudged, inputs, {});
+  EXPECT_GT(a.groups, 1);
+  EXPECT_EQ(a.groups, b.groups);
+  EXPECT_EQ(a.ops_stitched, b.ops_stitched);
+  EXPECT_EQ(asked, a.groups);
+  std::vector<at::Tensor> tensors;
+  for (const auto& v : inputs) tensors.push_back(v.toTensor());
+  ExpectSameOutputs(original, judged, tensors);
 }
 
 TEST(StitchMemoryBoundOps, UnsupportedOperatorsStayAsTheyWere) {

@@ -88,8 +88,9 @@ bool MakeContiguous(const std::shared_ptr<torch::jit::Graph>& graph, const std::
   return true;
 }
 
-void ReplaceWithStitched(const std::shared_ptr<torch::jit::Graph>& graph, const std::vector<Node*>& members,
-                         const GroupProgram& g) {
+// Returns the node that unpacks the stitched outputs, in the order of g.outputs.
+Node* ReplaceWithStitched(const std::shared_ptr<torch::jit::Graph>& graph, const std::vector<Node*>& members,
+                          const GroupProgram& g) {
   Node* last = members.front();
   for (Node* m : members)
     if (m->isAfter(last)) last = m;
@@ -104,6 +105,7 @@ void ReplaceWithStitched(const std::shared_ptr<torch::jit::Graph>& graph, const 
     g.outputs[i]->replaceAllUsesWith(unpack->output(i));
   }
   for (auto it = members.rbegin(); it != members.rend(); ++it) (*it)->destroy();
+  return unpack;
 }
 
 // Whether a node is one the planner could stitch (in-place forms included).
@@ -388,7 +390,9 @@ StitchReport StitchMemoryBoundOps(std::shared_ptr<torch::jit::Graph>& graph,
     }
     if (!MakeContiguous(graph, members, g)) continue;
     stitched.insert(members.begin(), members.end());  // destroyed below: compared, never dereferenced
-    ReplaceWithStitched(graph, members, g);
+    Node* unpack = ReplaceWithStitched(graph, members, g);
+    // Later groups may read these outputs: their recorded values carry over to the new values.
+    for (size_t i = 0; i < g.outputs.size(); ++i) recorded[unpack->output(i)] = recorded[g.outputs[i]];
     report.groups++;
     report.ops_stitched += static_cast<int>(members.size());
   }
