@@ -18,7 +18,7 @@ int PrepackForOneDnn(std::shared_ptr<torch::jit::Graph>& graph) {
     return n;
   };
   torch::jit::ConvertFrozenOpsToMKLDNN(graph);
-  // Linears left outside oneDNN regions (non-float weights, say) get a pre-transposed weight.
+  // Linears with a constant weight get it transposed once (aten::matmul on the transposed constant).
   const int linears = count_linears();
   torch::jit::FrozenLinearTranspose(graph);
   const int transposed = linears - count_linears();
