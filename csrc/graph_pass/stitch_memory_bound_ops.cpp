@@ -152,28 +152,31 @@ std::vector<DecomposedBatchNorm> DecomposeBatchNormsNextToStitchable(const std::
     if (neighbour) candidates.push_back(n);
   }
   if (candidates.empty()) return {};
-  std::unordered_map<const Value*, int64_t> rank;
+  std::unordered_map<const Value*, std::pair<int64_t, c10::ScalarType>> rank;  // and dtype
   for (size_t i = 0; i < graph->inputs().size() && i < example_inputs.size(); ++i)
-    if (example_inputs[i].isTensor()) rank[graph->inputs()[i]] = example_inputs[i].toTensor().dim();
+    if (example_inputs[i].isTensor())
+      rank[graph->inputs()[i]] = {example_inputs[i].toTensor().dim(), example_inputs[i].toTensor().scalar_type()};
   std::set<const Value*> wanted;
   for (const Node* n : candidates) wanted.insert(n->input(0));
   CompiledGraph::Observer observer = [&](const Node* n, const std::vector<c10::IValue>&,
                                          const std::vector<c10::IValue>& out) {
     for (size_t i = 0; i < out.size() && i < n->outputs().size(); ++i)
-      if (out[i].isTensor() && wanted.count(n->outputs()[i])) rank[n->outputs()[i]] = out[i].toTensor().dim();
+      if (out[i].isTensor() && wanted.count(n->outputs()[i]))
+        rank[n->outputs()[i]] = {out[i].toTensor().dim(), out[i].toTensor().scalar_type()};
   };
   CompiledGraph(graph, TopLevelNodesOf(*graph).order).Run(example_inputs, &observer);
   std::vector<DecomposedBatchNorm> decomposed;
   for (Node* n : candidates) {
     auto it = rank.find(n->input(0));
-    if (it == rank.end() || it->second < 2) continue;
     const at::Tensor mean = *ConstantTensor(n->input(3)), var = *ConstantTensor(n->input(4));
+    // Same dtype as the statistics: a half input with float statistics would come out float.
+    if (it == rank.end() || it->second.first < 2 || it->second.second != mean.scalar_type()) continue;
     const double eps = torch::jit::toIValue(n->input(7))->toDouble();
     at::Tensor scale = (var.to(at::kDouble) + eps).rsqrt();
     if (auto w = ConstantTensor(n->input(1))) scale = scale * w->to(at::kDouble);
     at::Tensor shift = -mean.to(at::kDouble) * scale;
     if (auto b = ConstantTensor(n->input(2))) shift = shift + b->to(at::kDouble);
-    std::vector<int64_t> shape(static_cast<size_t>(it->second) - 1, 1);
+    std::vector<int64_t> shape(static_cast<size_t>(it->second.first) - 1, 1);
     shape[0] = mean.numel();
     torch::jit::WithInsertPoint guard(n);
     Value* s = graph->insertConstant(scale.to(mean.scalar_type()).reshape(shape).contiguous());
