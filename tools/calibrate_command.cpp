@@ -1,8 +1,9 @@
-// autograph calibrate MODEL.pt [MODEL2.pt ...] -o FILE.json [--device cpu|cuda] [--device-model NAME]
+// autograph calibrate MODEL.pt [MODEL2.pt ...] [-o FILE.json] [--device cpu|cuda] [--device-model NAME]
 //                    [--input-shape ...] [--warmup N] [--repeats N] [--cache PATH|none] [--json]
 // Measures every kernel-launching operator of the models alone on the device and fits the
 // analytical cost model's efficiency factors and launch overhead to them; writes the fitted
-// DeviceModel, which `--device-model FILE.json` (DeviceModel::ByName) then loads.
+// DeviceModel, which `--device-model FILE.json` (DeviceModel::ByName) then loads; without -o it goes
+// to this device's place in the cache (CalibratedDeviceModelPath), where optimize finds it by default.
 #include <ATen/Context.h>
 #include <ATen/core/grad_mode.h>
 #include <torch/script.h>
@@ -10,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -92,7 +94,14 @@ int RunCalibrate(const CalibrateOptions& o) {
   CalibrationReport report;
   const DeviceModel fitted = CalibrateDeviceModel(start, calibration, &report);
   for (auto& model : models) model->Flush();
-  SaveDeviceModel(fitted, o.output);
+  std::string output = o.output;
+  if (output.empty()) {  // this device's calibration, which optimize then uses by default
+    output = CalibratedDeviceModelPath(models.front()->device_id());
+    if (output.empty()) throw InputError("neither XDG_CACHE_HOME nor HOME is set: give -o FILE.json");
+    std::error_code ec;
+    std::filesystem::create_directories(std::filesystem::path(output).parent_path(), ec);
+  }
+  SaveDeviceModel(fitted, output);
 
   const nlohmann::json worst = WorstOperators(fitted, report, 5);
   if (o.json) {
@@ -114,7 +123,7 @@ int RunCalibrate(const CalibrateOptions& o) {
                              {"error_after", ErrorJson(report.after)},
                              {"fitted", factors},
                              {"worst_operators", worst},
-                             {"output", o.output}};
+                             {"output", output}};
     std::cout << result.dump() << std::endl;
     return 0;
   }
@@ -133,7 +142,7 @@ int RunCalibrate(const CalibrateOptions& o) {
     std::cout << "  " << row["op"].get<std::string>() << " " << row["inputs"].dump() << "  "
               << Fixed(row["measured_ms"].get<double>(), 4) << " vs " << Fixed(row["predicted_ms"].get<double>(), 4)
               << "\n";
-  std::cout << "wrote " << o.output << "\n";
+  std::cout << "wrote " << output << (o.output.empty() ? " (optimize uses it by default on this device)" : "") << "\n";
   return 0;
 }
 
@@ -144,7 +153,9 @@ Command AddCalibrateCommand(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "calibrate", "Measure operators on the device and fit the analytical cost model's factors to them");
   cmd->add_option("models", o->models, "TorchScript files (.pt)")->required();
-  cmd->add_option("-o,--output", o->output, "Where to write the fitted device model (JSON)")->required();
+  cmd->add_option("-o,--output", o->output,
+                  "Where to write the fitted device model (JSON); default: this device's calibration in "
+                  "~/.cache/autograph/device_models/, which optimize then uses instead of the preset");
   cmd->add_option("--device", o->device, "Device to measure on")->check(CLI::IsMember({"cpu", "cuda"}));
   cmd->add_option("--device-model", o->device_model,
                   "Device model to start from: h100, a100, v100, cpu or FILE.json (default: h100 on cuda, cpu on cpu)");

@@ -1,6 +1,7 @@
 """`autograph calibrate`: fits a device model on squeezenet (small input, CPU) and writes JSON that
 `DeviceModel::ByName` loads; bad paths give one clear error line."""
 import json
+import os
 import subprocess
 
 import pytest
@@ -40,6 +41,29 @@ def test_calibrate_writes_a_fitted_device_model(cli, zoo, tmp_path):
                "--cache", "none", "--warmup", "0", "--repeats", "2")
     assert text.returncode == 0, text.stderr
     assert "median" in text.stdout and "wrote" in text.stdout
+
+
+def test_calibration_without_output_is_the_default_for_this_device(cli, zoo, tmp_path):
+    # No -o: the fitted model goes to the cache, and optimize (no --device-model) plans with it.
+    env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "cache"))
+    r = subprocess.run([cli, "calibrate", zoo / "squeezenet.pt", "--input-shape", "1,3,32,32", "--device", "cpu",
+                        "--cache", "none", "--warmup", "0", "--repeats", "2", "--json"],
+                       capture_output=True, text=True, timeout=300, env=env)
+    assert r.returncode == 0, r.stderr
+    written = json.loads(r.stdout)["output"]
+    assert written.startswith(str(tmp_path / "cache" / "autograph" / "device_models")), written
+    assert json.loads(open(written).read())["name"] == "cpu-calibrated"
+    o = subprocess.run([cli, "optimize", zoo / "squeezenet.pt", "-o", tmp_path / "out.pt", "--method", "ios",
+                        "--input-shape", "1,3,32,32", "--no-check-rewrites", "--json"],
+                       capture_output=True, text=True, timeout=300, env=env)
+    assert o.returncode == 0, o.stderr
+    assert json.loads(o.stdout.strip().splitlines()[-1])["cost"] == "analytical:cpu-calibrated"
+    # Without the calibration, the preset.
+    env["XDG_CACHE_HOME"] = str(tmp_path / "empty")
+    o = subprocess.run([cli, "optimize", zoo / "squeezenet.pt", "-o", tmp_path / "out.pt", "--method", "ios",
+                        "--input-shape", "1,3,32,32", "--no-check-rewrites", "--json"],
+                       capture_output=True, text=True, timeout=300, env=env)
+    assert json.loads(o.stdout.strip().splitlines()[-1])["cost"] == "analytical:cpu"
 
 
 @pytest.mark.parametrize("args, needle", [

@@ -1,5 +1,7 @@
 #include "api/apply_rewrites.h"
 
+#include "api/plan_schedule.h"
+
 #include <torch/csrc/jit/ir/ir.h>
 
 #include <chrono>
@@ -40,9 +42,7 @@ struct RewriteStep {
 
 // The stitch planner weighs a launch against bytes moved with the device model's figures.
 StitchPlanOptions StitchOptionsFor(const OptimizeOptions& options) {
-  std::string name = options.device_model;
-  if (name.empty()) name = options.device.is_cuda() ? "h100" : "cpu";
-  const DeviceModel device = DeviceModel::ByName(name);
+  const DeviceModel device = DeviceModel::ByName(DeviceModelName(options));
   StitchPlanOptions plan;
   plan.launch_us = device.launch_us;
   plan.bytes_per_us = device.memory_gbps * 1e3 * device.memory_efficiency;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <set>
@@ -12,6 +13,7 @@
 
 #include "autograph/analytical_cost_model.h"
 #include "autograph/autograph_schedule.h"
+#include "autograph/device_model.h"
 #include "autograph/error.h"
 #include "autograph/fastest_schedule.h"
 #include "autograph/ios_schedule.h"
@@ -21,6 +23,7 @@
 #include "autograph/partition_by_min_cut.h"
 #include "autograph/partition_by_topological_runs.h"
 #include "autograph/simple_schedulers.h"
+#include "search/cost/device_id.h"
 
 namespace autograph {
 
@@ -36,9 +39,7 @@ std::unique_ptr<CostModel> MakeCostModel(const OpGraph& graph, const std::vector
                                          const OptimizeOptions& options) {
   const std::string name = CostModelName(options);
   if (name == "analytical") {
-    std::string device_model = options.device_model;
-    if (device_model.empty()) device_model = options.device.is_cuda() ? "h100" : "cpu";
-    return std::make_unique<AnalyticalCostModel>(DeviceModel::ByName(device_model));
+    return std::make_unique<AnalyticalCostModel>(DeviceModel::ByName(DeviceModelName(options)));
   }
   if (name == "measured") {
     MeasuredCostOptions measured;
@@ -169,6 +170,14 @@ Schedule AutographPlan(const OpGraph& graph, const std::vector<c10::IValue>& inp
 }
 
 }  // namespace
+
+std::string DeviceModelName(const OptimizeOptions& options) {
+  if (!options.device_model.empty()) return options.device_model;
+  const std::string calibrated = CalibratedDeviceModelPath(DeviceId(options.device));
+  std::error_code ec;
+  if (!calibrated.empty() && std::filesystem::is_regular_file(calibrated, ec)) return calibrated;
+  return options.device.is_cuda() ? "h100" : "cpu";
+}
 
 Schedule PlanSchedule(const OpGraph& graph, const std::vector<c10::IValue>& inputs, const OptimizeOptions& options,
                       OptimizeReport* report) {

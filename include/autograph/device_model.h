@@ -54,6 +54,11 @@ nlohmann::json DeviceModelToJson(const DeviceModel& device);
 // missing or unknown keys, wrong types, non-positive rates, efficiencies outside (0, 1].
 DeviceModel DeviceModelFromJson(const nlohmann::json& json);
 
+// Where `autograph calibrate` keeps the fitted model of a device when no -o is given, and where
+// optimize looks for one first: $XDG_CACHE_HOME or ~/.cache, then autograph/device_models/<device id>.json
+// (device id as DeviceId gives it, e.g. "cpu:2 threads"). "" when neither variable is set.
+std::string CalibratedDeviceModelPath(const std::string& device_id);
+
 // File forms of the above. Throw autograph::Error naming the path when it cannot be read or written.
 void SaveDeviceModel(const DeviceModel& device, const std::string& path);
 DeviceModel LoadDeviceModel(const std::string& path);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <thread>
 
@@ -100,6 +101,20 @@ std::vector<std::string> DeviceModel::KnownNames() {
   std::vector<std::string> names;
   for (const Preset& preset : kPresets) names.emplace_back(preset.name);
   return names;
+}
+
+std::string CalibratedDeviceModelPath(const std::string& device_id) {
+  std::filesystem::path base;
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) {
+    base = xdg;
+  } else if (const char* home = std::getenv("HOME"); home && *home) {
+    base = std::filesystem::path(home) / ".cache";
+  } else {
+    return "";
+  }
+  std::string file;
+  for (char c : device_id) file += std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' ? c : '_';
+  return (base / "autograph" / "device_models" / (file + ".json")).string();
 }
 
 DeviceModel DeviceModel::ByName(const std::string& name) {
