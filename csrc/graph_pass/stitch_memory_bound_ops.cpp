@@ -363,6 +363,7 @@ StitchReport StitchMemoryBoundOps(std::shared_ptr<torch::jit::Graph>& graph,
 
   // 3. Plan, then rewrite each group of two or more.
   std::set<Node*> stitched;
+  int counted_halves = 0;  // decomposed batch norms with a half stitched so far
   auto finish = [&] {
     if (batch_norms.empty()) return report;
     RestoreUnstitchedBatchNorms(graph, batch_norms, stitched);
@@ -397,7 +398,12 @@ StitchReport StitchMemoryBoundOps(std::shared_ptr<torch::jit::Graph>& graph,
     // Later groups may read these outputs: their recorded values carry over to the new values.
     for (size_t i = 0; i < g.outputs.size(); ++i) recorded[unpack->output(i)] = recorded[g.outputs[i]];
     report.groups++;
-    report.ops_stitched += static_cast<int>(members.size());
+    // ops_stitched counts the graph's own operators: a decomposed batch norm is one, whether both its
+    // halves joined the group (one absorbed) or one did (none: the other half still runs).
+    int halves = 0;
+    for (const DecomposedBatchNorm& d : batch_norms) halves += stitched.count(d.mul) + stitched.count(d.add) > 0;
+    report.ops_stitched += static_cast<int>(members.size()) - (halves - counted_halves);
+    counted_halves = halves;
   }
   return finish();
 }

@@ -22,7 +22,7 @@ struct StitchReport {
   int candidates = 0;     // nodes a program can express
   int groups = 0;         // stitched nodes created
   int groups_rejected = 0;  // planned groups the judge found no faster than their operators (left as they were)
-  int ops_stitched = 0;   // operators replaced by them
+  int ops_stitched = 0;   // the graph's operators replaced by them (a decomposed batch norm counts once)
   int subproblems_ilp = 0, subproblems_greedy = 0;
   double planned_cost_us = 0;  // the planner's objective for its plan
 };
