@@ -92,7 +92,7 @@ OptimizeOptions OptionsFor(const std::string& method, const c10::Device& device)
   if (base == "autograph") return o;
   const bool substitutions = base == "taso_jit" || base == "taso_nimble";
   o.regroup_convolutions = o.fold_conv_relu = o.fuse_attention = o.merge_linears = substitutions;
-  o.prepack_onednn = substitutions;
+  o.prepack_onednn = o.channels_last_pools = substitutions;
   o.stitch = false;
   o.check_rewrites = false;  // baselines apply what they apply, unmeasured
   if (base == "taso_nimble") base = "nimble";

@@ -30,7 +30,7 @@ struct OptimizeCommandOptions {
   double alpha = 1.0;
   int64_t budget = 20000;
   double time_limit = -1;
-  bool no_merge = false, merge_linears = true, regroup = true, fold = true, fuse_attention = true, prepack = true, stitch = true,
+  bool no_merge = false, merge_linears = true, regroup = true, fold = true, fuse_attention = true, prepack = true, pools = true, stitch = true,
        substitutions = true, check_rewrites = true;
 };
 
@@ -74,13 +74,14 @@ int RunOptimize(const OptimizeCommandOptions& o) {
   options.time_limit = o.time_limit;
   options.verify = o.verify;
   options.merge = !o.no_merge;
-  // --no-substitutions turns the five off; each has its own --no- switch. With ios and autograph,
+  // --no-substitutions turns the six off; each has its own --no- switch. With ios and autograph,
   // sibling linears are left to the search's merge stages (unless --no-merge).
   options.merge_linears = o.merge_linears && o.substitutions;
   options.regroup_convolutions = o.regroup && o.substitutions;
   options.fold_conv_relu = o.fold && o.substitutions;
   options.fuse_attention = o.fuse_attention && o.substitutions;
   options.prepack_onednn = o.prepack && o.substitutions;
+  options.channels_last_pools = o.pools && o.substitutions;
   options.check_rewrites = o.check_rewrites;
   options.stitch = o.stitch;
   ProgressBar progress(o.method + " search");
@@ -144,6 +145,7 @@ int RunOptimize(const OptimizeCommandOptions& o) {
                            {"ops_folded", report.ops_folded},
                            {"attentions_fused", report.attentions_fused},
                            {"ops_prepacked", report.ops_prepacked},
+                           {"pools_channels_last", report.pools_channels_last},
                            {"stitch_groups", report.stitch_groups},
                            {"ops_stitched", report.ops_stitched},
                            {"memory_bound_before", report.memory_bound_before},
@@ -225,8 +227,10 @@ Command AddOptimizeCommand(CLI::App& app) {
   cmd->add_flag("--prepack-onednn,!--no-prepack-onednn", o->prepack,
                 "Substitution (default on, cpu): convolutions and linears run on prepacked oneDNN weights, as "
                 "torch.jit.optimize_for_inference does");
+  cmd->add_flag("--channels-last-pools,!--no-channels-last-pools", o->pools,
+                "Substitution (default on, cpu): 2-d max / avg pooling runs on a channels-last copy of its input");
   cmd->add_flag("--substitutions,!--no-substitutions", o->substitutions,
-                "All five substitutions (default on); --no-substitutions turns them all off");
+                "All six substitutions (default on); --no-substitutions turns them all off");
   cmd->add_flag("--stitch,!--no-stitch", o->stitch,
                 "Default on: memory-intensive operators (elementwise, softmax, layer norm, ...) planned into stitched "
                 "kernels");

@@ -14,6 +14,7 @@
 #include "autograph/fold_convolution_add_relu.h"
 #include "autograph/fuse_attention.h"
 #include "autograph/merge_sibling_linears.h"
+#include "autograph/pool_in_channels_last.h"
 #include "autograph/prepack_for_onednn.h"
 #include "autograph/regroup_grouped_convolutions.h"
 #include "autograph/run_timing.h"
@@ -87,6 +88,9 @@ std::vector<RewriteStep> RewriteSteps(const std::vector<c10::IValue>& inputs, co
   if (options.prepack_onednn && options.device.is_cpu())  // oneDNN's CPU kernels
     steps.push_back({"prepack_onednn", [](GraphPtr& g) { return RewriteOutcome{PrepackForOneDnn(g)}; },
                      [](const RewriteOutcome& o, OptimizeReport* r) { r->ops_prepacked += o.changes; }});
+  if (options.channels_last_pools && options.device.is_cpu())  // ATen's CPU pooling kernels
+    steps.push_back({"channels_last_pools", [&](GraphPtr& g) { return RewriteOutcome{PoolInChannelsLast(g, inputs)}; },
+                     [](const RewriteOutcome& o, OptimizeReport* r) { r->pools_channels_last += o.changes; }});
   if (options.stitch)
     steps.push_back({"stitch",
                      [&](GraphPtr& g) {

@@ -33,6 +33,7 @@ struct OptimizeOptions {
   bool regroup_convolutions = true;  // grouped convs with fewer groups, where timing says it pays
   bool fold_conv_relu = true;        // conv + [add +] relu -> one cuDNN fused kernel (CUDA only)
   bool prepack_onednn = true;        // convs / linears on prepacked oneDNN weights, as jit_frozen (CPU only)
+  bool channels_last_pools = true;   // 2-d max / avg pooling on a channels-last copy (CPU only)
   bool stitch = true;                // memory-intensive operators -> stitched kernels (ILP planner)
   // Every rewrite that changed the graph is timed on the whole graph (run as one stream, side by side
   // with the graph before it) and undone unless it is faster. false: rewrites are kept unmeasured.
@@ -69,7 +70,7 @@ struct OptimizeOptions {
 // A rewrite tried on the graph (check_rewrites): how much it changed and what the graph measured without
 // and with it; undone when it did not measure faster.
 struct RewriteDecision {
-  std::string name;          // fuse_attention, merge_linears, regroup_convolutions, fold_conv_relu, prepack_onednn, stitch
+  std::string name;          // fuse_attention, merge_linears, regroup_convolutions, fold_conv_relu, prepack_onednn, channels_last_pools, stitch
   int changes = 0;           // rewrites it made (attentions fused, linears merged, groups stitched, ...)
   int rejected = 0;          // parts timed slower on their own and not made (stitch groups)
   double without_ms = -1, with_ms = -1;  // whole graph, robust ms side by side; -1 when not timed
@@ -100,6 +101,7 @@ struct OptimizeReport {
   int convolutions_folded = 0;     // cuDNN fused convolutions created (fold_conv_relu)
   int attentions_fused = 0;        // scaled_dot_product_attention ops created (fuse_attention)
   int ops_prepacked = 0;           // operators reading prepacked oneDNN or transposed weights (prepack_onednn)
+  int pools_channels_last = 0;     // pools run on a channels-last copy (channels_last_pools)
   int ops_folded = 0;              // relu / add kernels they absorbed
   int stitch_groups = 0;   // stitched kernels created
   int ops_stitched = 0;    // memory-intensive operators they replace

@@ -1,0 +1,23 @@
+#pragma once
+// Substitution for CPU targets: 2-d max and average pooling run on a channels-last copy of their
+// input, their output converted back to the usual (NCHW-contiguous) layout. ATen's CPU pooling
+// vectorizes across channels only in channels-last; on NCHW at batch 1 it is several times slower
+// (max_pool2d 3x3/2 on 1x96x109x109: 4.8 ms NCHW, 0.9 ms with both conversions, 2 threads; the
+// outputs are bit-identical). Pools inside oneDNN regions (prepack_onednn) are left to oneDNN.
+#include <ATen/core/ivalue.h>
+
+#include <memory>
+#include <vector>
+
+namespace torch::jit {
+struct Graph;
+}  // namespace torch::jit
+
+namespace autograph {
+
+// Rewrites top-level aten::max_pool2d / aten::avg_pool2d nodes of a lowered graph whose input, in a
+// run on `example_inputs` (made only when some pool exists), is a 4-d strided NCHW-contiguous tensor;
+// returns the pools rewritten.
+int PoolInChannelsLast(std::shared_ptr<torch::jit::Graph>& graph, const std::vector<c10::IValue>& example_inputs);
+
+}  // namespace autograph
