@@ -4,22 +4,25 @@
 
 #include <torch/csrc/jit/ir/ir.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <functional>
 #include <string>
 
-#include "autograph/compiled_graph.h"
 #include "autograph/device_model.h"
 #include "autograph/fold_convolution_add_relu.h"
 #include "autograph/fuse_attention.h"
+#include "autograph/import_op_graph.h"
 #include "autograph/merge_sibling_linears.h"
+#include "autograph/nimble_schedule.h"
 #include "autograph/pool_in_channels_last.h"
 #include "autograph/prepack_for_onednn.h"
 #include "autograph/regroup_grouped_convolutions.h"
 #include "autograph/run_timing.h"
+#include "autograph/simple_schedulers.h"
+#include "autograph/stage_executor.h"
 #include "autograph/stitch_memory_bound_ops.h"
-#include "graph_pass/top_level_nodes.h"
 
 namespace autograph {
 
@@ -113,20 +116,31 @@ std::vector<RewriteStep> RewriteSteps(const std::vector<c10::IValue>& inputs, co
   return steps;
 }
 
-// The graph without and with a rewrite, each run as one stream, side by side: robust ms of each.
+// The graph without and with a rewrite, side by side, each run under the one-stream schedule and
+// under Nimble's: a rewrite that speeds up one stream may cost concurrency (stitching an RNN's
+// independent cells into one kernel serializes them: RNNTC-SRU ran 6.3 ms stitched under Nimble's
+// schedule, 4.4 ms unstitched), so each graph counts with the better of its two schedules, robust ms.
 // When the two are within 5 % of each other, 20 more rounds decide (a shared machine's noise is of
 // that order, and a rewrite kept on noise may be a loss).
 std::pair<double, double> TimeSideBySide(const GraphPtr& without, const GraphPtr& with,
-                                         const std::vector<c10::IValue>& inputs, c10::Device device) {
-  CompiledGraph a(without, TopLevelNodesOf(*without).order), b(with, TopLevelNodesOf(*with).order);
-  const std::vector<std::function<void()>> runs = {[&] { a.Run(inputs); }, [&] { b.Run(inputs); }};
-  auto samples = TimeRunsSideBySide(device, /*warmup=*/2, /*rounds=*/10, runs);
-  double without_ms = RobustMs(samples[0], 0.3), with_ms = RobustMs(samples[1], 0.3);
+                                         const std::vector<c10::IValue>& inputs, const OptimizeOptions& options) {
+  const OpGraph a = ImportOpGraph(without, inputs), b = ImportOpGraph(with, inputs);
+  const ExecutorOptions executor{options.device, options.cuda_graph};
+  const int streams = std::max(1, options.max_streams);
+  const StageExecutor a_one(a, SequentialSchedule(a), executor), a_nimble(a, NimbleSchedule(a, streams), executor);
+  const StageExecutor b_one(b, SequentialSchedule(b), executor), b_nimble(b, NimbleSchedule(b, streams), executor);
+  const std::vector<std::function<void()>> runs = {[&] { a_one.Run(inputs); }, [&] { a_nimble.Run(inputs); },
+                                                   [&] { b_one.Run(inputs); }, [&] { b_nimble.Run(inputs); }};
+  auto samples = TimeRunsSideBySide(options.device, /*warmup=*/2, /*rounds=*/10, runs);
+  auto best = [&](size_t first) {
+    return std::min(RobustMs(samples[first], 0.3), RobustMs(samples[first + 1], 0.3));
+  };
+  double without_ms = best(0), with_ms = best(2);
   if (std::abs(with_ms - without_ms) < 0.05 * without_ms) {
-    const auto more = TimeRunsSideBySide(device, /*warmup=*/0, /*rounds=*/20, runs);
-    for (size_t i = 0; i < 2; ++i) samples[i].insert(samples[i].end(), more[i].begin(), more[i].end());
-    without_ms = RobustMs(samples[0], 0.3);
-    with_ms = RobustMs(samples[1], 0.3);
+    const auto more = TimeRunsSideBySide(options.device, /*warmup=*/0, /*rounds=*/20, runs);
+    for (size_t i = 0; i < runs.size(); ++i) samples[i].insert(samples[i].end(), more[i].begin(), more[i].end());
+    without_ms = best(0);
+    with_ms = best(2);
   }
   return {without_ms, with_ms};
 }
@@ -144,7 +158,7 @@ void ApplyRewrites(GraphPtr& lowered, const std::vector<c10::IValue>& inputs, co
     decision.changes = outcome.changes;
     decision.rejected = outcome.rejected;
     if (outcome.changes > 0 && options.check_rewrites) {
-      std::tie(decision.without_ms, decision.with_ms) = TimeSideBySide(lowered, candidate, inputs, options.device);
+      std::tie(decision.without_ms, decision.with_ms) = TimeSideBySide(lowered, candidate, inputs, options);
       decision.kept = decision.with_ms < decision.without_ms;
     } else {
       decision.kept = outcome.changes > 0;
