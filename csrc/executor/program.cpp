@@ -70,9 +70,10 @@ c10::intrusive_ptr<Program> Program::FromState(State state) {
                 "; re-run `autograph optimize` on the original model");
   }
   auto program = c10::make_intrusive<Program>(EmptyTag{});
+  nlohmann::json plan;
   std::vector<std::string> layouts;  // absent before version 2: every constant strided
   try {
-    nlohmann::json plan = nlohmann::json::parse(plan_text);
+    plan = nlohmann::json::parse(plan_text);
     if (plan.contains("constant_layouts")) layouts = plan.at("constant_layouts").get<std::vector<std::string>>();
   } catch (const nlohmann::json::exception& e) {
     throw Error(std::string("corrupted program: ") + e.what());
@@ -83,7 +84,6 @@ c10::intrusive_ptr<Program> Program::FromState(State state) {
     if (n->kind() != c10::prim::Constant) nodes.push_back(n);
   program->graph_ = OpGraph(graph);
   try {
-    nlohmann::json plan = nlohmann::json::parse(plan_text);
     for (const auto& op : plan.at("operators")) {
       OpNode node;
       node.op = op.at("op").get<std::string>();

@@ -209,14 +209,13 @@ void RestoreUnstitchedBatchNorms(const std::shared_ptr<torch::jit::Graph>& graph
 // (RemoveTensorMutation), so the planner may group them. Lone ones stay in place: there a functional
 // form would only cost an allocation per run.
 void FunctionalizeStitchableChains(const std::shared_ptr<torch::jit::Graph>& graph) {
-  auto stitchable_kind = [](const Node* n) { return StitchableKindOf(n); };
   torch::jit::RemoveTensorMutation(graph, [&](Node* n) {
     const std::string kind = n->kind().toQualString();
-    if (kind.back() != '_' || n->owningBlock() != graph->block() || !stitchable_kind(n)) return false;
+    if (kind.back() != '_' || n->owningBlock() != graph->block() || !StitchableKindOf(n)) return false;
     for (const Value* v : n->inputs())
-      if (stitchable_kind(v->node())) return true;
+      if (StitchableKindOf(v->node())) return true;
     for (const torch::jit::Use& use : n->output()->uses())
-      if (stitchable_kind(use.user)) return true;
+      if (StitchableKindOf(use.user)) return true;
     return false;
   });
 }

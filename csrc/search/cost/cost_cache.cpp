@@ -1,5 +1,6 @@
 // The measured cost model's disk cache; see cost_cache.h.
 #include "search/cost/cost_cache.h"
+#include "search/cost/device_id.h"
 
 #include <unistd.h>
 
@@ -28,19 +29,7 @@ CostCache::CostCache(std::string path, std::string device_id)
   if (!path_.empty()) entries_ = ReadFile();
 }
 
-std::string CostCache::DefaultPath(const std::string& device_id) {
-  std::filesystem::path base;
-  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) {
-    base = xdg;
-  } else if (const char* home = std::getenv("HOME"); home && *home) {
-    base = std::filesystem::path(home) / ".cache";
-  } else {
-    return "";
-  }
-  std::string file;
-  for (char c : device_id) file += std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' ? c : '_';
-  return (base / "autograph" / "costs" / (file + ".json")).string();
-}
+std::string CostCache::DefaultPath(const std::string& device_id) { return DeviceCachePath("costs", device_id); }
 
 std::unordered_map<std::string, double> CostCache::ReadFile() const {
   std::unordered_map<std::string, double> entries;

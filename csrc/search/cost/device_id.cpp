@@ -4,6 +4,10 @@
 #include <ATen/Context.h>
 #include <ATen/Parallel.h>
 
+#include <cctype>
+#include <cstdlib>
+#include <filesystem>
+
 #include "autograph/error.h"
 
 #ifdef AUTOGRAPH_WITH_CUDA
@@ -25,6 +29,20 @@ std::string DeviceId(c10::Device device) {
 #endif
   }
   throw Error("unsupported device '" + device.str() + "': autograph measures on cpu and cuda");
+}
+
+std::string DeviceCachePath(const std::string& folder, const std::string& device_id) {
+  std::filesystem::path base;
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) {
+    base = xdg;
+  } else if (const char* home = std::getenv("HOME"); home && *home) {
+    base = std::filesystem::path(home) / ".cache";
+  } else {
+    return "";
+  }
+  std::string file;
+  for (char c : device_id) file += std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' ? c : '_';
+  return (base / "autograph" / folder / (file + ".json")).string();
 }
 
 std::string DeviceSettings(c10::Device device) {

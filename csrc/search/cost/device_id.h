@@ -12,6 +12,10 @@ namespace autograph {
 // threads). Throws Error for other device types, or for CUDA where none is available.
 std::string DeviceId(c10::Device device);
 
+// Where autograph keeps a per-device file: $XDG_CACHE_HOME (else ~/.cache)/autograph/<folder>/<device
+// id, made file-name safe>.json; "" when neither variable is set.
+std::string DeviceCachePath(const std::string& folder, const std::string& device_id);
+
 // Settings that change kernel choice on the device and so belong in every key: TF32 for matmul and
 // convolution, cuDNN autotuning (CUDA); empty on CPU.
 std::string DeviceSettings(c10::Device device);

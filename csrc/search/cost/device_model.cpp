@@ -1,5 +1,7 @@
 #include "autograph/device_model.h"
 
+#include "search/cost/device_id.h"
+
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -104,17 +106,7 @@ std::vector<std::string> DeviceModel::KnownNames() {
 }
 
 std::string CalibratedDeviceModelPath(const std::string& device_id) {
-  std::filesystem::path base;
-  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) {
-    base = xdg;
-  } else if (const char* home = std::getenv("HOME"); home && *home) {
-    base = std::filesystem::path(home) / ".cache";
-  } else {
-    return "";
-  }
-  std::string file;
-  for (char c : device_id) file += std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' ? c : '_';
-  return (base / "autograph" / "device_models" / (file + ".json")).string();
+  return DeviceCachePath("device_models", device_id);
 }
 
 DeviceModel DeviceModel::ByName(const std::string& name) {
