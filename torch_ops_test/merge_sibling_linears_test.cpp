@@ -147,4 +147,27 @@ graph(%x : Tensor, %y : Tensor, %wq : Tensor, %wk : Tensor):
   ExpectSameOutputs(want, RunGraph(graph, inputs));
 }
 
+TEST(MergeSiblingLinears, StepsInAnotherOrderShareOneMergedWeight) {
+  // The second step lists its linears in another graph order: still one concatenated weight.
+  torch::manual_seed(4);
+  auto graph = GraphWithConstants(R"IR(
+graph(%x : Tensor, %y : Tensor, %wq : Tensor, %wk : Tensor):
+  %none : NoneType = prim::Constant()
+  %q1 : Tensor = aten::linear(%x, %wq, %none)
+  %k1 : Tensor = aten::linear(%x, %wk, %none)
+  %k2 : Tensor = aten::linear(%y, %wk, %none)
+  %q2 : Tensor = aten::linear(%y, %wq, %none)
+  return (%q1, %k1, %q2, %k2))IR",
+                                  {{"wq", torch::randn({8, 16})}, {"wk", torch::randn({5, 16})}});
+  const std::vector<at::Tensor> inputs = {torch::randn({3, 16}), torch::randn({3, 16})};
+  const auto want = RunGraph(graph, inputs);
+  EXPECT_EQ(autograph::MergeSiblingLinears(graph), 2);
+  graph->lint();
+  int tensor_constants = 0;
+  for (const torch::jit::Node* n : graph->nodes())
+    tensor_constants += n->kind() == c10::prim::Constant && n->output()->type()->cast<c10::TensorType>() != nullptr;
+  EXPECT_EQ(tensor_constants, 1);
+  ExpectSameOutputs(want, RunGraph(graph, inputs));
+}
+
 }  // namespace

@@ -5,9 +5,11 @@
 #include "autograph/merged_linear.h"
 
 #include <gtest/gtest.h>
+#include <torch/csrc/jit/ir/constants.h>
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -212,6 +214,41 @@ graph(%x0 : Tensor, %x1 : Tensor, %w : Tensor, %wf : Tensor, %bf : Tensor, %wr :
   const auto outputs = autograph::testing::Flatten(executor.Run(inputs));
   ASSERT_EQ(outputs.size(), reference.size());
   for (size_t i = 0; i < outputs.size(); ++i) ExpectClose(outputs[i], reference[i], "output " + std::to_string(i));
+}
+
+// The second step lists the same linears in another graph order (stitching may move nodes): both
+// steps still read views of one concatenation, not one copy each (three copies of an RNN's weights
+// may not fit a CPU's last-level cache where one does).
+TEST(MergeableLinears, StepsInAnotherOrderShareOneConcatenation) {
+  torch::NoGradGuard no_grad;
+  torch::manual_seed(6);
+  auto lowered = GraphWithConstants(R"IR(
+graph(%x0 : Tensor, %x1 : Tensor, %w : Tensor, %wf : Tensor, %wr : Tensor):
+  %none : NoneType = prim::Constant()
+  %a0 : Tensor = aten::linear(%x0, %w, %none)
+  %f0 : Tensor = aten::linear(%x0, %wf, %none)
+  %r0 : Tensor = aten::linear(%x0, %wr, %none)
+  %r1 : Tensor = aten::linear(%x1, %wr, %none)
+  %a1 : Tensor = aten::linear(%x1, %w, %none)
+  %f1 : Tensor = aten::linear(%x1, %wf, %none)
+  return (%a0, %f0, %r0, %a1, %f1, %r1))IR",
+                                    {{"w", torch::randn({6, 5})}, {"wf", torch::randn({4, 5})}, {"wr", torch::randn({3, 5})}});
+  const std::vector<at::Tensor> inputs = {torch::randn({2, 5}), torch::randn({2, 5})};
+  const auto want = RunGraph(lowered, inputs);
+  EXPECT_EQ(autograph::PrepareSiblingLinearsForMerging(lowered), 6);
+  lowered->lint();
+  std::set<const torch::jit::Value*> weights;
+  std::set<const void*> storages;
+  for (const torch::jit::Node* n : lowered->nodes())
+    if (n->kind() == c10::aten::linear) {
+      weights.insert(n->input(1));
+      storages.insert(torch::jit::toIValue(n->input(1))->toTensor().storage().data());
+    }
+  EXPECT_EQ(weights.size(), 3u);   // one row view per weight, read by both steps
+  EXPECT_EQ(storages.size(), 1u);  // all of one concatenation
+  const auto got = RunGraph(lowered, inputs);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) ExpectClose(got[i], want[i], "output " + std::to_string(i));
 }
 
 // The analytical model with Merge stages scaled by `factor`: how much the merged GEMM is worth.

@@ -40,9 +40,42 @@ bool OutputSafeToSlice(const Value* out) {
   return true;
 }
 
-void SortByGraphOrder(std::vector<SiblingLinear>& group) {
-  std::sort(group.begin(), group.end(),
-            [](const SiblingLinear& a, const SiblingLinear& b) { return a.node->isBefore(b.node); });
+// Where each weight and bias is first read by a linear, in graph order: a deterministic rank for
+// tensors (their addresses are not).
+using TensorRanks = std::map<const void*, int>;
+TensorRanks RankTensors(const Graph& graph) {
+  TensorRanks ranks;
+  for (const Node* node : graph.nodes()) {
+    if (node->kind() != c10::aten::linear) continue;
+    for (size_t i = 1; i < node->inputs().size(); ++i)
+      if (const auto v = torch::jit::toIValue(node->input(i)); v && v->isTensor())
+        ranks.emplace(v->toTensor().unsafeGetTensorImpl(), static_cast<int>(ranks.size()));
+  }
+  return ranks;
+}
+
+// Siblings in the order of the tensors they read, not of where they sit in the graph: the steps of
+// an unrolled RNN may list the same linears in different orders (stitching moves nodes), and must
+// still make one key and share one concatenation; three copies of a 12 MB weight no longer fit a
+// CPU's last-level cache where one does. Ties (one weight read twice) keep graph order.
+void SortByTensors(std::vector<SiblingLinear>& group, const TensorRanks& ranks) {
+  auto rank = [&](const at::Tensor& t) {
+    if (!t.defined()) return -1;
+    const auto it = ranks.find(t.unsafeGetTensorImpl());
+    return it == ranks.end() ? -1 : it->second;
+  };
+  std::sort(group.begin(), group.end(), [&](const SiblingLinear& a, const SiblingLinear& b) {
+    const auto ka = std::make_pair(rank(a.weight), rank(a.bias));
+    const auto kb = std::make_pair(rank(b.weight), rank(b.bias));
+    return ka != kb ? ka < kb : a.node->isBefore(b.node);
+  });
+}
+
+Node* EarliestInGraph(const std::vector<SiblingLinear>& group) {
+  Node* first = group.front().node;
+  for (const SiblingLinear& s : group)
+    if (s.node->isBefore(first)) first = s.node;
+  return first;
 }
 
 // The tensors a group is made of (weight and bias per sibling; null for no bias): groups with equal
@@ -70,11 +103,13 @@ std::pair<at::Tensor, at::Tensor> Concatenate(const std::vector<SiblingLinear>& 
 // The merged weight and bias constants, by TensorsKey.
 using MergedConstants = std::map<std::vector<const void*>, std::pair<Value*, Value*>>;
 
-// One group: siblings in graph order; replaced by linear(x, cat W, cat b) -> split_with_sizes -> unpack.
-// x is read from the node now: an earlier merge may have replaced it (a group reading a merged linear).
-void Merge(Graph& graph, std::vector<SiblingLinear>& group, MergedConstants& constants) {
+// One group: replaced, before its first sibling, by linear(x, cat W, cat b) -> split_with_sizes ->
+// unpack, the rows in the order of SortByTensors. x is read from the node now: an earlier merge may
+// have replaced it (a group reading a merged linear).
+void Merge(Graph& graph, std::vector<SiblingLinear>& group, MergedConstants& constants, const TensorRanks& ranks) {
   Value* x = group.front().node->input(0);
-  SortByGraphOrder(group);
+  SortByTensors(group, ranks);
+  Node* const first = EarliestInGraph(group);
   std::vector<int64_t> sizes;
   for (const SiblingLinear& s : group) sizes.push_back(s.weight.size(0));
   const std::vector<const void*> key = TensorsKey(group);
@@ -89,7 +124,7 @@ void Merge(Graph& graph, std::vector<SiblingLinear>& group, MergedConstants& con
   }
   Node* unpack = nullptr;
   {  // the guard must not outlive the first sibling, destroyed below
-    torch::jit::WithInsertPoint guard(group.front().node);
+    torch::jit::WithInsertPoint guard(first);
     auto [weight, bias] = merged->second;
     Value* wide = graph.insert(c10::aten::linear, {x, weight, bias});
     Value* parts = graph.insert(c10::aten::split_with_sizes, {wide, sizes, -1});
@@ -158,9 +193,10 @@ int MergeSiblingLinears(std::shared_ptr<Graph>& graph) {
   std::vector<std::vector<SiblingLinear>> merges = SiblingLinearGroups(*graph);
   int merged = 0;
   MergedConstants constants;
+  const TensorRanks ranks = RankTensors(*graph);
   for (auto& group : merges) {
     merged += static_cast<int>(group.size()) - 1;
-    Merge(*graph, group, constants);
+    Merge(*graph, group, constants, ranks);
   }
   // The original weights are dead now; a module saved with them would carry both copies.
   if (merged > 0) torch::jit::EliminateDeadCode(graph);
@@ -172,8 +208,9 @@ int PrepareSiblingLinearsForMerging(std::shared_ptr<Graph>& graph) {
   // Per distinct set of weight and bias tensors: the constants of the row views, two per sibling
   // (the bias view is null when not every sibling has a bias).
   std::map<std::vector<const void*>, std::vector<Value*>> shared;
+  const TensorRanks ranks = RankTensors(*graph);
   for (auto& group : SiblingLinearGroups(*graph, /*same_bias=*/false)) {
-    SortByGraphOrder(group);
+    SortByTensors(group, ranks);
     const std::vector<const void*> key = TensorsKey(group);
     auto views_of = shared.find(key);
     if (views_of == shared.end()) {
