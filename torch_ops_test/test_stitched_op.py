@@ -2,11 +2,14 @@
 on random shapes with broadcasting, non-contiguous inputs and odd sizes, and rows longer than one
 tile; a bad program or bad inputs give one ValueError naming what is wrong.
 
-Tolerances: elementwise programs evaluate the same float operations in the same order as ATen
-(exp/tanh/erf from libm rather than ATen's vectorized versions: a few ulp), so 1e-6 relative plus
-1e-6 absolute. Reductions sum in double here and in a different order in ATen: relative error
+Tolerances: elementwise programs evaluate the same float operations in the same order as ATen,
+with ATen's vector functions (Sleef's exp, tanh, ...) on full values and libm's on row values (a
+few ulp apart), so 1e-6 relative plus 1e-6 absolute. Reductions sum in double here and in a different order in ATen: relative error
 ~ float eps * sqrt(cols) on ATen's side, so 1e-5 relative for rows up to 10^5 columns."""
 import math
+import os
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -186,3 +189,49 @@ def test_program_text_survives_scripting_and_saving(tmp_path):
     x = torch.randn(3, 11)
     close(loaded(x), torch.softmax(x, dim=-1), rtol=1e-5)
     assert math.isfinite(loaded(x).sum().item())
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "channels_last"])
+def test_short_rows_several_to_a_tile_with_per_channel_operands(layout):
+    # 7x7 maps: 49 columns a row, packed whole into tiles; the per-channel scale and shift are one
+    # element a row (broadcast along the columns). channels_last rows are not adjacent in memory
+    # (gathered); exp(scale) is a full output whose value is constant along each row.
+    torch.manual_seed(9)
+    x = torch.randn(2, 300, 7, 7)
+    if layout == "channels_last":
+        x = x.contiguous(memory_format=torch.channels_last)
+    scale, shift = torch.randn(300, 1, 1), torch.randn(300, 1, 1)
+    out, e = stitched([x, scale, shift], "reduce 0; in 0; in 1; mul 0 1; in 2; add 2 3; relu 4; exp 1; "
+                                         "out 5; out 6")
+    close(out, torch.relu(x * scale + shift))
+    close(e, torch.exp(scale).expand(2, 300, 7, 7))
+
+
+CAPABILITY_SCRIPT = r"""
+import sys, torch
+sys.path.insert(0, sys.argv[1])
+import autograph
+autograph.load_library()
+print(torch.ops.autograph.stitched_cpu_capability())
+torch.manual_seed(0)
+x, y = torch.randn(3, 37, 5, 11), torch.randn(37, 1, 1)
+(a,) = torch.ops.autograph.stitched([x, y], "reduce 0; in 0; in 1; add 0 1; gelu 2; tanh 3; sigmoid 4; out 5")
+torch.testing.assert_close(a, torch.sigmoid(torch.tanh(torch.nn.functional.gelu(x + y))), rtol=1e-6, atol=1e-6)
+(b,) = torch.ops.autograph.stitched([x], "reduce 1; in 0; rowmax 0; sub 0 1; exp 2; rowsum 3; div 3 4; out 5")
+torch.testing.assert_close(b, torch.softmax(x, -1), rtol=1e-5, atol=1e-6)
+"""
+
+
+def test_kernel_follows_atens_cpu_capability():
+    # The AVX2 build where ATen runs AVX2 or AVX-512 kernels; ATEN_CPU_CAPABILITY=default selects the
+    # portable build in both, and it computes the same.
+    autograph.load_library()
+    aten = torch.backends.cpu.get_cpu_capability()
+    want = "AVX2" if aten in ("AVX2", "AVX512") else "DEFAULT"
+    assert torch.ops.autograph.stitched_cpu_capability() == want
+    python_dir = os.path.dirname(os.path.dirname(os.path.abspath(autograph.__file__)))  # the package's parent
+    env = dict(os.environ, ATEN_CPU_CAPABILITY="default")
+    done = subprocess.run([sys.executable, "-c", CAPABILITY_SCRIPT, python_dir], env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split()[0] == "DEFAULT"

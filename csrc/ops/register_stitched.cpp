@@ -58,4 +58,6 @@ std::vector<at::Tensor> StitchedOp(const std::vector<at::Tensor>& inputs, const 
 TORCH_LIBRARY_FRAGMENT(autograph, m) {
   // Pure: fresh outputs, reads its inputs only.
   m.def("stitched(Tensor[] inputs, str program) -> Tensor[]", &autograph::StitchedOp);
+  // Which build of the CPU kernel runs here ("AVX2" or "DEFAULT"), for tests and bug reports.
+  m.def("stitched_cpu_capability() -> str", [] { return std::string(autograph::StitchedCpuCapability()); });
 }

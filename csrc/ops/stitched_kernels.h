@@ -15,6 +15,10 @@ namespace autograph {
 void RunStitchedCpu(const StitchProgram& program, const StitchLayout& layout, const std::vector<at::Tensor>& inputs,
                     std::vector<at::Tensor>& outputs);
 
+// Which build of the CPU kernel runs here: "AVX2" where ATen runs its AVX2 or AVX-512 kernels,
+// else "DEFAULT" (ATEN_CPU_CAPABILITY=default selects it, for tests).
+const char* StitchedCpuCapability();
+
 #ifdef AUTOGRAPH_WITH_CUDA
 // CUDA: a kernel generated for the program and the layout (shapes, strides, dtype), compiled with
 // NVRTC once and cached; `text` is the program's text (part of the cache key).
