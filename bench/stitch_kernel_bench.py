@@ -1,0 +1,131 @@
+#!/usr/bin/env python3
+"""The stitched CPU kernel against the ATen operators it replaces, on groups the stitch planner finds
+in real models (DenseNet's batch norm + ReLU at three map sizes, NasNet's and RandWire's adds and
+activations, BERT's residual add + layer norm, scaled softmax and GELU + add). Both sides run as
+TorchScript functions (one interpreter call each), after warm-up: the best of 3 medians of N calls,
+in microseconds, the ratio (> 1: the stitched kernel is faster) and the stitched output's largest
+error relative to the output's scale.
+
+Usage: bench/stitch_kernel_bench.py [--runs 200] [--out DIR]   (writes DIR/stitch_kernel.md)
+The library comes from AUTOGRAPH_LIBRARY or build/libautograph.so, like the python package."""
+import argparse
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+import autograph  # noqa: E402
+
+
+@torch.jit.script
+def bn_relu(x, s, b):
+    return torch.relu(x * s + b)
+
+
+@torch.jit.script
+def add_relu(x, y):
+    return torch.relu(x + y)
+
+
+@torch.jit.script
+def relu_add(x, y):
+    return torch.relu(x) + y
+
+
+@torch.jit.script
+def sigmoid_mul_add(x, w, y):
+    return torch.sigmoid(w) * x + y
+
+
+@torch.jit.script
+def add_layer_norm(x, r, w, b):
+    return F.layer_norm(x + r, [768], w, b, 1e-12)
+
+
+@torch.jit.script
+def scaled_softmax(x):
+    return torch.softmax(x / 8.0, -1)
+
+
+@torch.jit.script
+def gelu_add(x, y):
+    return F.gelu(x) + y
+
+
+@torch.jit.script
+def stitched(inputs: list[torch.Tensor], program: str):
+    return torch.ops.autograph.stitched(inputs, program)
+
+
+def cases():
+    torch.manual_seed(0)
+    out = []
+    for c, h in [(128, 56), (512, 7), (64, 112)]:
+        out.append((f"bn_relu 1x{c}x{h}x{h}", bn_relu, [torch.randn(1, c, h, h), torch.randn(c, 1, 1), torch.randn(c, 1, 1)],
+                    "reduce 0; in 0; in 1; mul 0 1; in 2; add 2 3; relu 4; out 5"))
+    for c, h in [(88, 28), (44, 83), (256, 14)]:
+        x, y = torch.randn(1, c, h, h), torch.randn(1, c, h, h)
+        out.append((f"add_relu 1x{c}x{h}x{h}", add_relu, [x, y], "reduce 0; in 0; in 1; add 0 1; relu 2; out 3"))
+        out.append((f"relu_add 1x{c}x{h}x{h}", relu_add, [x, y], "reduce 0; in 0; relu 0; in 1; add 1 2; out 3"))
+    out.append(("sigmoid_mul_add 1x78x56x56", sigmoid_mul_add, [torch.randn(1, 78, 56, 56), torch.randn(()), torch.randn(1, 78, 56, 56)],
+                "reduce 0; in 1; sigmoid 0; in 0; mul 1 2; in 2; add 3 4; out 5"))
+    out.append(("add_layer_norm 1x128x768", add_layer_norm,
+                [torch.randn(1, 128, 768), torch.randn(1, 128, 768), torch.randn(768), torch.randn(768)],
+                "reduce 1; in 0; in 1; add 0 1; rowmean 2; sub 2 3; mul 4 4; rowmean 5; const 1e-12; add 6 7; "
+                "rsqrt 8; mul 4 9; in 2; mul 10 11; in 3; add 12 13; out 14"))
+    out.append(("scaled_softmax 1x12x128x128", scaled_softmax, [torch.randn(1, 12, 128, 128)],
+                "reduce 1; in 0; const 8; div 0 1; rowmax 2; sub 2 3; exp 4; rowsum 5; div 5 6; out 7"))
+    out.append(("gelu_add 1x128x3072", gelu_add, [torch.randn(1, 128, 3072), torch.randn(1, 128, 3072)],
+                "reduce 0; in 0; gelu 0; in 1; add 1 2; out 3"))
+    return out
+
+
+def median_us(f, args, runs):
+    for _ in range(20):
+        f(*args)
+    times = []
+    for _ in range(runs):
+        t = time.perf_counter()
+        f(*args)
+        times.append(time.perf_counter() - t)
+    return statistics.median(times) * 1e6
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=200)
+    parser.add_argument("--out")
+    args = parser.parse_args()
+    autograph.load_library()
+    lines = ["| group | ATen ops µs | stitched µs | ratio | max err / scale |", "|---|---:|---:|---:|---:|"]
+    for name, reference, inputs, program in cases():
+        want = reference(*inputs)
+        got = stitched(inputs, program)[0]
+        err = ((got - want).abs().max() / want.abs().max()).item()
+        aten, mine = [], []
+        for _ in range(3):  # alternated, so drifts of a shared machine fall on both
+            aten.append(median_us(reference, inputs, args.runs))
+            mine.append(median_us(stitched, (inputs, program), args.runs))
+        a, s = min(aten), min(mine)
+        lines.append(f"| {name} | {a:.1f} | {s:.1f} | {a / s:.2f} | {err:.1e} |")
+        print(lines[-1], flush=True)
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    header = (f"stitched CPU kernel ({torch.ops.autograph.stitched_cpu_capability()} build) vs ATen "
+              f"({torch.backends.cpu.get_cpu_capability()}), {torch.get_num_threads()} threads, "
+              f"torch {torch.__version__}, {platform.processor() or platform.machine()}, commit {commit}, "
+              f"`bench/stitch_kernel_bench.py --runs {args.runs}`")
+    if args.out:
+        os.makedirs(args.out, exist_ok=True)
+        with open(os.path.join(args.out, "stitch_kernel.md"), "w") as f:
+            f.write(header + "\n\n" + "\n".join(lines) + "\n")
+    print(header)
+
+
+if __name__ == "__main__":
+    main()
