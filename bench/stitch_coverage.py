@@ -6,7 +6,8 @@ faster (groups faster / slower), then the whole graph is timed with and without 
 CPU after oneDNN prepacking, which it runs first, so fewer groups are planned there). Models: the zoo's, plus torchvision CNNs written with
 ReLU(inplace=True) and in-place residual adds, traced in eval mode with seeded random weights and
 saved with torch.jit.save, as models/export.py does (mobilenet_v2, resnet34, densenet121: a
-pre-activation net whose batch norms cannot fold into convolutions).
+pre-activation net whose batch norms cannot fold into convolutions; convnext_tiny: layer norms of
+permuted maps, GELU, and layer-scale multiplies before in-place residual adds).
 
 Usage: bench/stitch_coverage.py --cli build/autograph --zoo models/zoo --out DIR
                                 [--models squeezenet mobilenet_v2 ...] [--device cpu] [--no-measure]
@@ -24,7 +25,7 @@ import torch
 
 ZOO = ["squeezenet", "resnet50", "resnext50_32x4d", "inception_v3", "nasnet_a_mobile", "nasnet_a_large",
        "randwire", "rnntc_sru", "bert_base"]
-TORCHVISION = ["mobilenet_v2", "resnet34", "densenet121"]
+TORCHVISION = ["mobilenet_v2", "resnet34", "densenet121", "convnext_tiny"]
 
 
 def export_torchvision(name, directory):

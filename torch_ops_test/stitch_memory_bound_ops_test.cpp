@@ -190,6 +190,62 @@ graph(%x : Tensor, %r : Tensor, %w : Tensor):
   ExpectSameOutputs(original, graph, inputs);
 }
 
+// ConvNeXt-style: a depthwise convolution's output permuted to channels-last, layer-normed over the
+// last dim and activated (one group, the layer norm reading a permuted view; in torchvision's CNBlock
+// a linear sits between the two and the layer norm stays alone), then after a linear permuted back,
+// scaled per channel by the layer scale and added to the block's input in place (a second group,
+// the multiply reading a permuted view).
+TEST(StitchMemoryBoundOps, ConvNextLayerNormAfterPermuteAndLayerScale) {
+  torch::manual_seed(2);
+  auto graph = GraphWithConstants(R"IR(
+graph(%x : Tensor, %dw : Tensor, %lw : Tensor, %lb : Tensor, %w1 : Tensor, %w2 : Tensor, %gamma : Tensor):
+  %one : int = prim::Constant[value=1]()
+  %none : NoneType = prim::Constant()
+  %eps : float = prim::Constant[value=1e-06]()
+  %true : bool = prim::Constant[value=1]()
+  %exact : str = prim::Constant[value="none"]()
+  %shape : int[] = prim::Constant[value=[16]]()
+  %to_last : int[] = prim::Constant[value=[0, 2, 3, 1]]()
+  %to_first : int[] = prim::Constant[value=[0, 3, 1, 2]]()
+  %stride : int[] = prim::Constant[value=[1, 1]]()
+  %pad : int[] = prim::Constant[value=[1, 1]]()
+  %groups : int = prim::Constant[value=16]()
+  %y : Tensor = aten::conv2d(%x, %dw, %none, %stride, %pad, %stride, %groups)
+  %t : Tensor = aten::permute(%y, %to_last)
+  %n : Tensor = aten::layer_norm(%t, %shape, %lw, %lb, %eps, %true)
+  %g : Tensor = aten::gelu(%n, %exact)
+  %h : Tensor = aten::linear(%g, %w1, %none)
+  %k : Tensor = aten::linear(%h, %w2, %none)
+  %p : Tensor = aten::permute(%k, %to_first)
+  %s : Tensor = aten::mul(%gamma, %p)
+  %o : Tensor = aten::add_(%s, %x, %one)
+  return (%o))IR",
+                                  {{"dw", torch::randn({16, 1, 3, 3})},
+                                   {"lw", torch::randn({16})},
+                                   {"lb", torch::randn({16})},
+                                   {"w1", torch::randn({64, 16})},
+                                   {"w2", torch::randn({16, 64})},
+                                   {"gamma", torch::randn({16, 1, 1})}});
+  auto original = graph->copy();
+  std::vector<at::Tensor> inputs = {torch::randn({2, 16, 7, 7})};
+  StitchReport report = Stitch(graph, inputs);
+  EXPECT_EQ(report.groups, 2);
+  EXPECT_EQ(report.ops_stitched, 4);  // layer_norm + gelu; mul + add_
+  FileCheck()
+      .check("aten::permute")
+      ->check("autograph::stitched")
+      ->check_not("aten::layer_norm")
+      ->check_not("aten::gelu")
+      ->check("aten::linear")
+      ->check("aten::linear")
+      ->check("aten::permute")
+      ->check("autograph::stitched")
+      ->check_not("aten::mul")
+      ->check_not("aten::add_")
+      ->run(*graph);
+  ExpectSameOutputs(original, graph, inputs);
+}
+
 // A lone in-place activation between two non-stitchable operators stays in place (its functional
 // form would cost an allocation and join no group); a write into a graph input is never removed
 // (the caller sees it).
