@@ -1,7 +1,8 @@
 // autograph calibrate MODEL.pt [MODEL2.pt ...] [-o FILE.json] [--device cpu|cuda] [--device-model NAME]
 //                    [--input-shape ...] [--warmup N] [--repeats N] [--cache PATH|none] [--json]
 // Measures every kernel-launching operator of the models alone on the device and fits the
-// analytical cost model's efficiency factors and launch overhead to them; writes the fitted
+// analytical cost model's efficiency factors and launch overhead to them, then times pairs of
+// independent operators run concurrently and fits the price of an extra group (sync_us); writes the fitted
 // DeviceModel, which `--device-model FILE.json` (DeviceModel::ByName) then loads; without -o it goes
 // to this device's place in the cache (CalibratedDeviceModelPath), where optimize finds it by default.
 #include <ATen/Context.h>
@@ -110,7 +111,8 @@ int RunCalibrate(const CalibrateOptions& o) {
                               {"memory_efficiency", fitted.memory_efficiency},
                               {"memory_gbps", fitted.memory_gbps},
                               {"launch_us", fitted.launch_us},
-                              {"sm_bandwidth_share", fitted.sm_bandwidth_share}};
+                              {"sm_bandwidth_share", fitted.sm_bandwidth_share},
+                              {"sync_us", fitted.sync_us}};
     nlohmann::json result = {{"models", o.models},
                              {"device", device.str()},
                              {"device_id", models.front()->device_id()},
@@ -121,6 +123,10 @@ int RunCalibrate(const CalibrateOptions& o) {
                              {"fit_seconds", report.fit_seconds},
                              {"error_before", ErrorJson(report.before)},
                              {"error_after", ErrorJson(report.after)},
+                             {"stages", report.stages},
+                             {"sync_us_before", report.sync_us_before},
+                             {"stage_error_before", ErrorJson(report.stages_before)},
+                             {"stage_error_after", ErrorJson(report.stages_after)},
                              {"fitted", factors},
                              {"worst_operators", worst},
                              {"output", output}};
@@ -137,6 +143,10 @@ int RunCalibrate(const CalibrateOptions& o) {
             << Fixed(fitted.vector_efficiency, 4) << ", memory_efficiency " << Fixed(fitted.memory_efficiency, 4)
             << " of " << Fixed(fitted.memory_gbps, 1) << " GB/s, launch_us " << Fixed(fitted.launch_us, 2)
             << ", sm_bandwidth_share " << Fixed(fitted.sm_bandwidth_share, 3) << "\n"
+            << "concurrency: " << report.stages << " stages of two independent operators, sync_us "
+            << Fixed(report.sync_us_before, 2) << " -> " << Fixed(fitted.sync_us, 2)
+            << ", |ln(predicted/measured)| median " << Fixed(report.stages_before.median, 3) << " -> "
+            << Fixed(report.stages_after.median, 3) << "\n"
             << "worst fitted operators (measured vs predicted ms):\n";
   for (const auto& row : worst)
     std::cout << "  " << row["op"].get<std::string>() << " " << row["inputs"].dump() << "  "

@@ -423,6 +423,55 @@ TEST(Calibration, FitRecoversSyntheticFactors) {
   EXPECT_THROW(autograph::FitDeviceModel(truth, {}), autograph::Error);
 }
 
+// Concurrent stages timed as a device with a known price per extra group would run them: the fit
+// finds that price, and pairs are independent operators of the graph.
+TEST(Calibration, StageFitRecoversSyncCostOfConcurrentPairs) {
+  Imported g = Squeezenet();
+  DeviceModel truth = DeviceModel::ByName("cpu");
+  truth.sync_us = 120;
+  autograph::AnalyticalCostModel oracle(truth);
+  // The pairs MeasureConcurrentPairs picks, timed by the oracle instead of the device.
+  struct OracleTimes : MeasuredCostModel {
+    OracleTimes(const autograph::OpGraph& graph, const std::vector<c10::IValue>& inputs,
+                autograph::AnalyticalCostModel* oracle)
+        : MeasuredCostModel(graph, inputs, Quick()), oracle_(oracle) {}
+    double StageMs(const autograph::OpGraph& graph, const autograph::Stage& stage) override {
+      return oracle_->StageMs(graph, stage);
+    }
+    autograph::AnalyticalCostModel* oracle_;
+  } measured(g.graph, g.inputs, &oracle);
+  const std::vector<autograph::StageTiming> pairs = autograph::MeasureConcurrentPairs(g.graph, measured, 8);
+  ASSERT_GE(pairs.size(), 4u);  // a fire module's two expand convolutions are independent
+  auto reaches = [&](int from, int to) {
+    std::vector<int> todo = {from};
+    std::vector<bool> seen(g.graph.size(), false);
+    while (!todo.empty()) {
+      const int x = todo.back();
+      todo.pop_back();
+      if (x == to) return true;
+      for (int s : g.graph.succs(x))
+        if (!seen[s]) seen[s] = true, todo.push_back(s);
+    }
+    return false;
+  };
+  for (const auto& t : pairs) {
+    ASSERT_EQ(t.stage.groups.size(), 2u);
+    const int a = t.stage.groups[0][0], b = t.stage.groups[1][0];
+    EXPECT_FALSE(reaches(a, b) || reaches(b, a)) << "ops " << a << " and " << b << " depend on each other";
+  }
+  DeviceModel start = truth;
+  start.sync_us = 10;
+  autograph::CalibrationReport report;
+  const DeviceModel fitted = autograph::FitStageOverheads(start, pairs, &report);
+  EXPECT_NEAR(fitted.sync_us, 120, 6);
+  EXPECT_EQ(report.stages, static_cast<int>(pairs.size()));
+  EXPECT_EQ(report.sync_us_before, 10);
+  EXPECT_GT(report.stages_before.rms, report.stages_after.rms);
+  EXPECT_LT(report.stages_after.rms, 0.02);
+  // Nothing to fit: the model comes back unchanged.
+  EXPECT_EQ(autograph::FitStageOverheads(start, {}).sync_us, 10);
+}
+
 // Memory-bound operators faster than the DRAM peak (tensors in cache): the fit keeps efficiencies
 // in (0, 1] and raises the bandwidth instead.
 TEST(Calibration, FitRaisesBandwidthBeyondThePeak) {

@@ -23,7 +23,13 @@ def test_calibrate_writes_a_fitted_device_model(cli, zoo, tmp_path):
     assert report["operators"] > 20
     assert report["measurements"] > 0
     assert report["error_after"]["rms"] <= report["error_before"]["rms"] + 1e-12
+    # Concurrency: pairs of independent operators (a fire module's two expand convolutions) timed as
+    # one stage; the fitted price of an extra group never fits them worse than the preset's.
+    assert report["stages"] >= 2
+    assert report["stage_error_after"]["rms"] <= report["stage_error_before"]["rms"] + 1e-12
+    assert report["fitted"]["sync_us"] >= 0
     fitted = json.loads(out.read_text())
+    assert fitted["sync_us"] == report["fitted"]["sync_us"]
     assert fitted["version"] == 1 and fitted["name"] == "cpu-calibrated"
     assert 0 < fitted["efficiency"]["gemm"] <= 1
     assert json.loads(cache.read_text())["version"] == 1
@@ -40,7 +46,7 @@ def test_calibrate_writes_a_fitted_device_model(cli, zoo, tmp_path):
     text = run(cli, "calibrate", zoo / "squeezenet.pt", "--input-shape", "1,3,32,32", "-o", tmp_path / "t.json",
                "--cache", "none", "--warmup", "0", "--repeats", "2")
     assert text.returncode == 0, text.stderr
-    assert "median" in text.stdout and "wrote" in text.stdout
+    assert "median" in text.stdout and "wrote" in text.stdout and "sync_us" in text.stdout
 
 
 def test_calibration_without_output_is_the_default_for_this_device(cli, zoo, tmp_path):

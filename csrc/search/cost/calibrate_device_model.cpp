@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <vector>
 
 #include "autograph/analytical_cost_model.h"
 #include "autograph/error.h"
@@ -118,7 +119,124 @@ void FitFactor(const Factor& f, DeviceModel* device, const std::vector<OperatorT
   }
 }
 
+bool Launches(const OpNode& node) { return node.kind == OpKind::ComputeBound || node.kind == OpKind::MemoryBound; }
+
+// ln(predicted / measured) per stage timing.
+std::vector<double> StageLogRatios(const DeviceModel& device, const std::vector<StageTiming>& timings) {
+  AnalyticalCostModel model(device);
+  std::vector<double> ratios;
+  ratios.reserve(timings.size());
+  for (const StageTiming& t : timings) {
+    const double predicted = model.StageMs(*t.graph, t.stage);
+    ratios.push_back(std::log(std::max(predicted, 1e-12) / t.measured_ms));
+  }
+  return ratios;
+}
+
+CalibrationError ErrorOfRatios(const std::vector<double>& ratios) {
+  std::vector<double> abs;
+  double sum = 0;
+  for (double r : ratios) {
+    abs.push_back(std::fabs(r));
+    sum += r * r;
+  }
+  return CalibrationError{Quantile(abs, 0.5), Quantile(abs, 0.9), std::sqrt(sum / static_cast<double>(abs.size()))};
+}
+
+double StageSquaredLogError(const DeviceModel& device, const std::vector<StageTiming>& timings) {
+  double sum = 0;
+  for (double r : StageLogRatios(device, timings)) sum += r * r;
+  return sum / static_cast<double>(timings.size());
+}
+
 }  // namespace
+
+std::vector<StageTiming> MeasureConcurrentPairs(const OpGraph& graph, MeasuredCostModel& measured, int max_pairs) {
+  const int n = graph.size();
+  std::vector<int> launching;
+  for (const OpNode& node : graph.nodes())
+    if (Launches(node)) launching.push_back(node.id);
+  if (max_pairs <= 0 || launching.size() < 2) return {};
+  // reaches[i][j]: a path from i to j (ids are topological: every edge goes from a lower id).
+  std::vector<std::vector<bool>> reaches(n, std::vector<bool>(n, false));
+  for (int i = n - 1; i >= 0; --i)
+    for (int s : graph.succs(i)) {
+      reaches[i][s] = true;
+      for (int j = s + 1; j < n; ++j)
+        if (reaches[s][j]) reaches[i][j] = true;
+    }
+  // Each operator pairs with the nearest later independent one; after a pair the next first operator
+  // is `stride` further on, so the pairs spread over the graph.
+  std::vector<StageTiming> timings;
+  std::vector<bool> used(n, false);
+  const size_t stride = std::max<size_t>(1, launching.size() / static_cast<size_t>(max_pairs));
+  for (size_t k = 0; k < launching.size() && static_cast<int>(timings.size()) < max_pairs; ++k) {
+    const int a = launching[k];
+    if (used[a]) continue;
+    for (size_t l = k + 1; l < launching.size(); ++l) {
+      const int b = launching[l];
+      if (used[b] || reaches[a][b]) continue;
+      Stage stage;
+      stage.groups = {{a}, {b}};
+      timings.push_back(StageTiming{&graph, stage, measured.StageMs(graph, stage)});
+      used[a] = used[b] = true;
+      k += stride - 1;
+      break;
+    }
+  }
+  return timings;
+}
+
+DeviceModel FitStageOverheads(const DeviceModel& start, const std::vector<StageTiming>& timings,
+                              CalibrationReport* report) {
+  ValidateDeviceModel(start);
+  std::vector<StageTiming> usable;
+  for (const StageTiming& t : timings)
+    if (t.graph && t.measured_ms > 0 && std::isfinite(t.measured_ms) && t.stage.groups.size() >= 2) usable.push_back(t);
+  if (report) {
+    report->stages = static_cast<int>(usable.size());
+    report->sync_us_before = start.sync_us;
+    report->stage_timings = usable;
+  }
+  if (usable.empty()) return start;
+  DeviceModel fitted = start, trial = start;
+  double best = StageSquaredLogError(start, usable);
+  auto error_at = [&](double sync_us) {
+    trial.sync_us = sync_us;
+    return StageSquaredLogError(trial, usable);
+  };
+  double best_x = start.sync_us;
+  auto consider = [&](double sync_us) {
+    const double e = error_at(sync_us);
+    if (e < best) best = e, best_x = sync_us;
+  };
+  // Zero (concurrency costs nothing beyond its groups), then 0.01 us .. 5000 us in log space.
+  consider(0);
+  const double lo = std::log(0.01), hi = std::log(5000.0);
+  const double step = (hi - lo) / (kScanPoints - 1);
+  for (int i = 0; i < kScanPoints; ++i) consider(std::exp(lo + i * step));
+  if (best_x > 0) {
+    double a = std::max(lo, std::log(best_x) - step), b = std::min(hi, std::log(best_x) + step);
+    const double ratio = (std::sqrt(5.0) - 1) / 2;
+    for (int i = 0; i < kGoldenSteps; ++i) {
+      const double c = b - ratio * (b - a), d = a + ratio * (b - a);
+      if (error_at(std::exp(c)) < error_at(std::exp(d))) {
+        b = d;
+      } else {
+        a = c;
+      }
+    }
+    consider(std::exp((a + b) / 2));
+  }
+  fitted.sync_us = best_x;
+  ValidateDeviceModel(fitted);
+  if (report) {
+    report->stages_before = ErrorOfRatios(StageLogRatios(start, usable));
+    report->stages_after = ErrorOfRatios(StageLogRatios(fitted, usable));
+    report->fitted = fitted;
+  }
+  return fitted;
+}
 
 std::vector<OperatorTiming> MeasureOperators(const OpGraph& graph, MeasuredCostModel& measured) {
   std::vector<OperatorTiming> timings;
@@ -182,8 +300,19 @@ DeviceModel CalibrateDeviceModel(const DeviceModel& start, const std::vector<Cal
     measurements += g.measured->measurements() - before;
     timings.insert(timings.end(), part.begin(), part.end());
   }
-  const double measure_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+  double measure_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
   DeviceModel fitted = FitDeviceModel(start, timings, report);
+  // What concurrency costs, priced with the operators' fitted factors.
+  const auto stages_begin = std::chrono::steady_clock::now();
+  std::vector<StageTiming> stages;
+  for (const CalibrationGraph& g : graphs) {
+    const int64_t before = g.measured->measurements();
+    std::vector<StageTiming> part = MeasureConcurrentPairs(*g.graph, *g.measured);
+    measurements += g.measured->measurements() - before;
+    stages.insert(stages.end(), part.begin(), part.end());
+  }
+  measure_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - stages_begin).count();
+  fitted = FitStageOverheads(fitted, stages, report);
   if (report) {
     report->measurements = measurements;
     report->measure_seconds = measure_seconds;
