@@ -24,6 +24,7 @@
 #include "autograph/lower_module.h"
 #include "autograph/measured_cost_model.h"
 #include "autograph/model_loading.h"
+#include "autograph/stitch_memory_bound_ops.h"
 #include "commands.h"
 
 namespace autograph::cli {
@@ -36,6 +37,7 @@ struct CalibrateOptions {
   InputOptions inputs;
   int warmup = 2, repeats = 10;
   bool json = false;
+  bool stitch = true;
 };
 
 nlohmann::json ErrorJson(const CalibrationError& e) {
@@ -84,11 +86,21 @@ int RunCalibrate(const CalibrateOptions& o) {
   std::vector<std::unique_ptr<OpGraph>> graphs;
   std::vector<std::unique_ptr<MeasuredCostModel>> models;
   std::vector<CalibrationGraph> calibration;
+  int stitched_groups = 0;
   for (const std::string& path : o.models) {
     torch::jit::Module module = LoadModule(path);
     module.to(device);
     auto inputs = MakeExampleInputs(ResolveInputSpecs(path, o.inputs), device);
-    graphs.push_back(std::make_unique<OpGraph>(ImportOpGraph(LowerModule(module), inputs)));
+    std::shared_ptr<torch::jit::Graph> lowered = LowerModule(module);
+    // Stitched kernels are operators the search plans too: measured among the others, they show the
+    // fit what a stitched group costs on this device.
+    if (o.stitch) {
+      StitchPlanOptions plan;  // the planner's figures from the start model, as optimize's
+      plan.launch_us = start.launch_us;
+      plan.bytes_per_us = start.memory_gbps * 1e3 * start.memory_efficiency;
+      stitched_groups += StitchMemoryBoundOps(lowered, inputs, plan).groups;
+    }
+    graphs.push_back(std::make_unique<OpGraph>(ImportOpGraph(lowered, inputs)));
     models.push_back(std::make_unique<MeasuredCostModel>(*graphs.back(), inputs, measured_options));
     calibration.push_back(CalibrationGraph{graphs.back().get(), models.back().get()});
   }
@@ -112,12 +124,14 @@ int RunCalibrate(const CalibrateOptions& o) {
                               {"memory_gbps", fitted.memory_gbps},
                               {"launch_us", fitted.launch_us},
                               {"sm_bandwidth_share", fitted.sm_bandwidth_share},
-                              {"sync_us", fitted.sync_us}};
+                              {"sync_us", fitted.sync_us},
+                              {"stitch_overhead_us", fitted.stitch_overhead_us}};
     nlohmann::json result = {{"models", o.models},
                              {"device", device.str()},
                              {"device_id", models.front()->device_id()},
                              {"device_model", start_name},
                              {"operators", report.operators},
+                             {"stitched_groups", stitched_groups},
                              {"measurements", report.measurements},
                              {"measure_seconds", report.measure_seconds},
                              {"fit_seconds", report.fit_seconds},
@@ -134,7 +148,7 @@ int RunCalibrate(const CalibrateOptions& o) {
     return 0;
   }
   std::cout << "calibrated " << start_name << " on " << models.front()->device_id() << " from " << report.operators
-            << " operators (" << report.measurements << " measured in " << Fixed(report.measure_seconds, 1)
+            << " operators (" << stitched_groups << " of them stitched groups; " << report.measurements << " measured in " << Fixed(report.measure_seconds, 1)
             << " s, the rest cached)\n"
             << "|ln(predicted/measured)|  median " << Fixed(report.before.median, 3) << " -> "
             << Fixed(report.after.median, 3) << ", p90 " << Fixed(report.before.p90, 3) << " -> "
@@ -142,7 +156,8 @@ int RunCalibrate(const CalibrateOptions& o) {
             << "gemm_efficiency " << Fixed(fitted.gemm_efficiency, 4) << ", vector_efficiency "
             << Fixed(fitted.vector_efficiency, 4) << ", memory_efficiency " << Fixed(fitted.memory_efficiency, 4)
             << " of " << Fixed(fitted.memory_gbps, 1) << " GB/s, launch_us " << Fixed(fitted.launch_us, 2)
-            << ", sm_bandwidth_share " << Fixed(fitted.sm_bandwidth_share, 3) << "\n"
+            << ", sm_bandwidth_share " << Fixed(fitted.sm_bandwidth_share, 3) << ", stitch_overhead_us "
+            << Fixed(fitted.stitch_overhead_us, 2) << "\n"
             << "concurrency: " << report.stages << " stages of two independent operators, sync_us "
             << Fixed(report.sync_us_before, 2) << " -> " << Fixed(fitted.sync_us, 2)
             << ", |ln(predicted/measured)| median " << Fixed(report.stages_before.median, 3) << " -> "
@@ -174,6 +189,8 @@ Command AddCalibrateCommand(CLI::App& app) {
   cmd->add_option("--cache", o->cache,
                   "Measured-cost cache file (default ~/.cache/autograph/costs/<device>.json; none: no disk cache)");
   cmd->add_flag("--json", o->json, "One JSON object on stdout");
+  cmd->add_flag("--stitch,!--no-stitch", o->stitch,
+                "Default on: measure the models with their memory-intensive operators stitched, as optimize plans them");
   AddInputOptions(cmd, &o->inputs);
   return [o] { return RunCalibrate(*o); };
 }

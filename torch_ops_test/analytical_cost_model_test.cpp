@@ -447,6 +447,7 @@ DeviceModel Calibrated() {
   d.sm_bandwidth_share = 3.5;
   d.launch_us = 3.25;
   d.sync_us = 1.5;
+  d.stitch_overhead_us = 4.5;
   d.gemm_tile = 128;
   d.elementwise_block_elements = 512;
   d.max_concurrent_kernels = 32;
@@ -467,17 +468,41 @@ void ExpectSameDevice(const DeviceModel& a, const DeviceModel& b) {
   EXPECT_EQ(a.vector_efficiency, b.vector_efficiency);
   EXPECT_EQ(a.memory_efficiency, b.memory_efficiency);
   EXPECT_EQ(a.sm_bandwidth_share, b.sm_bandwidth_share);
+  EXPECT_EQ(a.stitch_overhead_us, b.stitch_overhead_us);
   EXPECT_EQ(a.gemm_tile, b.gemm_tile);
   EXPECT_EQ(a.elementwise_block_elements, b.elementwise_block_elements);
+}
+
+// A stitched kernel costs its bytes like any memory-bound operator, plus the device's per-call
+// stitch overhead; other operators do not pay it.
+TEST(AnalyticalCostModel, StitchedKernelsPayTheStitchOverhead) {
+  OpNode stitched = Add({1, 64, 28, 28});
+  stitched.op = "autograph::stitched";
+  OpGraph g = GraphOf({Add({1, 64, 28, 28}), stitched});
+  DeviceModel device = DeviceModel::ByName("cpu");
+  device.stitch_overhead_us = 0;
+  AnalyticalCostModel none(device);
+  EXPECT_DOUBLE_EQ(none.OperatorMs(g, 0), none.OperatorMs(g, 1));
+  device.stitch_overhead_us = 40;
+  AnalyticalCostModel some(device);
+  EXPECT_DOUBLE_EQ(some.OperatorMs(g, 0), none.OperatorMs(g, 0));
+  EXPECT_NEAR(some.OperatorMs(g, 1) - none.OperatorMs(g, 1), 0.040, 1e-12);
 }
 
 TEST(DeviceModel, JsonRoundTrip) {
   const DeviceModel original = Calibrated();
   const nlohmann::json json = autograph::DeviceModelToJson(original);
-  EXPECT_EQ(json.at("version"), 1);
+  EXPECT_EQ(json.at("version"), 2);
   EXPECT_EQ(json.at("efficiency").at("gemm"), 0.63);
   ExpectSameDevice(autograph::DeviceModelFromJson(json), original);
   ExpectSameDevice(autograph::DeviceModelFromJson(nlohmann::json::parse(json.dump())), original);
+  // A version 1 file (before stitch_overhead_us) still loads, with no stitch overhead.
+  nlohmann::json v1 = json;
+  v1["version"] = 1;
+  v1.erase("stitch_overhead_us");
+  DeviceModel expected = original;
+  expected.stitch_overhead_us = 0;
+  ExpectSameDevice(autograph::DeviceModelFromJson(v1), expected);
 }
 
 TEST(DeviceModel, FileRoundTrip) {
@@ -528,8 +553,14 @@ TEST(DeviceModel, JsonRejectsMalformed) {
   j["launch_us"] = -1;
   ExpectJsonError(j, "launch_us");
   j = good;
-  j["version"] = 2;
+  j["version"] = 3;
   ExpectJsonError(j, "version");
+  j = good;
+  j["stitch_overhead_us"] = -2;
+  ExpectJsonError(j, "stitch_overhead_us");
+  j = good;
+  j["version"] = 1;  // version 1 has no stitch_overhead_us
+  ExpectJsonError(j, "stitch_overhead_us");
   j = good;
   j["granularity"].erase("gemm_tile");
   ExpectJsonError(j, "gemm_tile");

@@ -28,9 +28,10 @@ def test_calibrate_writes_a_fitted_device_model(cli, zoo, tmp_path):
     assert report["stages"] >= 2
     assert report["stage_error_after"]["rms"] <= report["stage_error_before"]["rms"] + 1e-12
     assert report["fitted"]["sync_us"] >= 0
+    assert report["stitched_groups"] == 0  # squeezenet's ReLUs sit alone between convolutions
     fitted = json.loads(out.read_text())
     assert fitted["sync_us"] == report["fitted"]["sync_us"]
-    assert fitted["version"] == 1 and fitted["name"] == "cpu-calibrated"
+    assert fitted["version"] == 2 and fitted["name"] == "cpu-calibrated"
     assert 0 < fitted["efficiency"]["gemm"] <= 1
     assert json.loads(cache.read_text())["version"] == 1
 
@@ -86,3 +87,20 @@ def test_bad_paths_give_one_error_line(cli, zoo, tmp_path, args, needle):
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1, r.stderr
     assert lines[0].startswith("autograph: error: ") and needle in lines[0], lines[0]
+
+
+def test_calibration_measures_stitched_groups_as_optimize_plans_them(cli, zoo, tmp_path):
+    # RNNTC-SRU's gate arithmetic stitches into a few kernels: they are measured among the operators
+    # (--no-stitch measures the operators as loaded).
+    args = ["calibrate", zoo / "rnntc_sru.pt", "--device", "cpu", "--cache", "none", "--warmup", "0",
+            "--repeats", "2", "--json"]
+    stitched = run(cli, *args, "-o", tmp_path / "s.json")
+    assert stitched.returncode == 0, stitched.stderr
+    loaded = run(cli, *args, "-o", tmp_path / "l.json", "--no-stitch")
+    assert loaded.returncode == 0, loaded.stderr
+    s, l = json.loads(stitched.stdout), json.loads(loaded.stdout)
+    assert s["stitched_groups"] > 0 and l["stitched_groups"] == 0
+    assert s["operators"] < l["operators"]
+    # Only the stitched groups can move the stitch overhead off the preset's.
+    assert l["fitted"]["stitch_overhead_us"] == 5.0
+    assert s["fitted"]["stitch_overhead_us"] >= 0

@@ -20,6 +20,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <type_traits>
 
 #include "ops/stitched_kernels.h"
@@ -221,8 +222,11 @@ class RowEvaluator {
     for (at::Tensor& t : outputs) out_data_.push_back(t.mutable_data_ptr<scalar_t>());
     if (!program.has_reductions()) {
       tile_ = kElementwiseTile;
+      const int64_t k = rows_per_tile();
+      stride_ = k > 1 ? k * layout.cols : std::min(tile_, std::max<int64_t>(layout.cols, 1));
     } else {
       tile_ = layout.cols <= kWholeRowColumns ? std::max<int64_t>(layout.cols, 1) : kTileColumns;
+      stride_ = tile_;
     }
     // level[v]: reductions that must finish before v can be computed; a reduction of a value at
     // level L is accumulated in pass L and known from pass L + 1 on.
@@ -271,13 +275,15 @@ class RowEvaluator {
 
   // Work items [begin, end) of a program without reductions.
   void RunTiles(int64_t begin, int64_t end) {
-    std::vector<T> buffers(static_cast<size_t>(n_) * tile_);
+    // Uninitialized: every element is written before it is read, and zeroing n_ tiles per call
+    // would cost more than a small group's whole work.
+    std::unique_ptr<T[]> buffers(new T[static_cast<size_t>(n_) * stride_]);
     std::vector<T> row_values(n_);
     std::vector<char> row_known(n_), tile_known(n_);
     std::vector<const T*> input_views(n_, nullptr);
     const int64_t per_row = tiles_per_row(), k = rows_per_tile();
     for (int64_t item = begin; item < end; ++item) {
-      Context ctx{0, 0, 0, 1, buffers.data(), input_views.data(), row_values.data(), row_known.data(),
+      Context ctx{0, 0, 0, 1, buffers.get(), input_views.data(), row_values.data(), row_known.data(),
                   tile_known.data()};
       if (k > 1) {
         ctx.row = item * k;
@@ -306,7 +312,9 @@ class RowEvaluator {
 
   // Rows [begin, end) with buffers of this thread.
   void Run(int64_t begin, int64_t end) {
-    std::vector<T> buffers(static_cast<size_t>(n_) * tile_);
+    // Uninitialized: every element is written before it is read, and zeroing n_ tiles per call
+    // would cost more than a small group's whole work.
+    std::unique_ptr<T[]> buffers(new T[static_cast<size_t>(n_) * stride_]);
     std::vector<T> row_values(n_);
     std::vector<double> sums(n_);
     std::vector<char> row_known(n_), tile_known(n_);
@@ -326,7 +334,7 @@ class RowEvaluator {
           const int64_t n = std::min(tile_, layout_.cols - c0);
           // A single tile keeps its values across passes; several tiles recompute them.
           if (tile_ < layout_.cols) std::fill(tile_known.begin(), tile_known.end(), 0);
-          Context ctx{r, c0, n, 1, buffers.data(), input_views.data(), row_values.data(), row_known.data(),
+          Context ctx{r, c0, n, 1, buffers.get(), input_views.data(), row_values.data(), row_known.data(),
                       tile_known.data(), r};
           for (int v : reductions)
             Accumulate(p_.statements[v].op, Full(ctx, p_.statements[v].args[0]), n, &row_values[v], &sums[v]);
@@ -342,7 +350,7 @@ class RowEvaluator {
           row_known[v] = 1;
         }
       }
-      Context ctx{r, 0, 0, 1, buffers.data(), input_views.data(), row_values.data(), row_known.data(),
+      Context ctx{r, 0, 0, 1, buffers.get(), input_views.data(), row_values.data(), row_known.data(),
                   tile_known.data(), r};
       for (size_t o = 0; o < p_.outputs.size(); ++o)
         if (!output_full_[o]) out_data_[o][r] = static_cast<scalar_t>(*Row(ctx, r, p_.outputs[o].value));
@@ -445,7 +453,7 @@ class RowEvaluator {
   // argument, or an operand in a tile of several rows may be one). `dest`, when given, is where an
   // output's tile goes: a value computed there is not copied again.
   const T* Full(Context& ctx, int v, scalar_t* dest = nullptr) {
-    T* out = ctx.buffers + static_cast<int64_t>(v) * tile_;
+    T* out = ctx.buffers + static_cast<int64_t>(v) * stride_;
     if (ctx.tile_known[v]) return ctx.input_views[v] ? ctx.input_views[v] : out;
     ctx.input_views[v] = nullptr;
     const StitchStatement& s = p_.statements[v];
@@ -500,6 +508,7 @@ class RowEvaluator {
   const StitchLayout& layout_;
   const int n_;
   int64_t tile_ = 1;
+  int64_t stride_ = 1;  // elements of each value's buffer: the largest tile this domain has
   int passes_ = 1;
   std::vector<int> level_;
   std::vector<std::vector<int>> reductions_of_pass_;  // the reductions accumulated in each pass

@@ -1,7 +1,8 @@
 #pragma once
 // Calibration of the analytical cost model: measure every kernel-launching operator alone on the
 // device (MeasuredCostModel::OperatorMs), then fit the DeviceModel's factors — gemm_efficiency,
-// vector_efficiency, memory_efficiency, launch_us, sm_bandwidth_share — so that
+// vector_efficiency, memory_efficiency, launch_us, sm_bandwidth_share, and stitch_overhead_us where
+// stitched kernels are among the operators — so that
 // AnalyticalCostModel::OperatorMs matches the measurements in the least-squares sense on a log
 // scale (a 2x error counts the same on a 10 us and on a 10 ms operator). Then what concurrency
 // costs: pairs of independent operators are timed as one stage of two concurrent groups (on a CPU,
@@ -59,7 +60,7 @@ std::vector<OperatorTiming> MeasureOperators(const OpGraph& graph, MeasuredCostM
 
 // Coordinate descent over the log of each factor within its valid range (efficiencies in
 // [1e-4, 1], the memory one up to 64 as effective bandwidth, launch_us in [0.05, 2000],
-// sm_bandwidth_share in [0.05, 256]): per factor a coarse scan then golden-section refinement, a
+// sm_bandwidth_share in [0.05, 256], stitch_overhead_us in [0.01, 2000]): per factor a coarse scan then golden-section refinement, a
 // move kept only when it lowers the squared log error, so the fit never gets worse than `start`.
 // Throws Error when no timing is usable. The result passes ValidateDeviceModel; its name is start's
 // with "-calibrated" appended (once).

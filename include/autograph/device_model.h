@@ -21,6 +21,9 @@ struct DeviceModel {
   double memory_gbps = 0;          // peak DRAM bandwidth, 1e9 bytes/s
   double launch_us = 0;            // host dispatch + kernel launch per operator
   double sync_us = 0;              // fork/join of one extra stream (event record + wait)
+  // Host work of a stitched kernel beyond a launch (program lookup, layout of its inputs, output
+  // allocation; on CUDA a cached NVRTC kernel): what makes a small group cost more than its bytes.
+  double stitch_overhead_us = 0;
   int max_concurrent_kernels = 1;  // kernels the device runs side by side
 
   // Fractions of the peaks that real kernels reach once they fill the device.

@@ -28,7 +28,7 @@ AnalyticalCostModel::OpCost AnalyticalCostModel::ComputeCost(const OpNode& node)
   }
   const KernelTime t = EstimateKernel(WorkOf(node, device_), device_, options_.allow_tf32);
   cost.launches = true;
-  cost.kernel_ms = t.ms;
+  cost.kernel_ms = t.ms + (node.op == "autograph::stitched" ? device_.stitch_overhead_us / 1e3 : 0.0);
   cost.sm_share = t.sm_share;
   cost.full_bandwidth_ms = t.full_bandwidth_ms;
   return cost;

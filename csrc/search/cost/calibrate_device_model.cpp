@@ -28,6 +28,8 @@ const Factor kFactors[] = {
     {"memory_efficiency", &DeviceModel::memory_efficiency, 1e-4, 64.0},
     {"launch_us", &DeviceModel::launch_us, 0.05, 2000.0},
     {"sm_bandwidth_share", &DeviceModel::sm_bandwidth_share, 0.05, 256.0},
+    // Moves only where stitched kernels are among the timings (the error is flat in it otherwise).
+    {"stitch_overhead_us", &DeviceModel::stitch_overhead_us, 0.01, 2000.0},
 };
 
 constexpr int kScanPoints = 33;

@@ -77,6 +77,7 @@ DeviceModel Cpu() {
   d.memory_gbps = 10.0 * cores;
   d.launch_us = 2.0;
   d.sync_us = 10.0;
+  d.stitch_overhead_us = 5.0;  // program cache lookup, input layout, output allocation per call
   d.max_concurrent_kernels = cores;
   d.gemm_efficiency = 0.6;
   d.memory_efficiency = 0.7;
@@ -146,6 +147,8 @@ void ValidateDeviceModel(const DeviceModel& d) {
   positive("memory_gbps", d.memory_gbps);
   if (!(d.launch_us >= 0) || !std::isfinite(d.launch_us)) fail("launch_us", d.launch_us, "a non-negative number");
   if (!(d.sync_us >= 0) || !std::isfinite(d.sync_us)) fail("sync_us", d.sync_us, "a non-negative number");
+  if (!(d.stitch_overhead_us >= 0) || !std::isfinite(d.stitch_overhead_us))
+    fail("stitch_overhead_us", d.stitch_overhead_us, "a non-negative number");
   positive("max_concurrent_kernels", d.max_concurrent_kernels);
   fraction("gemm_efficiency", d.gemm_efficiency);
   fraction("vector_efficiency", d.vector_efficiency);

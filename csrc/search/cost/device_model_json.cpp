@@ -10,7 +10,7 @@ namespace autograph {
 
 namespace {
 
-constexpr int kVersion = 1;
+constexpr int kVersion = 2;  // 2 added stitch_overhead_us; version 1 files read with 0
 
 [[noreturn]] void Fail(const std::string& path, const std::string& what) {
   throw Error("device model JSON: " + path + " " + what);
@@ -88,6 +88,7 @@ nlohmann::json DeviceModelToJson(const DeviceModel& d) {
           {"memory_gbps", d.memory_gbps},
           {"launch_us", d.launch_us},
           {"sync_us", d.sync_us},
+          {"stitch_overhead_us", d.stitch_overhead_us},
           {"max_concurrent_kernels", d.max_concurrent_kernels},
           {"efficiency",
            {{"gemm", d.gemm_efficiency},
@@ -100,8 +101,8 @@ nlohmann::json DeviceModelToJson(const DeviceModel& d) {
 DeviceModel DeviceModelFromJson(const nlohmann::json& json) {
   ObjectReader doc(json, "the document");
   const auto& version = doc.Member("version");
-  if (!version.is_number_integer() || version != kVersion)
-    Fail("version", "is " + Describe(version) + "; this build reads version " + std::to_string(kVersion));
+  if (!version.is_number_integer() || version < 1 || version > kVersion)
+    Fail("version", "is " + Describe(version) + "; this build reads versions 1 to " + std::to_string(kVersion));
   DeviceModel d;
   d.name = doc.String("name");
   d.sms = doc.PositiveInt("sms");
@@ -110,7 +111,9 @@ DeviceModel DeviceModelFromJson(const nlohmann::json& json) {
   d.fp16_tflops = doc.Positive("fp16_tflops");
   d.memory_gbps = doc.Positive("memory_gbps");
   // Overheads may be zero (an idealized device), never negative.
-  for (auto [key, field] : {std::pair{"launch_us", &d.launch_us}, std::pair{"sync_us", &d.sync_us}}) {
+  std::vector<std::pair<const char*, double*>> overheads = {{"launch_us", &d.launch_us}, {"sync_us", &d.sync_us}};
+  if (version.get<int>() >= 2) overheads.emplace_back("stitch_overhead_us", &d.stitch_overhead_us);
+  for (auto [key, field] : overheads) {
     const auto& value = doc.Member(key);
     if (!value.is_number() || !(value.get<double>() >= 0))
       Fail(key, "is " + Describe(value) + "; expected a non-negative number of microseconds");
