@@ -448,6 +448,7 @@ DeviceModel Calibrated() {
   d.launch_us = 3.25;
   d.sync_us = 1.5;
   d.stitch_overhead_us = 4.5;
+  d.dispatch_per_group = true;
   d.gemm_tile = 128;
   d.elementwise_block_elements = 512;
   d.max_concurrent_kernels = 32;
@@ -469,6 +470,7 @@ void ExpectSameDevice(const DeviceModel& a, const DeviceModel& b) {
   EXPECT_EQ(a.memory_efficiency, b.memory_efficiency);
   EXPECT_EQ(a.sm_bandwidth_share, b.sm_bandwidth_share);
   EXPECT_EQ(a.stitch_overhead_us, b.stitch_overhead_us);
+  EXPECT_EQ(a.dispatch_per_group, b.dispatch_per_group);
   EXPECT_EQ(a.gemm_tile, b.gemm_tile);
   EXPECT_EQ(a.elementwise_block_elements, b.elementwise_block_elements);
 }
@@ -489,6 +491,25 @@ TEST(AnalyticalCostModel, StitchedKernelsPayTheStitchOverhead) {
   EXPECT_NEAR(some.OperatorMs(g, 1) - none.OperatorMs(g, 1), 0.040, 1e-12);
 }
 
+// Two groups of small operators: on a GPU one host thread launches both groups' kernels, so the
+// second group starts after the first group's launches; on a CPU each worker dispatches its own.
+TEST(AnalyticalCostModel, PerGroupDispatchOverlapsTheGroupsLaunches) {
+  OpGraph g = GraphOf({Add({1, 8}), Add({1, 8}), Add({1, 8}), Add({1, 8})});
+  Stage stage;
+  stage.groups = {{0, 1}, {2, 3}};
+  DeviceModel device = DeviceModel::ByName("cpu");
+  device.sync_us = 0;
+  device.launch_us = 50;  // dispatch dominates: the adds themselves take nanoseconds
+  device.dispatch_per_group = false;
+  const double shared = AnalyticalCostModel(device).StageMs(g, stage);
+  device.dispatch_per_group = true;
+  const double own = AnalyticalCostModel(device).StageMs(g, stage);
+  EXPECT_NEAR(shared, 0.200, 0.005);  // one thread launches all four, the second group's last
+  EXPECT_NEAR(own, 0.100, 0.005);     // each group: its own two dispatches
+  EXPECT_TRUE(DeviceModel::ByName("cpu").dispatch_per_group);
+  EXPECT_FALSE(DeviceModel::ByName("h100").dispatch_per_group);
+}
+
 TEST(DeviceModel, JsonRoundTrip) {
   const DeviceModel original = Calibrated();
   const nlohmann::json json = autograph::DeviceModelToJson(original);
@@ -500,8 +521,10 @@ TEST(DeviceModel, JsonRoundTrip) {
   nlohmann::json v1 = json;
   v1["version"] = 1;
   v1.erase("stitch_overhead_us");
+  v1.erase("dispatch_per_group");
   DeviceModel expected = original;
   expected.stitch_overhead_us = 0;
+  expected.dispatch_per_group = false;
   ExpectSameDevice(autograph::DeviceModelFromJson(v1), expected);
 }
 
@@ -559,8 +582,11 @@ TEST(DeviceModel, JsonRejectsMalformed) {
   j["stitch_overhead_us"] = -2;
   ExpectJsonError(j, "stitch_overhead_us");
   j = good;
-  j["version"] = 1;  // version 1 has no stitch_overhead_us
-  ExpectJsonError(j, "stitch_overhead_us");
+  j["version"] = 1;  // version 1 has no stitch_overhead_us nor dispatch_per_group
+  ExpectJsonError(j, "unknown key");
+  j = good;
+  j["dispatch_per_group"] = 1;
+  ExpectJsonError(j, "dispatch_per_group");
   j = good;
   j["granularity"].erase("gemm_tile");
   ExpectJsonError(j, "gemm_tile");

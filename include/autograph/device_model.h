@@ -25,6 +25,10 @@ struct DeviceModel {
   // allocation; on CUDA a cached NVRTC kernel): what makes a small group cost more than its bytes.
   double stitch_overhead_us = 0;
   int max_concurrent_kernels = 1;  // kernels the device runs side by side
+  // Whether each concurrent group dispatches its own operators (a CPU, where each group runs on a
+  // worker thread) rather than one host thread launching for every stream (a GPU), whose launches
+  // then delay the groups behind them.
+  bool dispatch_per_group = false;
 
   // Fractions of the peaks that real kernels reach once they fill the device.
   double gemm_efficiency = 0.7;     // convolutions and GEMMs (cuDNN/cuBLAS class kernels)

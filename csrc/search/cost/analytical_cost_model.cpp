@@ -68,7 +68,7 @@ double AnalyticalCostModel::ConcurrentStageMs(const OpGraph& graph, const Stage&
     if (kernels == 0) continue;
     ++busy_groups;
     stream_bound = std::max(stream_bound, launched_before_ms + group_ms);
-    launched_before_ms += kernels * launch_ms;
+    if (!device_.dispatch_per_group) launched_before_ms += kernels * launch_ms;  // one host thread launches all
     total_group_ms += group_ms;
   }
   if (busy_groups == 0) return 0;

@@ -79,6 +79,7 @@ DeviceModel Cpu() {
   d.sync_us = 10.0;
   d.stitch_overhead_us = 5.0;  // program cache lookup, input layout, output allocation per call
   d.max_concurrent_kernels = cores;
+  d.dispatch_per_group = true;
   d.gemm_efficiency = 0.6;
   d.memory_efficiency = 0.7;
   d.sm_bandwidth_share = 2;

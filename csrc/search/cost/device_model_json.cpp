@@ -10,7 +10,7 @@ namespace autograph {
 
 namespace {
 
-constexpr int kVersion = 2;  // 2 added stitch_overhead_us; version 1 files read with 0
+constexpr int kVersion = 2;  // 2 added stitch_overhead_us and dispatch_per_group; version 1 files read with 0, false
 
 [[noreturn]] void Fail(const std::string& path, const std::string& what) {
   throw Error("device model JSON: " + path + " " + what);
@@ -90,6 +90,7 @@ nlohmann::json DeviceModelToJson(const DeviceModel& d) {
           {"sync_us", d.sync_us},
           {"stitch_overhead_us", d.stitch_overhead_us},
           {"max_concurrent_kernels", d.max_concurrent_kernels},
+          {"dispatch_per_group", d.dispatch_per_group},
           {"efficiency",
            {{"gemm", d.gemm_efficiency},
             {"vector", d.vector_efficiency},
@@ -120,6 +121,11 @@ DeviceModel DeviceModelFromJson(const nlohmann::json& json) {
     *field = value.get<double>();
   }
   d.max_concurrent_kernels = doc.PositiveInt("max_concurrent_kernels");
+  if (version.get<int>() >= 2) {
+    const auto& value = doc.Member("dispatch_per_group");
+    if (!value.is_boolean()) Fail("dispatch_per_group", "is " + Describe(value) + "; expected true or false");
+    d.dispatch_per_group = value.get<bool>();
+  }
 
   ObjectReader efficiency(doc.Member("efficiency"), "efficiency");
   d.gemm_efficiency = efficiency.Fraction("gemm");
