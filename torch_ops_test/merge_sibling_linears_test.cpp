@@ -123,6 +123,14 @@ graph(%x : Tensor, %wa : Tensor, %wb : Tensor, %wc : Tensor, %wd : Tensor):
 
 namespace {
 
+// Tensor constants left in the graph: one per distinct concatenated weight.
+int TensorConstants(const torch::jit::Graph& graph) {
+  int count = 0;
+  for (const torch::jit::Node* n : graph.nodes())
+    count += n->kind() == c10::prim::Constant && n->output()->type()->cast<c10::TensorType>() != nullptr;
+  return count;
+}
+
 TEST(MergeSiblingLinears, RepeatedLayersShareOneMergedWeight) {
   // The same two linears applied to two inputs (an unrolled RNN's steps): two merges, one copy of
   // the concatenated weight.
@@ -140,10 +148,7 @@ graph(%x : Tensor, %y : Tensor, %wq : Tensor, %wk : Tensor):
   const auto want = RunGraph(graph, inputs);
   EXPECT_EQ(autograph::MergeSiblingLinears(graph), 2);
   graph->lint();
-  int tensor_constants = 0;
-  for (const torch::jit::Node* n : graph->nodes())
-    tensor_constants += n->kind() == c10::prim::Constant && n->output()->type()->cast<c10::TensorType>() != nullptr;
-  EXPECT_EQ(tensor_constants, 1);
+  EXPECT_EQ(TensorConstants(*graph), 1);
   ExpectSameOutputs(want, RunGraph(graph, inputs));
 }
 
@@ -163,10 +168,7 @@ graph(%x : Tensor, %y : Tensor, %wq : Tensor, %wk : Tensor):
   const auto want = RunGraph(graph, inputs);
   EXPECT_EQ(autograph::MergeSiblingLinears(graph), 2);
   graph->lint();
-  int tensor_constants = 0;
-  for (const torch::jit::Node* n : graph->nodes())
-    tensor_constants += n->kind() == c10::prim::Constant && n->output()->type()->cast<c10::TensorType>() != nullptr;
-  EXPECT_EQ(tensor_constants, 1);
+  EXPECT_EQ(TensorConstants(*graph), 1);
   ExpectSameOutputs(want, RunGraph(graph, inputs));
 }
 

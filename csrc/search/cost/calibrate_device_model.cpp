@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <functional>
+#include <optional>
 #include <vector>
 
 #include "autograph/analytical_cost_model.h"
@@ -45,22 +47,32 @@ DeviceModel Normalized(DeviceModel device) {
   return device;
 }
 
-// ln(predicted / measured) per timing.
+bool Launches(const OpNode& node) { return node.kind == OpKind::ComputeBound || node.kind == OpKind::MemoryBound; }
+
+// ln(predicted / measured) per operator timing.
 std::vector<double> LogRatios(const DeviceModel& device, const std::vector<OperatorTiming>& timings) {
   AnalyticalCostModel model(Normalized(device));
   std::vector<double> ratios;
   ratios.reserve(timings.size());
-  for (const OperatorTiming& t : timings) {
-    const double predicted = model.OperatorMs(*t.graph, t.op);
-    ratios.push_back(std::log(std::max(predicted, 1e-12) / t.measured_ms));
-  }
+  for (const OperatorTiming& t : timings)
+    ratios.push_back(std::log(std::max(model.OperatorMs(*t.graph, t.op), 1e-12) / t.measured_ms));
   return ratios;
 }
 
-double SquaredLogError(const DeviceModel& device, const std::vector<OperatorTiming>& timings) {
+// ln(predicted / measured) per stage timing.
+std::vector<double> LogRatios(const DeviceModel& device, const std::vector<StageTiming>& timings) {
+  AnalyticalCostModel model(device);
+  std::vector<double> ratios;
+  ratios.reserve(timings.size());
+  for (const StageTiming& t : timings)
+    ratios.push_back(std::log(std::max(model.StageMs(*t.graph, t.stage), 1e-12) / t.measured_ms));
+  return ratios;
+}
+
+double MeanSquare(const std::vector<double>& ratios) {
   double sum = 0;
-  for (double r : LogRatios(device, timings)) sum += r * r;
-  return sum / static_cast<double>(timings.size());
+  for (double r : ratios) sum += r * r;
+  return sum / static_cast<double>(ratios.size());
 }
 
 double Quantile(std::vector<double> v, double q) {
@@ -70,35 +82,29 @@ double Quantile(std::vector<double> v, double q) {
   return v[lo] + (pos - lo) * (v[hi] - v[lo]);
 }
 
-CalibrationError ErrorOf(const DeviceModel& device, const std::vector<OperatorTiming>& timings) {
+CalibrationError ErrorOf(const std::vector<double>& ratios) {
   std::vector<double> abs;
-  double sum = 0;
-  for (double r : LogRatios(device, timings)) {
-    abs.push_back(std::fabs(r));
-    sum += r * r;
-  }
-  return CalibrationError{Quantile(abs, 0.5), Quantile(abs, 0.9), std::sqrt(sum / static_cast<double>(abs.size()))};
+  for (double r : ratios) abs.push_back(std::fabs(r));
+  return CalibrationError{Quantile(abs, 0.5), Quantile(abs, 0.9), std::sqrt(MeanSquare(ratios))};
 }
 
-// Minimizes the error over one factor (in log space), the others fixed. Changes `device` only when
-// that lowers the error below `*best`.
-void FitFactor(const Factor& f, DeviceModel* device, const std::vector<OperatorTiming>& timings, double* best) {
-  DeviceModel trial = *device;
-  auto error_at = [&](double log_value) {
-    trial.*f.field = std::clamp(std::exp(log_value), f.lo, f.hi);
-    return SquaredLogError(trial, timings);
-  };
-  const double lo = std::log(f.lo), hi = std::log(f.hi);
-  // The error is piecewise smooth (maxima of rooflines) and may have plateaus: scan, then refine
-  // around the best scan point, which brackets the minimum between its neighbours.
-  const double step = (hi - lo) / (kScanPoints - 1);
-  double best_x = std::log(std::clamp(device->*f.field, f.lo, f.hi)), best_error = *best;
+// Minimizes error(x) over x in [lo, hi] in log space, starting from `current` whose error is
+// `*best`: the error is piecewise smooth (maxima of rooflines) and may have plateaus, so a scan, then
+// golden-section refinement around the best point so far, which brackets the minimum between its
+// neighbours. Returns the best x found when its error is below `*best` (and lowers `*best`), else
+// nullopt.
+std::optional<double> MinimizeInLogSpace(double lo, double hi, double current,
+                                         const std::function<double(double)>& error, double* best) {
+  const double log_lo = std::log(lo), log_hi = std::log(hi);
+  auto error_at = [&](double log_x) { return error(std::clamp(std::exp(log_x), lo, hi)); };
+  const double step = (log_hi - log_lo) / (kScanPoints - 1);
+  double best_x = std::log(std::clamp(current, lo, hi)), best_error = *best;
   for (int i = 0; i < kScanPoints; ++i) {
-    const double x = lo + i * step;
+    const double x = log_lo + i * step;
     const double e = error_at(x);
     if (e < best_error) best_error = e, best_x = x;
   }
-  double a = std::max(lo, best_x - step), b = std::min(hi, best_x + step);
+  double a = std::max(log_lo, best_x - step), b = std::min(log_hi, best_x + step);
   const double ratio = (std::sqrt(5.0) - 1) / 2;
   double c = b - ratio * (b - a), d = a + ratio * (b - a);
   double ec = error_at(c), ed = error_at(d);
@@ -115,40 +121,20 @@ void FitFactor(const Factor& f, DeviceModel* device, const std::vector<OperatorT
   }
   if (ec < best_error) best_error = ec, best_x = c;
   if (ed < best_error) best_error = ed, best_x = d;
-  if (best_error < *best) {
-    device->*f.field = std::clamp(std::exp(best_x), f.lo, f.hi);
-    *best = best_error;
-  }
+  if (!(best_error < *best)) return std::nullopt;
+  *best = best_error;
+  return std::clamp(std::exp(best_x), lo, hi);
 }
 
-bool Launches(const OpNode& node) { return node.kind == OpKind::ComputeBound || node.kind == OpKind::MemoryBound; }
-
-// ln(predicted / measured) per stage timing.
-std::vector<double> StageLogRatios(const DeviceModel& device, const std::vector<StageTiming>& timings) {
-  AnalyticalCostModel model(device);
-  std::vector<double> ratios;
-  ratios.reserve(timings.size());
-  for (const StageTiming& t : timings) {
-    const double predicted = model.StageMs(*t.graph, t.stage);
-    ratios.push_back(std::log(std::max(predicted, 1e-12) / t.measured_ms));
-  }
-  return ratios;
-}
-
-CalibrationError ErrorOfRatios(const std::vector<double>& ratios) {
-  std::vector<double> abs;
-  double sum = 0;
-  for (double r : ratios) {
-    abs.push_back(std::fabs(r));
-    sum += r * r;
-  }
-  return CalibrationError{Quantile(abs, 0.5), Quantile(abs, 0.9), std::sqrt(sum / static_cast<double>(abs.size()))};
-}
-
-double StageSquaredLogError(const DeviceModel& device, const std::vector<StageTiming>& timings) {
-  double sum = 0;
-  for (double r : StageLogRatios(device, timings)) sum += r * r;
-  return sum / static_cast<double>(timings.size());
+// Minimizes the operators' error over one factor, the others fixed. Changes `device` only when that
+// lowers the error below `*best`.
+void FitFactor(const Factor& f, DeviceModel* device, const std::vector<OperatorTiming>& timings, double* best) {
+  DeviceModel trial = *device;
+  const auto value = MinimizeInLogSpace(f.lo, f.hi, device->*f.field, [&](double x) {
+    trial.*f.field = x;
+    return MeanSquare(LogRatios(trial, timings));
+  }, best);
+  if (value) device->*f.field = *value;
 }
 
 }  // namespace
@@ -202,39 +188,18 @@ DeviceModel FitStageOverheads(const DeviceModel& start, const std::vector<StageT
   }
   if (usable.empty()) return start;
   DeviceModel fitted = start, trial = start;
-  double best = StageSquaredLogError(start, usable);
   auto error_at = [&](double sync_us) {
     trial.sync_us = sync_us;
-    return StageSquaredLogError(trial, usable);
+    return MeanSquare(LogRatios(trial, usable));
   };
-  double best_x = start.sync_us;
-  auto consider = [&](double sync_us) {
-    const double e = error_at(sync_us);
-    if (e < best) best = e, best_x = sync_us;
-  };
+  double best = error_at(start.sync_us);
   // Zero (concurrency costs nothing beyond its groups), then 0.01 us .. 5000 us in log space.
-  consider(0);
-  const double lo = std::log(0.01), hi = std::log(5000.0);
-  const double step = (hi - lo) / (kScanPoints - 1);
-  for (int i = 0; i < kScanPoints; ++i) consider(std::exp(lo + i * step));
-  if (best_x > 0) {
-    double a = std::max(lo, std::log(best_x) - step), b = std::min(hi, std::log(best_x) + step);
-    const double ratio = (std::sqrt(5.0) - 1) / 2;
-    for (int i = 0; i < kGoldenSteps; ++i) {
-      const double c = b - ratio * (b - a), d = a + ratio * (b - a);
-      if (error_at(std::exp(c)) < error_at(std::exp(d))) {
-        b = d;
-      } else {
-        a = c;
-      }
-    }
-    consider(std::exp((a + b) / 2));
-  }
-  fitted.sync_us = best_x;
+  if (const double e = error_at(0); e < best) best = e, fitted.sync_us = 0;
+  if (const auto value = MinimizeInLogSpace(0.01, 5000.0, fitted.sync_us, error_at, &best)) fitted.sync_us = *value;
   ValidateDeviceModel(fitted);
   if (report) {
-    report->stages_before = ErrorOfRatios(StageLogRatios(start, usable));
-    report->stages_after = ErrorOfRatios(StageLogRatios(fitted, usable));
+    report->stages_before = ErrorOf(LogRatios(start, usable));
+    report->stages_after = ErrorOf(LogRatios(fitted, usable));
     report->fitted = fitted;
   }
   return fitted;
@@ -243,7 +208,7 @@ DeviceModel FitStageOverheads(const DeviceModel& start, const std::vector<StageT
 std::vector<OperatorTiming> MeasureOperators(const OpGraph& graph, MeasuredCostModel& measured) {
   std::vector<OperatorTiming> timings;
   for (const OpNode& node : graph.nodes()) {
-    if (node.kind != OpKind::ComputeBound && node.kind != OpKind::MemoryBound) continue;
+    if (!Launches(node)) continue;
     timings.push_back(OperatorTiming{&graph, node.id, measured.OperatorMs(graph, node.id)});
   }
   return timings;
@@ -264,8 +229,8 @@ DeviceModel FitDeviceModel(const DeviceModel& start, const std::vector<OperatorT
   DeviceModel fitted = start;
   // Start inside the ranges (a preset may sit on a bound, e.g. launch_us 0).
   for (const Factor& f : kFactors) fitted.*f.field = std::clamp(fitted.*f.field, f.lo, f.hi);
-  double error = SquaredLogError(fitted, usable);
-  const double start_error = SquaredLogError(start, usable);
+  double error = MeanSquare(LogRatios(fitted, usable));
+  const double start_error = MeanSquare(LogRatios(start, usable));
   if (start_error < error) fitted = start, error = start_error;
   for (int sweep = 0; sweep < kMaxSweeps; ++sweep) {
     const double before = error;
@@ -281,8 +246,8 @@ DeviceModel FitDeviceModel(const DeviceModel& start, const std::vector<OperatorT
 
   if (report) {
     report->operators = static_cast<int>(usable.size());
-    report->before = ErrorOf(start, usable);
-    report->after = ErrorOf(fitted, usable);
+    report->before = ErrorOf(LogRatios(start, usable));
+    report->after = ErrorOf(LogRatios(fitted, usable));
     report->fitted = fitted;
     report->timings = usable;
     report->fit_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
