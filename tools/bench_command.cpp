@@ -22,11 +22,11 @@
 
 #include "autograph/error.h"
 #include "autograph/model_loading.h"
-#include "autograph/operator_flops.h"
 #include "autograph/optimize.h"
-#include "autograph/run_timing.h"
 #include "autograph/substitute.h"
 #include "commands.h"
+#include "core/operator_flops.h"
+#include "executor/run_timing.h"
 
 namespace autograph::cli {
 

@@ -17,15 +17,15 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
-#include "autograph/analytical_cost_model.h"
-#include "autograph/calibrate_device_model.h"
 #include "autograph/error.h"
-#include "autograph/import_op_graph.h"
-#include "autograph/lower_module.h"
-#include "autograph/measured_cost_model.h"
 #include "autograph/model_loading.h"
-#include "autograph/stitch_memory_bound_ops.h"
 #include "commands.h"
+#include "graph_pass/import_op_graph.h"
+#include "graph_pass/lower_module.h"
+#include "graph_pass/stitch_memory_bound_ops.h"
+#include "measure/calibrate_device_model.h"
+#include "measure/measured_cost_model.h"
+#include "search/cost/analytical_cost_model.h"
 
 namespace autograph::cli {
 

@@ -12,11 +12,11 @@
 #include <iomanip>
 #include <sstream>
 
-#include "autograph/import_op_graph.h"
-#include "autograph/sequential_executor.h"
-#include "autograph/simple_schedulers.h"
-#include "autograph/stage_executor.h"
 #include "commands.h"
+#include "executor/sequential_executor.h"
+#include "executor/stage_executor.h"
+#include "graph_pass/import_op_graph.h"
+#include "search/simple_schedulers.h"
 
 namespace autograph::cli {
 

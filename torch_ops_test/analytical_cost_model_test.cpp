@@ -1,4 +1,4 @@
-#include "autograph/analytical_cost_model.h"
+#include "search/cost/analytical_cost_model.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -9,7 +9,7 @@
 
 #include <unistd.h>
 
-#include "autograph/device_model.h"
+#include "search/cost/device_model.h"
 
 namespace {
 

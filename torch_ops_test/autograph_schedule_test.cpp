@@ -1,14 +1,14 @@
 // AutoGraph's search against IOS's exhaustive dynamic program under the same cost model: never
 // worse, equal within budget, cheaper to run; candidates ranked and valid; bad options rejected.
-#include "autograph/autograph_schedule.h"
+#include "search/autograph_schedule.h"
 
 #include <gtest/gtest.h>
 
 #include <random>
 #include <string>
 
-#include "autograph/analytical_cost_model.h"
-#include "autograph/ios_schedule.h"
+#include "search/cost/analytical_cost_model.h"
+#include "search/ios_schedule.h"
 #include "search_test_util.h"
 
 namespace {

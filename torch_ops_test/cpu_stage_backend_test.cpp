@@ -8,9 +8,9 @@
 
 #include <ATen/Parallel.h>
 
-#include "autograph/import_op_graph.h"
-#include "autograph/simple_schedulers.h"
-#include "autograph/stage_executor.h"
+#include "executor/stage_executor.h"
+#include "graph_pass/import_op_graph.h"
+#include "search/simple_schedulers.h"
 
 namespace {
 

@@ -12,15 +12,15 @@
 
 #include <thread>
 
-#include "autograph/import_op_graph.h"
-#include "autograph/lower_module.h"
-#include "autograph/measured_cost_model.h"
-#include "autograph/merged_kernel.h"
 #include "autograph/optimize.h"
-#include "autograph/sequential_executor.h"
-#include "autograph/simple_schedulers.h"
-#include "autograph/stage_executor.h"
+#include "executor/sequential_executor.h"
+#include "executor/stage_executor.h"
+#include "graph_pass/import_op_graph.h"
+#include "graph_pass/lower_module.h"
+#include "measure/measured_cost_model.h"
+#include "merge/merged_kernel.h"
 #include "merge_schedule_util.h"
+#include "search/simple_schedulers.h"
 #include "small_test_modules.h"
 #include "zoo_test_util.h"
 

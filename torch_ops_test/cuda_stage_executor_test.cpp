@@ -13,13 +13,13 @@
 #include <iostream>
 #include <thread>
 
-#include "autograph/import_op_graph.h"
-#include "autograph/lower_module.h"
 #include "autograph/model_loading.h"
 #include "autograph/optimize.h"
-#include "autograph/sequential_executor.h"
-#include "autograph/simple_schedulers.h"
-#include "autograph/stage_executor.h"
+#include "executor/sequential_executor.h"
+#include "executor/stage_executor.h"
+#include "graph_pass/import_op_graph.h"
+#include "graph_pass/lower_module.h"
+#include "search/simple_schedulers.h"
 #include "zoo_test_util.h"
 
 namespace {

@@ -14,10 +14,10 @@
 #include <chrono>
 #include <thread>
 
-#include "autograph/fastest_schedule.h"
-#include "autograph/import_op_graph.h"
 #include "autograph/optimize.h"
-#include "autograph/simple_schedulers.h"
+#include "graph_pass/import_op_graph.h"
+#include "measure/fastest_schedule.h"
+#include "search/simple_schedulers.h"
 #include "small_test_modules.h"
 
 namespace {

@@ -1,15 +1,15 @@
 // FoldConvolutionAddRelu: conv2d + relu and conv2d + (residual) add + relu, in- or out-of-place,
 // become cuDNN's fused ops when the weight is a constant and the intermediates have no other reader.
 // The rewrite is checked on IR here; the fused ops run only on CUDA (numerics: the GPU test below).
-#include "autograph/fold_convolution_add_relu.h"
+#include "graph_pass/fold_convolution_add_relu.h"
 
 #include <gtest/gtest.h>
 #include <torch/csrc/jit/testing/file_check.h>
 #include <torch/cuda.h>
 #include <torch/torch.h>
 
-#include "autograph/lower_module.h"
 #include "autograph/model_loading.h"
+#include "graph_pass/lower_module.h"
 #include "graph_test_util.h"
 #include "zoo_test_util.h"
 

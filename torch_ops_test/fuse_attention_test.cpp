@@ -1,7 +1,7 @@
 // FuseScaledDotProductAttention: attention written out op by op becomes one
 // aten::scaled_dot_product_attention with the same outputs; what does not fit the fused op (other
 // readers of the scores, another softmax dim, 3-D operands, a scaled mask) stays as it was.
-#include "autograph/fuse_attention.h"
+#include "graph_pass/fuse_attention.h"
 
 #include <gtest/gtest.h>
 #include <torch/csrc/jit/testing/file_check.h>
@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "autograph/import_op_graph.h"
+#include "graph_pass/import_op_graph.h"
 #include "graph_test_util.h"
 
 namespace {

@@ -1,5 +1,5 @@
 // Every zoo model's lowered graph survives IR text + tensor constants and runs bit-identically.
-#include "autograph/graph_serialization.h"
+#include "executor/graph_serialization.h"
 
 #include <gtest/gtest.h>
 #include <torch/csrc/jit/ir/irparser.h>
@@ -7,8 +7,8 @@
 #include <torch/script.h>
 
 #include "autograph/error.h"
-#include "autograph/lower_module.h"
 #include "autograph/model_loading.h"
+#include "graph_pass/lower_module.h"
 #include "zoo_test_util.h"
 
 namespace {

@@ -1,4 +1,4 @@
-#include "autograph/graph_statistics.h"
+#include "core/graph_statistics.h"
 
 #include <gtest/gtest.h>
 

@@ -1,13 +1,13 @@
 // IR-level tests of ImportOpGraph: parse an IR string, import it on real inputs, check the grouping.
-#include "autograph/import_op_graph.h"
+#include "graph_pass/import_op_graph.h"
 
 #include <gtest/gtest.h>
 #include <torch/csrc/jit/ir/irparser.h>
 #include <torch/torch.h>
 
 #include "autograph/error.h"
-#include "autograph/graph_statistics.h"
-#include "autograph/sequential_executor.h"
+#include "core/graph_statistics.h"
+#include "executor/sequential_executor.h"
 
 namespace {
 

@@ -1,4 +1,4 @@
-#include "autograph/ios_schedule.h"
+#include "search/ios_schedule.h"
 
 #include "search_test_util.h"
 

@@ -1,5 +1,5 @@
 // Lowering: IR-level checks of LowerFrozenGraph, and LowerModule on modules defined in TorchScript.
-#include "autograph/lower_module.h"
+#include "graph_pass/lower_module.h"
 
 #include <gtest/gtest.h>
 #include <torch/csrc/jit/ir/irparser.h>

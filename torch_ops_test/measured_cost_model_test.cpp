@@ -1,7 +1,7 @@
 // MeasuredCostModel, its stage signatures and disk cache, TimeSchedule, and the calibration of the
 // analytical model, on CPU. Timings on a shared CI machine are noisy: the tests check that numbers
 // are sane and that caching and fitting behave, never that one schedule beats another.
-#include "autograph/measured_cost_model.h"
+#include "measure/measured_cost_model.h"
 
 #include <gtest/gtest.h>
 #include <torch/csrc/jit/ir/irparser.h>
@@ -18,17 +18,17 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "autograph/analytical_cost_model.h"
-#include "autograph/calibrate_device_model.h"
-#include "autograph/device_model.h"
 #include "autograph/error.h"
-#include "autograph/import_op_graph.h"
-#include "autograph/lower_module.h"
 #include "autograph/model_loading.h"
-#include "autograph/simple_schedulers.h"
-#include "graph_pass/extract_stage.h"
-#include "graph_pass/record_values.h"
-#include "graph_pass/stage_signature.h"
+#include "graph_pass/import_op_graph.h"
+#include "graph_pass/lower_module.h"
+#include "measure/calibrate_device_model.h"
+#include "measure/extract_stage.h"
+#include "measure/record_values.h"
+#include "measure/stage_signature.h"
+#include "search/cost/analytical_cost_model.h"
+#include "search/cost/device_model.h"
+#include "search/simple_schedulers.h"
 #include "zoo_test_util.h"
 
 namespace {

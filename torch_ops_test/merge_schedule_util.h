@@ -6,8 +6,8 @@
 #include <set>
 #include <vector>
 
-#include "autograph/merged_convolution.h"
-#include "autograph/schedule.h"
+#include "core/schedule.h"
+#include "merge/merged_convolution.h"
 
 namespace autograph::testing {
 

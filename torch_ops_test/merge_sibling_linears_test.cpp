@@ -1,6 +1,6 @@
 // MergeSiblingLinears: linears sharing an input with constant weights become one wider linear plus a
 // split; the rewritten graph gives the original outputs. Weights are constants, as in frozen models.
-#include "autograph/merge_sibling_linears.h"
+#include "graph_pass/merge_sibling_linears.h"
 
 #include <gtest/gtest.h>
 #include <torch/csrc/jit/ir/constants.h>

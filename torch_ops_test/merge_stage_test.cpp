@@ -9,17 +9,18 @@
 #include <filesystem>
 
 #include "autograph/error.h"
-#include "autograph/import_op_graph.h"
-#include "autograph/lower_module.h"
-#include "autograph/merged_convolution.h"
 #include "autograph/model_loading.h"
 #include "autograph/optimize.h"
 #include "autograph/program.h"
-#include "autograph/schedule.h"
-#include "autograph/sequential_executor.h"
-#include "autograph/simple_schedulers.h"
-#include "autograph/stage_executor.h"
+#include "core/schedule.h"
+#include "executor/validate_schedule.h"
+#include "executor/sequential_executor.h"
+#include "executor/stage_executor.h"
+#include "graph_pass/import_op_graph.h"
+#include "graph_pass/lower_module.h"
+#include "merge/merged_convolution.h"
 #include "merge_schedule_util.h"
+#include "search/simple_schedulers.h"
 #include "zoo_test_util.h"
 
 namespace {

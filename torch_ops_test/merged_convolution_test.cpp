@@ -1,7 +1,7 @@
 // Merged convolutions: numerics of MergeConvolutions/RunMergedConvolution against separate
 // convolutions, and which operators of a graph merge (IR level). Merge stages in the executor:
 // merge_stage_test.cpp.
-#include "autograph/merged_convolution.h"
+#include "merge/merged_convolution.h"
 
 #include <gtest/gtest.h>
 #include <torch/csrc/jit/ir/irparser.h>
@@ -12,7 +12,7 @@
 #include <random>
 
 #include "autograph/error.h"
-#include "autograph/import_op_graph.h"
+#include "graph_pass/import_op_graph.h"
 
 namespace {
 

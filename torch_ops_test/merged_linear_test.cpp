@@ -2,7 +2,7 @@
 // graph can merge, and why others cannot; a Merge stage of linears runs in the executor and gives
 // the sequential outputs; and the search decides by cost whether the merged GEMM or the same GEMMs
 // on streams is better (issue 5, item 4).
-#include "autograph/merged_linear.h"
+#include "merge/merged_linear.h"
 
 #include <gtest/gtest.h>
 #include <torch/csrc/jit/ir/constants.h>
@@ -13,19 +13,20 @@
 #include <string>
 #include <vector>
 
-#include "autograph/analytical_cost_model.h"
-#include "autograph/autograph_schedule.h"
-#include "autograph/device_model.h"
 #include "autograph/error.h"
-#include "autograph/import_op_graph.h"
-#include "autograph/merge_sibling_linears.h"
-#include "autograph/merged_kernel.h"
-#include "autograph/schedule.h"
-#include "autograph/sequential_executor.h"
-#include "autograph/simple_schedulers.h"
-#include "autograph/stage_executor.h"
+#include "core/schedule.h"
+#include "executor/validate_schedule.h"
+#include "executor/sequential_executor.h"
+#include "executor/stage_executor.h"
+#include "graph_pass/import_op_graph.h"
+#include "graph_pass/merge_sibling_linears.h"
 #include "graph_test_util.h"
+#include "merge/merged_kernel.h"
 #include "merge_schedule_util.h"
+#include "search/autograph_schedule.h"
+#include "search/cost/analytical_cost_model.h"
+#include "search/cost/device_model.h"
+#include "search/simple_schedulers.h"
 #include "zoo_test_util.h"
 
 namespace {

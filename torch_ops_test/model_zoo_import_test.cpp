@@ -6,11 +6,11 @@
 
 #include <filesystem>
 
-#include "autograph/graph_statistics.h"
-#include "autograph/import_op_graph.h"
-#include "autograph/lower_module.h"
 #include "autograph/model_loading.h"
-#include "autograph/sequential_executor.h"
+#include "core/graph_statistics.h"
+#include "executor/sequential_executor.h"
+#include "graph_pass/import_op_graph.h"
+#include "graph_pass/lower_module.h"
 #include "zoo_test_util.h"
 
 namespace {

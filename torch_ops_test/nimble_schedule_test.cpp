@@ -1,7 +1,7 @@
 // NimbleSchedule and its chain decomposition: the transitive reduction on hand graphs and against
 // reachability, the minimum path cover against brute force, and schedules that validate on random
 // DAGs and a zoo model while fork-joins, chains, views and stream reuse come out as Nimble intends.
-#include "autograph/nimble_schedule.h"
+#include "search/nimble_schedule.h"
 
 #include <gtest/gtest.h>
 #include <torch/script.h>
@@ -16,11 +16,12 @@
 #include <string>
 #include <vector>
 
-#include "autograph/bipartite_matching.h"
-#include "autograph/graph_statistics.h"
-#include "autograph/import_op_graph.h"
-#include "autograph/lower_module.h"
 #include "autograph/model_loading.h"
+#include "core/bipartite_matching.h"
+#include "core/graph_statistics.h"
+#include "executor/validate_schedule.h"
+#include "graph_pass/import_op_graph.h"
+#include "graph_pass/lower_module.h"
 #include "search/nimble_chains.h"
 #include "zoo_test_util.h"
 

@@ -1,7 +1,7 @@
 // PartitionByMinCut: on random DAGs and a zoo model the blocks are convex, bounded, ascending, cover
 // every op once and come in an order every edge follows; on hand-made graphs the cuts land where the
 // fewest bytes cross.
-#include "autograph/partition_by_min_cut.h"
+#include "search/partition_by_min_cut.h"
 
 #include <gtest/gtest.h>
 #include <torch/script.h>
@@ -16,9 +16,9 @@
 #include <vector>
 
 #include "autograph/error.h"
-#include "autograph/import_op_graph.h"
-#include "autograph/lower_module.h"
 #include "autograph/model_loading.h"
+#include "graph_pass/import_op_graph.h"
+#include "graph_pass/lower_module.h"
 #include "partition_test_util.h"
 #include "zoo_test_util.h"
 

@@ -1,6 +1,6 @@
 // PartitionByTopologicalRuns: runs of consecutive ids, convex and ordered, within the op and state
 // bounds, each as long as the bounds allow.
-#include "autograph/partition_by_topological_runs.h"
+#include "search/partition_by_topological_runs.h"
 
 #include <gtest/gtest.h>
 

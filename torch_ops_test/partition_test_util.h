@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "autograph/op_graph.h"
+#include "core/op_graph.h"
 
 namespace partition_test {
 

@@ -1,6 +1,6 @@
 // PoolInChannelsLast: 2-d max / avg pools on 4-d NCHW inputs run on a channels-last copy and give
 // back an NCHW tensor with the same bits; other pools stay as they are.
-#include "autograph/pool_in_channels_last.h"
+#include "graph_pass/pool_in_channels_last.h"
 
 #include <gtest/gtest.h>
 #include <torch/csrc/jit/testing/file_check.h>

@@ -1,7 +1,7 @@
 // PrepackForOneDnn: convolutions and linears with constant float weights run on prepacked oneDNN
 // weights (as torch.jit.optimize_for_inference does), the operators between them stay in oneDNN's
 // layout, and the prepacked weights are plain constants that serialize and load back.
-#include "autograph/prepack_for_onednn.h"
+#include "graph_pass/prepack_for_onednn.h"
 
 #include <ATen/Context.h>
 #include <gtest/gtest.h>
@@ -10,11 +10,11 @@
 
 #include <filesystem>
 
-#include "autograph/graph_serialization.h"
-#include "autograph/import_op_graph.h"
 #include "autograph/model_loading.h"
 #include "autograph/optimize.h"
 #include "autograph/program.h"
+#include "executor/graph_serialization.h"
+#include "graph_pass/import_op_graph.h"
 #include "graph_test_util.h"
 #include "zoo_test_util.h"
 

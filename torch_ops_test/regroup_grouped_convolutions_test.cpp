@@ -1,15 +1,15 @@
 // RegroupGroupedConvolutions: a grouped convolution computed with fewer groups over a block-diagonal
 // weight gives the same output; the pass rewrites only constant grouped conv2d nodes, and decides by
 // timing unless told the group count.
-#include "autograph/regroup_grouped_convolutions.h"
+#include "graph_pass/regroup_grouped_convolutions.h"
 
 #include <gtest/gtest.h>
 #include <torch/csrc/jit/testing/file_check.h>
 #include <torch/torch.h>
 
 #include "autograph/error.h"
-#include "autograph/lower_module.h"
 #include "autograph/model_loading.h"
+#include "graph_pass/lower_module.h"
 #include "graph_test_util.h"
 #include "zoo_test_util.h"
 

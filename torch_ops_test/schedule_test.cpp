@@ -1,4 +1,5 @@
-#include "autograph/schedule.h"
+#include "core/schedule.h"
+#include "executor/validate_schedule.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -8,7 +9,7 @@
 #include <set>
 #include <string>
 
-#include "autograph/simple_schedulers.h"
+#include "search/simple_schedulers.h"
 
 namespace {
 

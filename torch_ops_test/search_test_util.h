@@ -9,9 +9,10 @@
 #include <string>
 #include <vector>
 
-#include "autograph/cost_model.h"
-#include "autograph/op_graph.h"
-#include "autograph/schedule.h"
+#include "core/op_graph.h"
+#include "core/schedule.h"
+#include "executor/validate_schedule.h"
+#include "search/cost/cost_model.h"
 
 namespace autograph::testing {
 

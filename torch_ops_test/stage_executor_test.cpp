@@ -1,7 +1,7 @@
 // StageExecutor and Program on the CPU backend: random valid schedules reproduce the sequential
 // executor on every zoo model; optimized modules save, load, run from many threads and reject bad
 // inputs with clear errors.
-#include "autograph/stage_executor.h"
+#include "executor/stage_executor.h"
 
 #include <gtest/gtest.h>
 
@@ -14,13 +14,13 @@
 #include <thread>
 
 #include "autograph/error.h"
-#include "autograph/import_op_graph.h"
-#include "autograph/lower_module.h"
 #include "autograph/model_loading.h"
 #include "autograph/optimize.h"
 #include "autograph/program.h"
-#include "autograph/sequential_executor.h"
-#include "autograph/simple_schedulers.h"
+#include "executor/sequential_executor.h"
+#include "graph_pass/import_op_graph.h"
+#include "graph_pass/lower_module.h"
+#include "search/simple_schedulers.h"
 #include "zoo_test_util.h"
 
 namespace {

@@ -6,10 +6,10 @@
 
 #include <set>
 
-#include "autograph/import_op_graph.h"
-#include "autograph/lower_module.h"
-#include "autograph/simple_schedulers.h"
-#include "autograph/stage_executor.h"
+#include "executor/stage_executor.h"
+#include "graph_pass/import_op_graph.h"
+#include "graph_pass/lower_module.h"
+#include "search/simple_schedulers.h"
 #include "small_test_modules.h"
 
 namespace {

@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "autograph/error.h"
-#include "autograph/stitch_program.h"
 #include "stitch/stitch_cuda_source.h"
+#include "stitch/stitch_program.h"
 #include "stitch_test_programs.h"
 
 namespace autograph {

@@ -1,13 +1,13 @@
 // StitchMemoryBoundOps: groups of memory-intensive operators become one autograph::stitched node;
 // the IR shows which, and the rewritten graph gives the original outputs.
-#include "autograph/stitch_memory_bound_ops.h"
+#include "graph_pass/stitch_memory_bound_ops.h"
 
 #include <gtest/gtest.h>
 #include <torch/csrc/jit/testing/file_check.h>
 #include <torch/torch.h>
 
-#include "autograph/lower_module.h"
 #include "autograph/model_loading.h"
+#include "graph_pass/lower_module.h"
 #include "graph_test_util.h"
 #include "zoo_test_util.h"
 

@@ -15,9 +15,9 @@
 #include <thread>
 #include <vector>
 
-#include "autograph/stitch_program.h"
 #include "ops/stitched_kernels.h"
 #include "stitch/stitch_layout.h"
+#include "stitch/stitch_program.h"
 #include "stitch_test_programs.h"
 
 namespace autograph {

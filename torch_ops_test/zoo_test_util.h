@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "autograph/operator_flops.h"
+#include "core/operator_flops.h"
 
 namespace autograph::testing {
 

@@ -10,19 +10,19 @@
 #include <functional>
 #include <string>
 
-#include "autograph/device_model.h"
-#include "autograph/fold_convolution_add_relu.h"
-#include "autograph/fuse_attention.h"
-#include "autograph/import_op_graph.h"
-#include "autograph/merge_sibling_linears.h"
-#include "autograph/nimble_schedule.h"
-#include "autograph/pool_in_channels_last.h"
-#include "autograph/prepack_for_onednn.h"
-#include "autograph/regroup_grouped_convolutions.h"
-#include "autograph/run_timing.h"
-#include "autograph/simple_schedulers.h"
-#include "autograph/stage_executor.h"
-#include "autograph/stitch_memory_bound_ops.h"
+#include "executor/run_timing.h"
+#include "executor/stage_executor.h"
+#include "graph_pass/fold_convolution_add_relu.h"
+#include "graph_pass/fuse_attention.h"
+#include "graph_pass/import_op_graph.h"
+#include "graph_pass/merge_sibling_linears.h"
+#include "graph_pass/pool_in_channels_last.h"
+#include "graph_pass/prepack_for_onednn.h"
+#include "graph_pass/regroup_grouped_convolutions.h"
+#include "graph_pass/stitch_memory_bound_ops.h"
+#include "search/cost/device_model.h"
+#include "search/nimble_schedule.h"
+#include "search/simple_schedulers.h"
 
 namespace autograph {
 

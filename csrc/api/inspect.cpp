@@ -2,8 +2,8 @@
 
 #include <torch/script.h>
 
-#include "autograph/import_op_graph.h"
-#include "autograph/lower_module.h"
+#include "graph_pass/import_op_graph.h"
+#include "graph_pass/lower_module.h"
 
 namespace autograph {
 

@@ -11,19 +11,19 @@
 
 #include <nlohmann/json.hpp>
 
-#include "autograph/analytical_cost_model.h"
-#include "autograph/autograph_schedule.h"
-#include "autograph/device_model.h"
 #include "autograph/error.h"
-#include "autograph/fastest_schedule.h"
-#include "autograph/ios_schedule.h"
-#include "autograph/measured_cost_model.h"
-#include "autograph/merged_kernel.h"
-#include "autograph/nimble_schedule.h"
-#include "autograph/partition_by_min_cut.h"
-#include "autograph/partition_by_topological_runs.h"
-#include "autograph/simple_schedulers.h"
+#include "measure/fastest_schedule.h"
+#include "measure/measured_cost_model.h"
+#include "merge/merged_kernel.h"
+#include "search/autograph_schedule.h"
+#include "search/cost/analytical_cost_model.h"
 #include "search/cost/device_id.h"
+#include "search/cost/device_model.h"
+#include "search/ios_schedule.h"
+#include "search/nimble_schedule.h"
+#include "search/partition_by_min_cut.h"
+#include "search/partition_by_topological_runs.h"
+#include "search/simple_schedulers.h"
 
 namespace autograph {
 

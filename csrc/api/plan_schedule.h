@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "autograph/op_graph.h"
 #include "autograph/optimize.h"
-#include "autograph/schedule.h"
+#include "core/op_graph.h"
+#include "core/schedule.h"
 
 namespace autograph {
 

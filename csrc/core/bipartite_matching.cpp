@@ -1,4 +1,4 @@
-#include "autograph/bipartite_matching.h"
+#include "core/bipartite_matching.h"
 
 #include <limits>
 #include <queue>

@@ -1,8 +1,8 @@
-#include "autograph/graph_statistics.h"
+#include "core/graph_statistics.h"
 
 #include <algorithm>
 
-#include "autograph/bipartite_matching.h"
+#include "core/bipartite_matching.h"
 
 namespace autograph {
 

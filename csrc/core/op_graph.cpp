@@ -1,4 +1,4 @@
-#include "autograph/op_graph.h"
+#include "core/op_graph.h"
 
 #include <c10/util/Exception.h>
 

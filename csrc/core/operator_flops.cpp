@@ -1,4 +1,4 @@
-#include "autograph/operator_flops.h"
+#include "core/operator_flops.h"
 
 #include <set>
 

@@ -1,4 +1,4 @@
-#include "autograph/compiled_graph.h"
+#include "executor/compiled_graph.h"
 
 #include <torch/csrc/jit/ir/constants.h>
 #include <torch/csrc/jit/ir/ir.h>

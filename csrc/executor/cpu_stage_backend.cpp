@@ -13,7 +13,7 @@
 #include <exception>
 #include <mutex>
 
-#include "autograph/stage_executor.h"
+#include "executor/stage_executor.h"
 
 #ifdef AUTOGRAPH_WITH_OPENMP
 extern "C" {

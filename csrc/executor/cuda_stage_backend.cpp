@@ -15,7 +15,7 @@
 //
 // A Merge stage is one group: its merged kernel runs on the stage's first stream (the caller's), and
 // readers on other streams wait on the event recorded after it, like after any operator.
-#include "autograph/stage_executor.h"
+#include "executor/stage_executor.h"
 
 #ifdef AUTOGRAPH_WITH_CUDA
 
@@ -35,7 +35,7 @@
 #include <sstream>
 
 #include "autograph/error.h"
-#include "autograph/operator_flops.h"
+#include "core/operator_flops.h"
 #include "executor/clone_tensors.h"
 #include "executor/stream_pool.h"
 

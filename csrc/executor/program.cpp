@@ -1,13 +1,14 @@
 #include "autograph/program.h"
 
+#include <torch/csrc/jit/ir/constants.h>
 #include <torch/csrc/jit/ir/ir.h>
 
 #include <nlohmann/json.hpp>
 #include <unordered_map>
 
 #include "autograph/error.h"
-#include "autograph/graph_serialization.h"
-#include "autograph/operator_flops.h"
+#include "core/operator_flops.h"
+#include "executor/graph_serialization.h"
 
 namespace autograph {
 
@@ -17,6 +18,39 @@ std::string ShapeString(at::IntArrayRef shape) {
   std::string s = "[";
   for (size_t i = 0; i < shape.size(); ++i) s += (i ? "," : "") + std::to_string(shape[i]);
   return s + "]";
+}
+
+// A merge candidate in the saved plan: everything but its tensors, which are the anchor's constant
+// weight and bias (inputs 1 and 2 of every operator a merge takes) and are restored from the graph.
+nlohmann::json MergeCandidateToJson(const MergeCandidate& c) {
+  return {{"kind", c.kind == MergeCandidate::Kind::Convolution ? "convolution" : "linear"},
+          {"input", c.input},
+          {"input_name", c.input_name},
+          {"bias", c.bias.has_value()},
+          {"stride", c.stride},
+          {"padding", c.padding},
+          {"dilation", c.dilation}};
+}
+
+MergeCandidate MergeCandidateFromJson(const nlohmann::json& json, const torch::jit::Node* anchor) {
+  MergeCandidate c;
+  const std::string kind = json.at("kind").get<std::string>();
+  if (kind != "convolution" && kind != "linear") throw Error("corrupted program: unknown merge kind '" + kind + "'");
+  c.kind = kind == "convolution" ? MergeCandidate::Kind::Convolution : MergeCandidate::Kind::Linear;
+  c.input = json.at("input").get<int64_t>();
+  c.input_name = json.at("input_name").get<std::string>();
+  c.stride = json.at("stride").get<std::vector<int64_t>>();
+  c.padding = json.at("padding").get<std::vector<int64_t>>();
+  c.dilation = json.at("dilation").get<std::vector<int64_t>>();
+  auto constant = [&](size_t input) -> at::Tensor {
+    const auto value = input < anchor->inputs().size() ? torch::jit::toIValue(anchor->input(input)) : std::nullopt;
+    if (!value || !value->isTensor())
+      throw Error("corrupted program: a merged operator's weight or bias is not a constant of its node");
+    return value->toTensor();
+  };
+  c.weight = constant(1);
+  if (json.at("bias").get<bool>()) c.bias = constant(2);
+  return c;
 }
 
 OpKind KindFromString(const std::string& name) {
@@ -46,7 +80,9 @@ Program::State Program::ToState() const {
   for (const OpNode& op : graph_.nodes()) {
     std::vector<int> nodes;
     for (const torch::jit::Node* n : op.jit_nodes) nodes.push_back(position.at(n));
-    ops.push_back({{"op", op.op}, {"kind", ToString(op.kind)}, {"nodes", nodes}, {"anchor", position.at(op.anchor)}});
+    nlohmann::json entry = {{"op", op.op}, {"kind", ToString(op.kind)}, {"nodes", nodes}, {"anchor", position.at(op.anchor)}};
+    if (op.merge.kind != MergeCandidate::Kind::None) entry["merge"] = MergeCandidateToJson(op.merge);
+    ops.push_back(std::move(entry));
     for (int s : graph_.succs(op.id)) edges.push_back({op.id, s});
   }
   for (const InputSignature& in : inputs_)
@@ -90,10 +126,16 @@ c10::intrusive_ptr<Program> Program::FromState(State state) {
       node.kind = KindFromString(op.at("kind").get<std::string>());
       for (int p : op.at("nodes").get<std::vector<int>>()) node.jit_nodes.push_back(nodes.at(p));
       node.anchor = nodes.at(op.at("anchor").get<int>());
+      if (op.contains("merge")) node.merge = MergeCandidateFromJson(op.at("merge"), node.anchor);
       program->graph_.AddNode(std::move(node));
     }
     for (const auto& e : plan.at("edges")) program->graph_.AddEdge(e.at(0).get<int>(), e.at(1).get<int>());
     program->schedule_ = ScheduleFromJson(plan.at("schedule"));
+    for (const Stage& stage : program->schedule_.stages)
+      if (version < 3 && stage.strategy == StageStrategy::Merge)
+        throw Error("this optimized module holds an autograph program of format version " + std::to_string(version) +
+                    ", whose merged kernels this build cannot rebuild (it needs version 3); re-run "
+                    "`autograph optimize` on the original model");
     for (const auto& in : plan.at("inputs")) {
       InputSignature sig;
       sig.shape = in.at("shape").get<std::vector<int64_t>>();

@@ -1,4 +1,4 @@
-#include "autograph/sequential_executor.h"
+#include "executor/sequential_executor.h"
 
 namespace autograph {
 

@@ -11,7 +11,8 @@
 #include <set>
 
 #include "autograph/error.h"
-#include "autograph/stage_executor.h"
+#include "executor/stage_executor.h"
+#include "executor/validate_schedule.h"
 
 namespace autograph {
 

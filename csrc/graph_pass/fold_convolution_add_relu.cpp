@@ -1,4 +1,4 @@
-#include "autograph/fold_convolution_add_relu.h"
+#include "graph_pass/fold_convolution_add_relu.h"
 
 #include <torch/csrc/jit/ir/constants.h>
 #include <torch/csrc/jit/ir/ir.h>
@@ -10,7 +10,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "autograph/compiled_graph.h"
+#include "executor/compiled_graph.h"
 #include "graph_pass/top_level_nodes.h"
 
 namespace autograph {

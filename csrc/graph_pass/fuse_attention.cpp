@@ -1,4 +1,4 @@
-#include "autograph/fuse_attention.h"
+#include "graph_pass/fuse_attention.h"
 
 #include <torch/csrc/jit/ir/constants.h>
 #include <torch/csrc/jit/ir/ir.h>
@@ -11,7 +11,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "autograph/compiled_graph.h"
+#include "executor/compiled_graph.h"
 #include "graph_pass/constant_arguments.h"
 #include "graph_pass/top_level_nodes.h"
 

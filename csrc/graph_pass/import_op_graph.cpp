@@ -1,4 +1,4 @@
-#include "autograph/import_op_graph.h"
+#include "graph_pass/import_op_graph.h"
 
 #include <torch/csrc/jit/ir/ir.h>
 
@@ -6,8 +6,9 @@
 #include <set>
 #include <unordered_map>
 
-#include "autograph/compiled_graph.h"
-#include "autograph/operator_flops.h"
+#include "core/operator_flops.h"
+#include "executor/compiled_graph.h"
+#include "graph_pass/describe_merge_candidate.h"
 #include "graph_pass/top_level_nodes.h"
 
 namespace autograph {
@@ -210,6 +211,7 @@ OpGraph ImportOpGraph(std::shared_ptr<torch::jit::Graph> graph, const std::vecto
   }
   for (int u = 0; u < g; ++u)
     for (int v : succs[u]) result.AddEdge(new_id[u], new_id[v]);
+  for (int id = 0; id < result.size(); ++id) result.node(id).merge = DescribeMergeCandidate(result, id);
   return result;
 }
 

@@ -1,4 +1,4 @@
-#include "autograph/lower_module.h"
+#include "graph_pass/lower_module.h"
 
 #include <torch/csrc/jit/api/module.h>
 #include <torch/csrc/jit/passes/common_subexpression_elimination.h>

@@ -1,4 +1,4 @@
-#include "autograph/merge_sibling_linears.h"
+#include "graph_pass/merge_sibling_linears.h"
 #include "graph_pass/sibling_linears.h"
 
 #include <torch/csrc/jit/ir/constants.h>

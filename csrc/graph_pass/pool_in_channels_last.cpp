@@ -1,11 +1,11 @@
-#include "autograph/pool_in_channels_last.h"
+#include "graph_pass/pool_in_channels_last.h"
 
 #include <torch/csrc/jit/ir/ir.h>
 #include <torch/csrc/jit/ir/named_value.h>
 
 #include <unordered_map>
 
-#include "autograph/compiled_graph.h"
+#include "executor/compiled_graph.h"
 #include "graph_pass/top_level_nodes.h"
 
 namespace autograph {

@@ -1,4 +1,4 @@
-#include "autograph/prepack_for_onednn.h"
+#include "graph_pass/prepack_for_onednn.h"
 
 #include <ATen/Context.h>
 #include <torch/csrc/jit/ir/ir.h>

@@ -1,4 +1,4 @@
-#include "autograph/regroup_grouped_convolutions.h"
+#include "graph_pass/regroup_grouped_convolutions.h"
 
 #include <ATen/ATen.h>
 #include <torch/csrc/jit/ir/constants.h>
@@ -10,11 +10,11 @@
 #include <tuple>
 #include <unordered_map>
 
-#include "autograph/compiled_graph.h"
 #include "autograph/error.h"
-#include "graph_pass/top_level_nodes.h"
-#include "autograph/run_timing.h"
+#include "executor/compiled_graph.h"
+#include "executor/run_timing.h"
 #include "graph_pass/constant_arguments.h"
+#include "graph_pass/top_level_nodes.h"
 
 namespace autograph {
 

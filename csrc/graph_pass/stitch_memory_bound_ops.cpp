@@ -1,4 +1,4 @@
-#include "autograph/stitch_memory_bound_ops.h"
+#include "graph_pass/stitch_memory_bound_ops.h"
 
 #include <torch/csrc/jit/ir/alias_analysis.h>  // AliasDb: moving group members together
 #include <torch/csrc/jit/ir/constants.h>
@@ -12,10 +12,10 @@
 #include <set>
 #include <unordered_map>
 
-#include "autograph/compiled_graph.h"
-#include "autograph/operator_flops.h"
+#include "core/operator_flops.h"
+#include "executor/compiled_graph.h"
+#include "graph_pass/stitchable_op.h"
 #include "graph_pass/top_level_nodes.h"
-#include "stitch/stitchable_op.h"
 
 namespace autograph {
 

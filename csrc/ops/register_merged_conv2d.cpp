@@ -4,7 +4,7 @@
 #include <torch/library.h>
 
 #include "autograph/error.h"
-#include "autograph/merged_convolution.h"
+#include "merge/merged_convolution.h"
 
 namespace autograph {
 namespace {

@@ -9,8 +9,8 @@
 #include <unordered_map>
 
 #include "autograph/error.h"
-#include "autograph/stitch_program.h"
 #include "ops/stitched_kernels.h"
+#include "stitch/stitch_program.h"
 
 namespace autograph {
 namespace {

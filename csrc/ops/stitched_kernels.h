@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "autograph/stitch_program.h"
 #include "stitch/stitch_layout.h"
+#include "stitch/stitch_program.h"
 
 namespace autograph {
 

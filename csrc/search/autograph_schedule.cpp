@@ -24,7 +24,7 @@
 //    besides those listed before the limit.
 //  - Candidates. At the root the k best endings (with their optimal rests) are kept: the k best
 //    schedules whose last stages differ, for on-board verification.
-#include "autograph/autograph_schedule.h"
+#include "search/autograph_schedule.h"
 
 #include <algorithm>
 #include <chrono>
@@ -39,8 +39,8 @@
 
 #include "autograph/error.h"
 #include "search/block_dag.h"
-#include "search/stage_cost_memo.h"
 #include "search/mixed_critical_path.h"
+#include "search/stage_cost_memo.h"
 
 namespace autograph {
 

@@ -34,8 +34,8 @@
 #include <string>
 #include <vector>
 
-#include "autograph/op_graph.h"
-#include "autograph/schedule.h"
+#include "core/op_graph.h"
+#include "core/schedule.h"
 
 namespace autograph {
 

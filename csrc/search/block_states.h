@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "autograph/op_graph.h"
+#include "core/op_graph.h"
 
 namespace autograph {
 

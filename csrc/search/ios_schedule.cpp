@@ -3,7 +3,7 @@
 // and the answer is best[block]. States, endings and their exact enumeration are BlockDag's
 // (search/block_dag.h); every state reachable from the block is solved and every allowed ending of
 // it is costed. States and stage latencies are memoized by 64-bit masks over the block's operators.
-#include "autograph/ios_schedule.h"
+#include "search/ios_schedule.h"
 
 #include <chrono>
 #include <limits>

@@ -4,8 +4,8 @@
 #include <algorithm>
 #include <string>
 
-#include "autograph/bipartite_matching.h"
 #include "autograph/error.h"
+#include "core/bipartite_matching.h"
 
 namespace autograph {
 

@@ -51,7 +51,7 @@
 //
 // Streams. Each stage names the stream of each of its groups (Stage::streams), so a Nimble stream is
 // one executor stream throughout and an edge within a chain costs no event, even across stages.
-#include "autograph/nimble_schedule.h"
+#include "search/nimble_schedule.h"
 
 #include <algorithm>
 #include <map>

@@ -51,7 +51,7 @@
 // valid and removes a cut. While some neighbours fit together (ops and states), the pair whose boundary is the most
 // expensive (bytes of tensors written in the first and read in the second) is merged, ties to the
 // earliest; so the cuts that remain are the cheap ones, and no two neighbouring blocks fit in one.
-#include "autograph/partition_by_min_cut.h"
+#include "search/partition_by_min_cut.h"
 
 // GCC 12 reports a false "may be used uninitialized" inside Boost.Graph's edge iterator (a
 // boost::optional it inlines into the max flow); the pragma applies to the lines of these headers.

@@ -1,4 +1,4 @@
-#include "autograph/partition_by_topological_runs.h"
+#include "search/partition_by_topological_runs.h"
 
 #include <algorithm>
 

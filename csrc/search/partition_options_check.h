@@ -3,7 +3,7 @@
 #include <string>
 
 #include "autograph/error.h"
-#include "autograph/partition_by_min_cut.h"
+#include "search/partition_by_min_cut.h"
 
 namespace autograph {
 

@@ -18,7 +18,7 @@
 #include <string>
 #include <utility>
 
-#include "autograph/simple_schedulers.h"
+#include "search/simple_schedulers.h"
 #include "search/stage_builder.h"
 
 namespace autograph {

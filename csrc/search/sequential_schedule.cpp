@@ -1,6 +1,6 @@
 #include <numeric>
 
-#include "autograph/simple_schedulers.h"
+#include "search/simple_schedulers.h"
 
 namespace autograph {
 

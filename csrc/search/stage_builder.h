@@ -4,8 +4,8 @@
 // join a group of the open stage.
 #include <vector>
 
-#include "autograph/op_graph.h"
-#include "autograph/schedule.h"
+#include "core/op_graph.h"
+#include "core/schedule.h"
 
 namespace autograph {
 

@@ -4,8 +4,8 @@
 #include <cstdint>
 #include <unordered_map>
 
-#include "autograph/cost_model.h"
 #include "search/block_dag.h"
+#include "search/cost/cost_model.h"
 
 namespace autograph {
 

@@ -16,7 +16,7 @@
 // hold every group. A dependence cycle between groups of different components would still couple them,
 // so components joined by cycles in the graph contracted by components are one subproblem (a strongly
 // connected component of that graph). Subproblems then share no cost term or constraint.
-#include "autograph/plan_stitch_groups.h"
+#include "stitch/plan_stitch_groups.h"
 
 #include <algorithm>
 #include <cmath>

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "autograph/stitch_program.h"
+#include "stitch/stitch_program.h"
 
 namespace autograph {
 

@@ -7,7 +7,7 @@
 
 #include <vector>
 
-#include "autograph/stitch_program.h"
+#include "stitch/stitch_program.h"
 
 namespace autograph {
 

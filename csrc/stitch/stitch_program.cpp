@@ -1,4 +1,4 @@
-#include "autograph/stitch_program.h"
+#include "stitch/stitch_program.h"
 
 #include <cmath>
 #include <cstdio>

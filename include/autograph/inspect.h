@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "autograph/graph_statistics.h"
-#include "autograph/op_graph.h"
+#include "core/graph_statistics.h"
+#include "core/op_graph.h"
 
 namespace torch::jit {
 struct Module;

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "autograph/fastest_schedule.h"
-#include "autograph/schedule.h"
+#include "core/schedule.h"
+#include "measure/fastest_schedule.h"
 
 namespace torch::jit {
 struct Module;

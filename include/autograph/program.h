@@ -12,9 +12,9 @@
 #include <tuple>
 #include <vector>
 
-#include "autograph/op_graph.h"
-#include "autograph/schedule.h"
-#include "autograph/stage_executor.h"
+#include "core/op_graph.h"
+#include "core/schedule.h"
+#include "executor/stage_executor.h"
 
 namespace autograph {
 
@@ -25,9 +25,11 @@ struct InputSignature {
 
 class Program : public torch::CustomClassHolder {
  public:
-  // 2: the plan names each tensor constant's layout (oneDNN constants, from prepack_onednn). This
-  // build reads 1 and 2; a build that reads only 1 refuses 2 with a clear message.
-  static constexpr int64_t kFormatVersion = 2;
+  // 2: the plan names each tensor constant's layout (oneDNN constants, from prepack_onednn).
+  // 3: each operator a merged kernel may take keeps its merge candidate (OpNode::merge); a plan of
+  // version 1 or 2 loads, but one with merge stages says to re-optimize (ValidateSchedule's message).
+  // A build that reads fewer versions refuses newer ones with a clear message.
+  static constexpr int64_t kFormatVersion = 3;
   static constexpr int64_t kOldestFormatVersion = 1;
   // (format version, graph IR, tensor constants in node order, JSON of operators/edges/schedule/inputs)
   using State = std::tuple<int64_t, std::string, std::vector<at::Tensor>, std::string>;

@@ -1,4 +1,4 @@
-#include "autograph/analytical_cost_model.h"
+#include "search/cost/analytical_cost_model.h"
 
 #include <algorithm>
 #include <functional>

@@ -1,4 +1,4 @@
-#include "autograph/device_model.h"
+#include "search/cost/device_model.h"
 
 #include "search/cost/device_id.h"
 

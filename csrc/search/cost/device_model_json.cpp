@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <fstream>
 
-#include "autograph/device_model.h"
+#include "search/cost/device_model.h"
 
 namespace autograph {
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "autograph/operator_flops.h"
+#include "core/operator_flops.h"
 
 namespace autograph {
 

@@ -4,8 +4,8 @@
 // fraction of the peaks. Used by AnalyticalCostModel for single operators and merged stages.
 #include <c10/core/ScalarType.h>
 
-#include "autograph/device_model.h"
-#include "autograph/op_graph.h"
+#include "core/op_graph.h"
+#include "search/cost/device_model.h"
 
 namespace autograph {
 

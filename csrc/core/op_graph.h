@@ -1,0 +1,93 @@
+#pragma once
+// OpGraph: the operator-level DAG every search and executor works on. One node per operator that
+// launches work; metadata and view nodes of the TorchScript graph are folded into the operator that
+// produces or consumes them. Node ids are a topological order.
+#include <ATen/core/Tensor.h>
+#include <c10/core/ScalarType.h>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace torch::jit {
+struct Graph;
+struct Node;
+}  // namespace torch::jit
+
+namespace autograph {
+
+enum class OpKind {
+  ComputeBound,  // convolutions, GEMMs
+  MemoryBound,   // elementwise, pooling, reductions, normalization, copies
+  View,          // no kernel: views, metadata, list/tuple plumbing
+  ControlFlow,   // prim::If / prim::Loop, run opaquely by the TorchScript interpreter
+};
+const char* ToString(OpKind kind);
+
+struct TensorMeta {
+  std::vector<int64_t> shape;
+  c10::ScalarType dtype = c10::ScalarType::Undefined;
+  int64_t numel() const;
+  int64_t nbytes() const;
+};
+
+// What it takes to merge an operator with siblings into one wider kernel, read at import from the
+// lowered graph's frozen constants (graph_pass/describe_merge_candidate.h). The search, schedule
+// validation and the executor decide and build merges from this alone, without TorchScript.
+struct MergeCandidate {
+  enum class Kind { None, Convolution, Linear };
+  Kind kind = Kind::None;
+  std::string problem;     // Kind::None, when the import looked: why the operator cannot join a merge
+  int64_t input = -1;      // identity of the value it reads: equal numbers, the same value
+  std::string input_name;  // "%x", for messages
+  at::Tensor weight;
+  std::optional<at::Tensor> bias;
+  std::vector<int64_t> stride, padding, dilation;  // convolutions: 2 entries each
+};
+
+struct OpNode {
+  int id = -1;
+  std::string op;                   // schema name of the anchor, e.g. "aten::conv2d"
+  OpKind kind = OpKind::View;
+  std::vector<TensorMeta> inputs;   // tensor inputs of the anchor, in order
+  std::vector<TensorMeta> outputs;  // tensor outputs of the anchor, in order
+  double flops = 0;                 // multiply-adds count as 2
+  int64_t bytes_read = 0;
+  int64_t bytes_written = 0;
+  int64_t weight_bytes = 0;         // part of bytes_read that comes from frozen constants
+  MergeCandidate merge;
+  torch::jit::Node* anchor = nullptr;           // the node that launches the work
+  std::vector<torch::jit::Node*> jit_nodes;     // anchor + folded nodes, in graph order
+};
+
+class OpGraph {
+ public:
+  OpGraph() = default;
+  explicit OpGraph(std::shared_ptr<torch::jit::Graph> graph) : graph_(std::move(graph)) {}
+
+  int AddNode(OpNode node);  // assigns node.id
+  void AddEdge(int from, int to);  // from < to required; duplicates ignored
+
+  int size() const { return static_cast<int>(nodes_.size()); }
+  const OpNode& node(int id) const { return nodes_.at(id); }
+  OpNode& node(int id) { return nodes_.at(id); }
+  const std::vector<OpNode>& nodes() const { return nodes_; }
+  const std::vector<int>& preds(int id) const { return preds_.at(id); }
+  const std::vector<int>& succs(int id) const { return succs_.at(id); }
+  int num_edges() const;
+
+  // The lowered TorchScript graph that the nodes' jit_nodes point into.
+  const std::shared_ptr<torch::jit::Graph>& graph() const { return graph_; }
+
+ private:
+  std::shared_ptr<torch::jit::Graph> graph_;
+  std::vector<OpNode> nodes_;
+  std::vector<std::vector<int>> preds_, succs_;
+};
+
+// "op 7 (aten::conv2d)": how error messages name an operator.
+std::string OpLabel(const OpGraph& graph, int id);
+
+}  // namespace autograph

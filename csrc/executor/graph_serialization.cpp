@@ -1,0 +1,135 @@
+#include "executor/graph_serialization.h"
+
+#include <torch/csrc/jit/ir/constants.h>
+#include <torch/csrc/jit/ir/ir.h>
+#include <torch/csrc/jit/ir/irparser.h>
+
+#include <ATen/ATen.h>
+
+#include <cctype>
+
+#include "autograph/error.h"
+
+namespace autograph {
+
+namespace {
+
+const c10::Symbol kOneDnnConvolution = c10::Symbol::fromQualString("prim::mkldnn_convolution");
+
+bool IsTensorConstant(const torch::jit::Node* n) {
+  return n->kind() == c10::prim::Constant && n->output()->type()->kind() == c10::TypeKind::TensorType &&
+         n->hasAttribute(c10::attr::value);
+}
+
+template <typename F>
+void ForEachNode(torch::jit::Block* block, const F& f) {
+  for (torch::jit::Node* n : block->nodes()) {
+    f(n);
+    for (torch::jit::Block* b : n->blocks()) ForEachNode(b, f);
+  }
+}
+
+// What the IR parser cannot read back is taken out before printing: names that start with a digit
+// ("%29_fused_bn" reads as 29 then junk) get a letter in front, refined types (sizes, strides,
+// "*") print as their plain type, and tensor constants become trailing graph inputs.
+void MakeParseable(torch::jit::Graph& graph, SerializedGraph* out) {
+  auto fix = [](torch::jit::Value* v) {
+    if (v->hasDebugName() && std::isdigit(static_cast<unsigned char>(v->debugName()[0])))
+      v->setDebugName("v" + v->debugName());
+    v->setType(c10::unshapedType(v->type()));
+  };
+  for (torch::jit::Value* v : graph.inputs()) fix(v);
+  std::vector<torch::jit::Node*> constants;
+  ForEachNode(graph.block(), [&](torch::jit::Node* n) {
+    for (torch::jit::Value* v : n->outputs()) fix(v);
+    for (torch::jit::Block* b : n->blocks())
+      for (torch::jit::Value* v : b->inputs()) fix(v);
+    if (IsTensorConstant(n)) constants.push_back(n);
+  });
+  for (torch::jit::Node* n : constants) {
+    const at::Tensor& t = n->t(c10::attr::value);
+    std::string layout;
+    if (t.is_mkldnn()) {
+      bool conv_weight = !n->output()->uses().empty();
+      for (const torch::jit::Use& use : n->output()->uses())
+        conv_weight &= use.user->kind() == kOneDnnConvolution && use.offset == 1;
+      layout = conv_weight ? kOneDnnConvWeightLayout : kOneDnnLayout;
+    }
+    out->tensor_constants.push_back(t.is_mkldnn() ? t.to_dense() : t);
+    out->constant_layouts.push_back(layout);
+    torch::jit::Value* input = graph.addInput()->setType(c10::TensorType::get());
+    n->output()->replaceAllUsesWith(input);
+    n->destroy();
+  }
+}
+
+// The oneDNN tensor a serialized constant stood for. A convolution's weight is reordered for that
+// convolution's padding, stride, dilation and groups (read off its first reader), as
+// torch.jit.optimize_for_inference reorders it.
+at::Tensor RestoreLayout(const at::Tensor& dense, const std::string& layout, const torch::jit::Value* constant) {
+  if (layout.empty()) return dense;
+  if (layout != kOneDnnLayout && layout != kOneDnnConvWeightLayout)
+    throw Error("corrupted program: unknown constant layout '" + layout + "'");
+  at::Tensor mkldnn = dense.to_mkldnn();
+  if (layout == kOneDnnLayout) return mkldnn;
+  if (constant->uses().empty() || constant->uses()[0].user->kind() != kOneDnnConvolution)
+    throw Error("corrupted program: a oneDNN convolution weight with no convolution reading it");
+  const torch::jit::Node* conv = constant->uses()[0].user;
+  auto ints = [&](size_t i) {
+    auto v = torch::jit::toIValue(conv->input(i));
+    if (!v || !v->isIntList()) throw Error("corrupted program: a oneDNN convolution with non-constant parameters");
+    return v->toIntVector();
+  };
+  auto groups = torch::jit::toIValue(conv->input(6));
+  if (!groups || !groups->isInt()) throw Error("corrupted program: a oneDNN convolution with non-constant groups");
+  // prim::mkldnn_convolution(input, weight, bias, stride, padding, dilation, groups)
+  if (dense.dim() == 4) return at::mkldnn_reorder_conv2d_weight(mkldnn, ints(4), ints(3), ints(5), groups->toInt());
+  if (dense.dim() == 5) return at::mkldnn_reorder_conv3d_weight(mkldnn, ints(4), ints(3), ints(5), groups->toInt());
+  throw Error("corrupted program: a oneDNN convolution weight of " + std::to_string(dense.dim()) + " dims");
+}
+
+}  // namespace
+
+SerializedGraph SerializeGraph(const torch::jit::Graph& graph) {
+  SerializedGraph out;
+  // copy() is not const-qualified; the copy keeps the node order and shares the tensors.
+  std::shared_ptr<torch::jit::Graph> copy = const_cast<torch::jit::Graph&>(graph).copy();
+  MakeParseable(*copy, &out);
+  out.ir = copy->toString(/*print_source_locations=*/false);
+  return out;
+}
+
+std::shared_ptr<torch::jit::Graph> DeserializeGraph(const SerializedGraph& serialized) {
+  auto graph = std::make_shared<torch::jit::Graph>();
+  try {
+    torch::jit::parseIR(serialized.ir, graph.get());
+  } catch (const std::exception& e) {
+    throw Error("corrupted program: its graph does not parse (" + FirstLineOf(e) + ")");
+  }
+  const size_t lifted = serialized.tensor_constants.size();
+  if (graph->inputs().size() < lifted) {
+    throw Error("corrupted program: " + std::to_string(lifted) + " tensor constants for a graph of " +
+                std::to_string(graph->inputs().size()) + " inputs");
+  }
+  if (!serialized.constant_layouts.empty() && serialized.constant_layouts.size() != lifted) {
+    throw Error("corrupted program: " + std::to_string(serialized.constant_layouts.size()) + " constant layouts for " +
+                std::to_string(lifted) + " tensor constants");
+  }
+  // The lifted inputs become constants again, at the top of the graph.
+  const size_t first = graph->inputs().size() - lifted;
+  torch::jit::WithInsertPoint guard(graph->block()->nodes().front());
+  for (size_t i = 0; i < lifted; ++i) {
+    torch::jit::Value* constant = graph->insertConstant(serialized.tensor_constants[i]);
+    graph->inputs()[first + i]->replaceAllUsesWith(constant);
+    const std::string layout = i < serialized.constant_layouts.size() ? serialized.constant_layouts[i] : "";
+    if (!layout.empty()) {
+      torch::jit::Node* node = constant->node();
+      node->t_(c10::attr::value, RestoreLayout(serialized.tensor_constants[i], layout, constant));
+      constant->setType(c10::TensorType::get());  // a oneDNN tensor has no strides to refine with
+    }
+  }
+  for (size_t i = graph->inputs().size(); i-- > first;) graph->eraseInput(i);
+  return graph;
+}
+
+}  // namespace autograph

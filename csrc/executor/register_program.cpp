@@ -1,0 +1,39 @@
+// The autograph library of operators (TORCH_LIBRARY; each layer adds its operators as fragments) with
+// the Program custom class and autograph::run, which optimized modules call. Every registration lives
+// in libautograph.so, so torch.ops.load_library makes them all available to Python and TorchScript.
+#include <torch/library.h>
+#include <torch/script.h>
+
+#include "autograph/error.h"
+#include "autograph/program.h"
+
+namespace autograph {
+namespace {
+
+std::vector<at::Tensor> RunOp(const std::vector<at::Tensor>& inputs, const c10::intrusive_ptr<Program>& program) {
+  try {
+    return program->Run(inputs);
+  } catch (const InputError& e) {
+    TORCH_CHECK_VALUE(false, "autograph: ", e.what());
+  } catch (const Error& e) {
+    TORCH_CHECK(false, "autograph: ", e.what());
+  }
+}
+
+}  // namespace
+}  // namespace autograph
+
+TORCH_LIBRARY(autograph, m) {
+  m.class_<autograph::Program>("Program")
+      .def_pickle(
+          [](const c10::intrusive_ptr<autograph::Program>& self) { return self->ToState(); },
+          [](autograph::Program::State state) {
+            try {
+              return autograph::Program::FromState(std::move(state));
+            } catch (const autograph::Error& e) {
+              TORCH_CHECK(false, "autograph: cannot load the optimized module: ", e.what());
+            }
+          });
+  // Pure: reads its inputs and the program, writes nothing else, so ordinary DCE rules apply.
+  m.def("run(Tensor[] inputs, __torch__.torch.classes.autograph.Program program) -> Tensor[]", &autograph::RunOp);
+}

@@ -1,0 +1,148 @@
+// Cutting one stage out of its graph for the measured cost model; see extract_stage.h.
+#include "measure/extract_stage.h"
+
+#include <torch/csrc/jit/ir/alias_analysis.h>
+#include <torch/csrc/jit/ir/ir.h>
+
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "autograph/error.h"
+
+namespace autograph {
+
+namespace {
+
+using torch::jit::Graph;
+using torch::jit::Node;
+using torch::jit::Value;
+
+std::string Where(size_t group, int op) {
+  return "operator " + std::to_string(op) + " (group " + std::to_string(group) + ")";
+}
+
+// Checks what the stage must satisfy to run alone; positions of each operator (group, index) out.
+void CheckStage(const OpGraph& graph, const Stage& stage, std::unordered_map<int, std::pair<size_t, size_t>>* at) {
+  if (stage.groups.empty()) throw ScheduleError("stage has no groups; a stage runs at least one operator");
+  for (size_t g = 0; g < stage.groups.size(); ++g) {
+    if (stage.groups[g].empty()) throw ScheduleError("group " + std::to_string(g) + " of the stage is empty");
+    for (size_t k = 0; k < stage.groups[g].size(); ++k) {
+      const int op = stage.groups[g][k];
+      if (op < 0 || op >= graph.size())
+        throw ScheduleError(Where(g, op) + " is not in the graph (it has " + std::to_string(graph.size()) +
+                            " operators)");
+      if (!at->emplace(op, std::make_pair(g, k)).second)
+        throw ScheduleError(Where(g, op) + " appears twice in the stage");
+    }
+  }
+  for (const auto& [op, place] : *at) {
+    for (int succ : graph.succs(op)) {
+      auto it = at->find(succ);
+      if (it == at->end()) continue;
+      if (it->second.first != place.first || it->second.second < place.second)
+        throw ScheduleError("stage runs " + Where(it->second.first, succ) + " alongside or before its input " +
+                            Where(place.first, op) + "; dependent operators belong in one group, in order");
+    }
+  }
+}
+
+// The top-level node a (possibly nested) node belongs to.
+const Node* TopLevel(const Node* n, const torch::jit::Block* top) {
+  while (n->owningBlock() != top) n = n->owningBlock()->owningNode();
+  return n;
+}
+
+}  // namespace
+
+void ValidateStage(const OpGraph& graph, const Stage& stage) {
+  std::unordered_map<int, std::pair<size_t, size_t>> at;
+  CheckStage(graph, stage, &at);
+}
+
+StageSubgraph ExtractStage(const OpGraph& graph, const Stage& stage, const ValueRecord& values) {
+  std::unordered_map<int, std::pair<size_t, size_t>> at;
+  CheckStage(graph, stage, &at);
+
+  auto sub = std::make_shared<Graph>();
+  StageSubgraph result;
+  std::unordered_map<Value*, Value*> env;  // original value -> its counterpart in `sub`
+  auto value_map = [&](Value* v) -> Value* {
+    if (auto it = env.find(v); it != env.end()) return it->second;
+    Value* mapped = nullptr;
+    if (v->node()->kind() == c10::prim::Constant) {
+      Node* constant = sub->createClone(v->node(), [](Value*) -> Value* { return nullptr; });  // no inputs
+      sub->prependNode(constant);  // before every clone, whatever is being cloned right now
+      mapped = constant->output();
+    } else {
+      auto recorded = values.find(v);
+      if (recorded == values.end())
+        throw Error("value %" + v->debugName() + " read by the stage was not recorded; the values come from " +
+                    "another graph than the stage (record them on the graph the stage is from)");
+      mapped = sub->addInput()->copyMetadata(v);
+      result.inputs.push_back(recorded->second);
+    }
+    env.emplace(v, mapped);
+    return mapped;
+  };
+
+  std::unordered_set<const Node*> in_stage;
+  std::unordered_map<const Node*, Node*> clone_of;
+  std::vector<Node*> originals;
+  for (const auto& group : stage.groups) {
+    for (int op : group) {
+      for (Node* n : graph.node(op).jit_nodes) {
+        // Operators of a group run in order and groups are independent, so every value a node reads
+        // from inside the stage has been cloned by now.
+        Node* clone = sub->createClone(n, value_map);
+        sub->appendNode(clone);
+        for (size_t i = 0; i < n->outputs().size(); ++i) env[n->output(i)] = clone->output(i);
+        clone_of[n] = clone;
+        in_stage.insert(n);
+        originals.push_back(n);
+      }
+    }
+  }
+  // Outputs: what the rest of the graph reads, so the run keeps it alive as the real one does.
+  const torch::jit::Block* top = graph.graph()->block();
+  for (Node* n : originals) {
+    for (Value* v : n->outputs()) {
+      bool read_outside = false;
+      for (const torch::jit::Use& use : v->uses())
+        read_outside |= use.user == graph.graph()->return_node() || !in_stage.count(TopLevel(use.user, top));
+      if (read_outside) sub->registerOutput(env.at(v));
+    }
+  }
+
+  result.graph = OpGraph(sub);
+  std::unordered_map<int, int> new_id;
+  std::vector<int> new_group;
+  result.schedule.stages.push_back(Stage{stage.strategy, {}, {}});
+  for (const auto& group : stage.groups) {
+    new_group.clear();
+    for (int op : group) {
+      OpNode node = graph.node(op);
+      node.anchor = clone_of.at(node.anchor);
+      for (Node*& n : node.jit_nodes) n = clone_of.at(n);
+      new_id[op] = result.graph.AddNode(std::move(node));
+      new_group.push_back(new_id[op]);
+    }
+    result.schedule.stages[0].groups.push_back(new_group);
+  }
+  for (const auto& group : stage.groups)
+    for (int op : group)
+      for (int succ : graph.succs(op))
+        if (auto it = new_id.find(succ); it != new_id.end()) result.graph.AddEdge(new_id.at(op), it->second);
+
+  result.mutated = InputsWrittenInPlace(result.graph);
+  return result;
+}
+
+std::vector<bool> InputsWrittenInPlace(const OpGraph& graph) {
+  torch::jit::AliasDb alias_db(graph.graph());
+  std::vector<bool> written;
+  for (Value* input : graph.graph()->inputs()) written.push_back(alias_db.hasWriters(input));
+  return written;
+}
+
+}  // namespace autograph

@@ -1,0 +1,63 @@
+#include "merge/mergeable_ops.h"
+
+#include <algorithm>
+#include <set>
+
+namespace autograph {
+
+bool Reaches(const OpGraph& graph, int from, int to) {
+  if (from >= to) return false;
+  std::vector<bool> seen(to + 1, false);
+  std::vector<int> stack{from};
+  while (!stack.empty()) {
+    const int u = stack.back();
+    stack.pop_back();
+    for (int v : graph.succs(u)) {
+      if (v == to) return true;
+      if (v < to && !seen[v]) {
+        seen[v] = true;
+        stack.push_back(v);
+      }
+    }
+  }
+  return false;
+}
+
+std::string OpListProblem(const OpGraph& graph, const std::vector<int>& ops, const std::string& kernel) {
+  if (ops.size() < 2) return kernel + " needs at least 2 operators, got " + std::to_string(ops.size());
+  std::set<int> seen;
+  for (int id : ops) {
+    if (id < 0 || id >= graph.size())
+      return "op " + std::to_string(id) + " is not in the graph (ids 0.." + std::to_string(graph.size() - 1) + ")";
+    if (!seen.insert(id).second) return OpLabel(graph, id) + " is listed twice";
+  }
+  return "";
+}
+
+std::string PathProblem(const OpGraph& graph, const std::vector<int>& ops) {
+  for (int from : ops)
+    for (int to : ops)
+      if (Reaches(graph, from, to))
+        return OpLabel(graph, to) + " depends on " + OpLabel(graph, from) +
+               " through the graph (e.g. an in-place write between them), so they cannot run as one kernel";
+  return "";
+}
+
+std::vector<std::vector<int>> SplitWhereConnected(const OpGraph& graph, const std::vector<int>& members) {
+  std::vector<std::vector<int>> parts;
+  for (int id : members) {
+    auto fits = [&](const std::vector<int>& part) {
+      return std::none_of(part.begin(), part.end(), [&](int other) { return Reaches(graph, other, id); });
+    };
+    auto part = std::find_if(parts.begin(), parts.end(), fits);
+    if (part == parts.end()) {
+      parts.push_back({id});
+    } else {
+      part->push_back(id);
+    }
+  }
+  parts.erase(std::remove_if(parts.begin(), parts.end(), [](const auto& p) { return p.size() < 2; }), parts.end());
+  return parts;
+}
+
+}  // namespace autograph
