@@ -20,7 +20,7 @@
 #include <set>
 #include <string>
 
-#include "autograph/simple_schedulers.h"
+#include "search/simple_schedulers.h"
 #include "search/stage_builder.h"
 
 namespace autograph {
