@@ -81,7 +81,7 @@ bool EndsWith(const std::string& s, const std::string& suffix) {
 // ran past 11 minutes on the 2-core VM), and AutoGraph still verifies its best candidates for real.
 OptimizeOptions OptionsFor(const std::string& method, const c10::Device& device) {
   OptimizeOptions o;  // the defaults are autograph's whole product; the baselines switch parts off
-  o.device = device;
+  o.executor.device = device;
   const bool cuda = device.is_cuda();
   std::string base = method;
   bool graph = false;
@@ -91,17 +91,17 @@ OptimizeOptions OptionsFor(const std::string& method, const c10::Device& device)
   }
   if (base == "autograph") return o;
   const bool substitutions = base == "taso_jit" || base == "taso_nimble";
-  o.regroup_convolutions = o.fold_conv_relu = o.fuse_attention = o.merge_linears = substitutions;
-  o.prepack_onednn = o.channels_last_pools = substitutions;
-  o.stitch = false;
-  o.check_rewrites = false;  // baselines apply what they apply, unmeasured
+  o.substitutions.regroup_convolutions = o.substitutions.fold_conv_relu = o.substitutions.fuse_attention = o.substitutions.merge_linears = substitutions;
+  o.substitutions.prepack_onednn = o.substitutions.channels_last_pools = substitutions;
+  o.substitutions.stitch = false;
+  o.substitutions.check_rewrites = false;  // baselines apply what they apply, unmeasured
   if (base == "taso_nimble") base = "nimble";
-  o.method = base;
-  o.cuda_graph = graph || (base == "nimble" && cuda);
-  o.cost = cuda ? "measured" : "analytical";
+  o.search.method = base;
+  o.executor.cuda_graph = graph || (base == "nimble" && cuda);
+  o.cost.model = cuda ? "measured" : "analytical";
   if (base == "ios") {
-    o.ios_r = 3;
-    o.ios_s = o.max_streams = 8;
+    o.search.ios_r = 3;
+    o.search.ios_s = o.search.max_streams = 8;
   }
   return o;
 }

@@ -56,36 +56,36 @@ double MeasureMilliseconds(torch::jit::Module& module, const std::vector<c10::IV
 int RunOptimize(const OptimizeCommandOptions& o) {
   torch::jit::Module module = LoadModule(o.model);
   OptimizeOptions options;
-  options.device = c10::Device(o.device);
+  options.executor.device = c10::Device(o.device);
   options.example_inputs = MakeExampleInputs(ResolveInputSpecs(o.model, o.inputs));  // optimize moves them
-  options.method = o.method;
-  options.max_streams = o.max_streams;
-  options.cuda_graph = o.cuda_graph;
-  options.device_model = o.device_model;
-  options.cost = o.cost;
-  options.cost_cache = o.cost_cache;
-  if (o.r > 0) options.ios_r = options.autograph_r = o.r;  // else each method's default
-  options.ios_s = o.s;
-  options.max_streams = std::min(o.max_streams, o.s);
-  if (o.block > 0) options.ios_block = options.block_ops = o.block;  // else each method's default
-  if (o.block_states >= 0) options.block_states = o.block_states;
-  options.alpha = o.alpha;
-  options.budget = o.budget;
-  options.time_limit = o.time_limit;
-  options.verify = o.verify;
-  options.merge = !o.no_merge;
+  options.search.method = o.method;
+  options.search.max_streams = o.max_streams;
+  options.executor.cuda_graph = o.cuda_graph;
+  options.cost.device_model = o.device_model;
+  options.cost.model = o.cost;
+  options.cost.cache = o.cost_cache;
+  if (o.r > 0) options.search.ios_r = options.search.autograph_r = o.r;  // else each method's default
+  options.search.ios_s = o.s;
+  options.search.max_streams = std::min(o.max_streams, o.s);
+  if (o.block > 0) options.search.ios_block = options.search.block_ops = o.block;  // else each method's default
+  if (o.block_states >= 0) options.search.block_states = o.block_states;
+  options.search.alpha = o.alpha;
+  options.search.budget = o.budget;
+  options.search.time_limit = o.time_limit;
+  options.search.verify = o.verify;
+  options.search.merge = !o.no_merge;
   // --no-substitutions turns the six off; each has its own --no- switch. With ios and autograph,
   // sibling linears are left to the search's merge stages (unless --no-merge).
-  options.merge_linears = o.merge_linears && o.substitutions;
-  options.regroup_convolutions = o.regroup && o.substitutions;
-  options.fold_conv_relu = o.fold && o.substitutions;
-  options.fuse_attention = o.fuse_attention && o.substitutions;
-  options.prepack_onednn = o.prepack && o.substitutions;
-  options.channels_last_pools = o.pools && o.substitutions;
-  options.check_rewrites = o.check_rewrites;
-  options.stitch = o.stitch;
+  options.substitutions.merge_linears = o.merge_linears && o.substitutions;
+  options.substitutions.regroup_convolutions = o.regroup && o.substitutions;
+  options.substitutions.fold_conv_relu = o.fold && o.substitutions;
+  options.substitutions.fuse_attention = o.fuse_attention && o.substitutions;
+  options.substitutions.prepack_onednn = o.prepack && o.substitutions;
+  options.substitutions.channels_last_pools = o.pools && o.substitutions;
+  options.substitutions.check_rewrites = o.check_rewrites;
+  options.substitutions.stitch = o.stitch;
   ProgressBar progress(o.method + " search");
-  options.progress = [&progress](int done, int total) { progress.Update(done, total); };
+  options.search.progress = [&progress](int done, int total) { progress.Update(done, total); };
   OptimizeReport report;
   torch::jit::Module optimized = optimize(module, options, &report);
   try {
@@ -97,60 +97,14 @@ int RunOptimize(const OptimizeCommandOptions& o) {
   if (report.measured_ms >= 0) measured = report.measured_ms;
   if (o.measure_runs > 0) {
     std::vector<c10::IValue> inputs;
-    for (const auto& v : options.example_inputs) inputs.push_back(v.toTensor().to(options.device));
-    measured = MeasureMilliseconds(optimized, inputs, o.measure_runs, options.device);
+    for (const auto& v : options.example_inputs) inputs.push_back(v.toTensor().to(options.executor.device));
+    measured = MeasureMilliseconds(optimized, inputs, o.measure_runs, options.executor.device);
   }
 
-  auto ms_or_null = [](double ms) { return ms >= 0 ? nlohmann::json(ms) : nlohmann::json(nullptr); };
-  nlohmann::json candidates = nlohmann::json::array(), rewrites = nlohmann::json::array();
-  for (const CandidateTiming& c : report.candidates)
-    candidates.push_back({{"name", c.name},
-                          {"predicted_ms", ms_or_null(c.predicted_ms)},
-                          {"measured_ms", c.measured_ms},
-                          {"median_ms", c.median_ms},
-                          {"p90_ms", c.p90_ms},
-                          {"kept", c.name == report.chosen}});
-  for (const RewriteDecision& r : report.rewrites)
-    rewrites.push_back({{"name", r.name},
-                        {"changes", r.changes},
-                        {"rejected", r.rejected},
-                        {"without_ms", ms_or_null(r.without_ms)},
-                        {"with_ms", ms_or_null(r.with_ms)},
-                        {"kept", r.kept}});
-  nlohmann::json result = {{"model", o.model},
-                           {"method", report.method},
-                           {"device", options.device.str()},
-                           {"cost", report.cost.empty() ? nlohmann::json(nullptr) : nlohmann::json(report.cost)},
-                           {"operators_before", report.operators_before},
-                           {"operators_after", report.operators_after},
-                           {"stages", report.stages},
-                           {"groups", report.groups},
-                           {"streams", report.streams},
-                           {"predicted_ms", report.predicted_ms >= 0 ? nlohmann::json(report.predicted_ms) : nlohmann::json(nullptr)},
-                           {"measured_ms", measured},
-                           {"search_seconds", report.search_seconds},
-                           {"states_explored", report.states_explored},
-                           {"stages_evaluated", report.stages_evaluated},
-                           {"stages_measured", report.stages_measured},
-                           {"cost_cache_hits", report.cost_cache_hits},
-                           {"candidates_verified", report.candidates_verified},
-                           {"chosen", report.chosen.empty() ? nlohmann::json(nullptr) : nlohmann::json(report.chosen)},
-                           {"candidates", candidates},
-                           {"rewrites", rewrites},
-                           {"rewrite_seconds", report.rewrite_seconds},
-                           {"blocks_over_budget", report.blocks_over_budget},
-                           {"linears_merged", report.linears_merged},
-                           {"convolutions_regrouped", report.convolutions_regrouped},
-                           {"convolutions_folded", report.convolutions_folded},
-                           {"ops_folded", report.ops_folded},
-                           {"attentions_fused", report.attentions_fused},
-                           {"ops_prepacked", report.ops_prepacked},
-                           {"pools_channels_last", report.pools_channels_last},
-                           {"stitch_groups", report.stitch_groups},
-                           {"ops_stitched", report.ops_stitched},
-                           {"memory_bound_before", report.memory_bound_before},
-                           {"memory_bound_after", report.memory_bound_after},
-                           {"output", o.output}};
+  nlohmann::json result = ReportToJson(report);
+  result["model"] = o.model;
+  result["measured_ms"] = measured;
+  result["output"] = o.output;
   if (o.json) {
     std::cout << result.dump() << std::endl;
   } else {

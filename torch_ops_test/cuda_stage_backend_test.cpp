@@ -267,11 +267,11 @@ TEST(CudaStageBackend, StitchedKernelsRunInTheExecutorAndInAGraph) {
   for (bool cuda_graph : {false, true}) {
     autograph::OptimizeOptions options;
     options.example_inputs = {x};
-    options.device = torch::kCUDA;
-    options.cuda_graph = cuda_graph;
-    options.stitch = true;
-    options.check_rewrites = false;  // the stitched kernels in the executor, whether or not they pay here
-    options.method = "greedy";
+    options.executor.device = torch::kCUDA;
+    options.executor.cuda_graph = cuda_graph;
+    options.substitutions.stitch = true;
+    options.substitutions.check_rewrites = false;  // the stitched kernels in the executor, whether or not they pay here
+    options.search.method = "greedy";
     autograph::OptimizeReport report;
     torch::jit::Module optimized = autograph::optimize(m, options, &report);
     EXPECT_GT(report.stitch_groups, 0);
@@ -314,11 +314,11 @@ TEST(CudaOptimize, MeasuredIosAndAutographMatchTheModel) {
   for (const std::string method : {"ios", "autograph"}) {
     autograph::OptimizeOptions options;
     options.example_inputs = {BranchyInput(2)};
-    options.device = torch::kCUDA;
-    options.cuda_graph = true;
-    options.method = method;
-    options.cost = "measured";
-    options.cost_cache = "none";
+    options.executor.device = torch::kCUDA;
+    options.executor.cuda_graph = true;
+    options.search.method = method;
+    options.cost.model = "measured";
+    options.cost.cache = "none";
     autograph::OptimizeReport report;
     torch::jit::Module optimized = autograph::optimize(m, options, &report);
     EXPECT_GT(report.stages_measured, 0) << method;

@@ -70,12 +70,12 @@ class CudaZooTest : public ::testing::Test {
     // The optimized module from 8 threads at once.
     autograph::OptimizeOptions options;
     options.example_inputs = autograph::MakeExampleInputs(autograph::ReadInputSpecs(*autograph::InputSpecPathFor(path)));
-    options.device = torch::kCUDA;
+    options.executor.device = torch::kCUDA;
     // The executor on the graph as lowered, eagerly: no search, rewrites or CUDA Graph (tested elsewhere).
-    options.method = "greedy";
-    options.cuda_graph = false;
-    options.fuse_attention = options.merge_linears = options.regroup_convolutions = options.fold_conv_relu = false;
-    options.stitch = false;
+    options.search.method = "greedy";
+    options.executor.cuda_graph = false;
+    options.substitutions.fuse_attention = options.substitutions.merge_linears = options.substitutions.regroup_convolutions = options.substitutions.fold_conv_relu = false;
+    options.substitutions.stitch = false;
     torch::jit::Module optimized = autograph::optimize(module, options);
     std::vector<std::vector<at::Tensor>> results(8);
     std::vector<std::thread> threads;

@@ -120,7 +120,7 @@ TEST(FastestSchedule, RejectsNoCandidatesAndSchedulesThatDoNotFit) {
 TEST(OptimizeDefaults, KeepTheFastestMeasuredScheduleAndOnlyRewritesThatPay) {
   autograph::OptimizeOptions options;
   options.example_inputs = {autograph::testing::BranchyInput(2)};
-  EXPECT_EQ(options.method, "autograph");
+  EXPECT_EQ(options.search.method, "autograph");
   autograph::OptimizeReport report;
   torch::jit::Module optimized = autograph::optimize(autograph::testing::BranchyModule(), options, &report);
   ASSERT_GE(report.candidates.size(), 2u);

@@ -152,8 +152,8 @@ TEST(PrepackForOneDnn, OptimizedSqueezeNetSavesAndLoadsBack) {
   const at::Tensor x = torch::randn({1, 3, 64, 64});
   autograph::OptimizeOptions options;
   options.example_inputs = {x};
-  options.method = "sequential";
-  options.check_rewrites = false;  // kept unmeasured: this test is about what the rewrite does
+  options.search.method = "sequential";
+  options.substitutions.check_rewrites = false;  // kept unmeasured: this test is about what the rewrite does
   autograph::OptimizeReport report;
   torch::jit::Module optimized = autograph::optimize(module, options, &report);
   EXPECT_EQ(report.ops_prepacked, 26);  // SqueezeNet's 26 convolutions

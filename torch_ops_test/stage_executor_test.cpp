@@ -85,7 +85,7 @@ class OptimizedModule : public ::testing::Test {
     x_ = torch::randn({1, 3, 96, 96});
     autograph::OptimizeOptions options;
     options.example_inputs = {x_};
-    options.method = "greedy";
+    options.search.method = "greedy";
     optimized_ = autograph::optimize(module_, options, &report_);
     reference_ = module_.forward({x_}).toTensor();
   }
@@ -197,7 +197,7 @@ TEST(Optimize, RejectsMissingExamplesAndUnknownMethods) {
   autograph::OptimizeOptions options;
   EXPECT_THROW(autograph::optimize(m, options), autograph::InputError);
   options.example_inputs = {torch::randn({1, 3, 64, 64})};
-  options.method = "magic";
+  options.search.method = "magic";
   EXPECT_THROW(autograph::optimize(m, options), autograph::Error);
 }
 
@@ -213,11 +213,11 @@ TEST(Optimize, IosMethodPlansBlockByBlock) {
   at::Tensor x = torch::randn({1, 3, 160, 160});
   autograph::OptimizeOptions options;
   options.example_inputs = {x};
-  options.method = "ios";
-  options.device_model = "h100";
-  options.ios_block = 16;
-  options.ios_r = 2;
-  options.ios_s = 4;
+  options.search.method = "ios";
+  options.cost.device_model = "h100";
+  options.search.ios_block = 16;
+  options.search.ios_r = 2;
+  options.search.ios_s = 4;
   autograph::OptimizeReport report;
   torch::jit::Module optimized = autograph::optimize(m, options, &report);
   EXPECT_GT(report.predicted_ms, 0);
@@ -231,7 +231,7 @@ TEST(Optimize, IosMethodPlansBlockByBlock) {
   at::Tensor got = optimized.forward({x}).toTensor();
   // Lowering folds batch norms: float32 rounding, |error| <= 1e-4 * max|reference|.
   EXPECT_LE((got - want).abs().max().item<double>(), 1e-4 * want.abs().max().item<double>());
-  options.ios_block = 65;
+  options.search.ios_block = 65;
   EXPECT_THROW(autograph::optimize(m, options), autograph::Error);
 }
 

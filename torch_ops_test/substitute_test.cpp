@@ -25,7 +25,7 @@ TEST(Substitute, BertWithMergedLinearsIsAPlainModuleWithTheSameOutputs) {
   const at::Tensor tokens = torch::randint(0, 30522, {1, 16});
   autograph::OptimizeOptions options;
   options.example_inputs = {tokens};
-  options.merge_linears = options.regroup_convolutions = options.fold_conv_relu = true;
+  options.substitutions.merge_linears = options.substitutions.regroup_convolutions = options.substitutions.fold_conv_relu = true;
   autograph::OptimizeReport report;
   torch::jit::Module substituted = autograph::substitute(bert, options, &report);
   EXPECT_EQ(report.linears_merged, 24);  // 12 layers: Q, K, V -> one linear

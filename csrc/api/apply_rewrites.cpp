@@ -62,21 +62,21 @@ int CountAtenNodes(const torch::jit::Graph& graph) {
 std::vector<RewriteStep> RewriteSteps(const std::vector<c10::IValue>& inputs, const OptimizeOptions& options,
                                       bool searched) {
   std::vector<RewriteStep> steps;
-  if (options.fuse_attention)
+  if (options.substitutions.fuse_attention)
     steps.push_back({"fuse_attention", [&](GraphPtr& g) { return RewriteOutcome{FuseScaledDotProductAttention(g, inputs)}; },
                      [](const RewriteOutcome& o, OptimizeReport* r) { r->attentions_fused += o.changes; }});
-  if (options.merge_linears && !(searched && options.merge))
+  if (options.substitutions.merge_linears && !(searched && options.search.merge))
     steps.push_back({"merge_linears", [](GraphPtr& g) { return RewriteOutcome{MergeSiblingLinears(g)}; },
                      [](const RewriteOutcome& o, OptimizeReport* r) { r->linears_merged += o.changes; }});
-  if (options.regroup_convolutions)
+  if (options.substitutions.regroup_convolutions)
     steps.push_back({"regroup_convolutions",
                      [&](GraphPtr& g) {
                        RegroupOptions regroup;
-                       if (options.check_rewrites) regroup.keep_graph_below = 0;  // the driver checks the graph
+                       if (options.substitutions.check_rewrites) regroup.keep_graph_below = 0;  // the driver checks the graph
                        return RewriteOutcome{RegroupGroupedConvolutions(g, inputs, regroup).regrouped};
                      },
                      [](const RewriteOutcome& o, OptimizeReport* r) { r->convolutions_regrouped += o.changes; }});
-  if (options.fold_conv_relu && options.device.is_cuda())  // cuDNN's fused kernel: no CPU counterpart
+  if (options.substitutions.fold_conv_relu && options.executor.device.is_cuda())  // cuDNN's fused kernel: no CPU counterpart
     steps.push_back({"fold_conv_relu",
                      [&](GraphPtr& g) {
                        const int before = CountAtenNodes(*g);
@@ -88,21 +88,21 @@ std::vector<RewriteStep> RewriteSteps(const std::vector<c10::IValue>& inputs, co
                        r->convolutions_folded += o.changes;
                        r->ops_folded += o.absorbed;
                      }});
-  if (options.prepack_onednn && options.device.is_cpu())  // oneDNN's CPU kernels
+  if (options.substitutions.prepack_onednn && options.executor.device.is_cpu())  // oneDNN's CPU kernels
     steps.push_back({"prepack_onednn", [](GraphPtr& g) { return RewriteOutcome{PrepackForOneDnn(g)}; },
                      [](const RewriteOutcome& o, OptimizeReport* r) { r->ops_prepacked += o.changes; }});
-  if (options.channels_last_pools && options.device.is_cpu())  // ATen's CPU pooling kernels
+  if (options.substitutions.channels_last_pools && options.executor.device.is_cpu())  // ATen's CPU pooling kernels
     steps.push_back({"channels_last_pools", [&](GraphPtr& g) { return RewriteOutcome{PoolInChannelsLast(g, inputs)}; },
                      [](const RewriteOutcome& o, OptimizeReport* r) { r->pools_channels_last += o.changes; }});
-  if (options.stitch)
+  if (options.substitutions.stitch)
     steps.push_back({"stitch",
                      [&](GraphPtr& g) {
                        // Checked: each planned group is first timed against its operators on the
                        // device, and only faster ones are stitched (then the whole graph decides).
                        StitchGroupJudge judge;
-                       if (options.check_rewrites)
+                       if (options.substitutions.check_rewrites)
                          judge = [&](const std::function<void()>& operators, const std::function<void()>& stitched) {
-                           const auto samples = TimeRunsSideBySide(options.device, /*warmup=*/2, /*rounds=*/10,
+                           const auto samples = TimeRunsSideBySide(options.executor.device, /*warmup=*/2, /*rounds=*/10,
                                                                    {operators, stitched});
                            return RobustMs(samples[1], 0.3) < RobustMs(samples[0], 0.3);
                          };
@@ -125,19 +125,19 @@ std::vector<RewriteStep> RewriteSteps(const std::vector<c10::IValue>& inputs, co
 std::pair<double, double> TimeSideBySide(const GraphPtr& without, const GraphPtr& with,
                                          const std::vector<c10::IValue>& inputs, const OptimizeOptions& options) {
   const OpGraph a = ImportOpGraph(without, inputs), b = ImportOpGraph(with, inputs);
-  const ExecutorOptions executor{options.device, options.cuda_graph};
-  const int streams = std::max(1, options.max_streams);
+  const ExecutorOptions executor{options.executor.device, options.executor.cuda_graph};
+  const int streams = std::max(1, options.search.max_streams);
   const StageExecutor a_one(a, SequentialSchedule(a), executor), a_nimble(a, NimbleSchedule(a, streams), executor);
   const StageExecutor b_one(b, SequentialSchedule(b), executor), b_nimble(b, NimbleSchedule(b, streams), executor);
   const std::vector<std::function<void()>> runs = {[&] { a_one.Run(inputs); }, [&] { a_nimble.Run(inputs); },
                                                    [&] { b_one.Run(inputs); }, [&] { b_nimble.Run(inputs); }};
-  auto samples = TimeRunsSideBySide(options.device, /*warmup=*/2, /*rounds=*/10, runs);
+  auto samples = TimeRunsSideBySide(options.executor.device, /*warmup=*/2, /*rounds=*/10, runs);
   auto best = [&](size_t first) {
     return std::min(RobustMs(samples[first], 0.3), RobustMs(samples[first + 1], 0.3));
   };
   double without_ms = best(0), with_ms = best(2);
   if (std::abs(with_ms - without_ms) < 0.05 * without_ms) {
-    const auto more = TimeRunsSideBySide(options.device, /*warmup=*/0, /*rounds=*/20, runs);
+    const auto more = TimeRunsSideBySide(options.executor.device, /*warmup=*/0, /*rounds=*/20, runs);
     for (size_t i = 0; i < runs.size(); ++i) samples[i].insert(samples[i].end(), more[i].begin(), more[i].end());
     without_ms = best(0);
     with_ms = best(2);
@@ -153,17 +153,17 @@ void ApplyRewrites(GraphPtr& lowered, const std::vector<c10::IValue>& inputs, co
   for (const RewriteStep& step : RewriteSteps(inputs, options, searched)) {
     RewriteDecision decision;
     decision.name = step.name;
-    GraphPtr candidate = options.check_rewrites ? lowered->copy() : lowered;
+    GraphPtr candidate = options.substitutions.check_rewrites ? lowered->copy() : lowered;
     const RewriteOutcome outcome = step.apply(candidate);
     decision.changes = outcome.changes;
     decision.rejected = outcome.rejected;
-    if (outcome.changes > 0 && options.check_rewrites) {
+    if (outcome.changes > 0 && options.substitutions.check_rewrites) {
       std::tie(decision.without_ms, decision.with_ms) = TimeSideBySide(lowered, candidate, inputs, options);
       decision.kept = decision.with_ms < decision.without_ms;
     } else {
       decision.kept = outcome.changes > 0;
     }
-    if (decision.kept || !options.check_rewrites) lowered = candidate;  // unchecked: the pass's own result
+    if (decision.kept || !options.substitutions.check_rewrites) lowered = candidate;  // unchecked: the pass's own result
     if (decision.kept) step.count(outcome, report);
     report->rewrites.push_back(std::move(decision));
   }

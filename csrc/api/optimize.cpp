@@ -11,12 +11,12 @@
 
 #include "api/apply_rewrites.h"
 #include "api/plan_schedule.h"
+#include "api/prepare_module.h"
 #include "autograph/error.h"
 #include "autograph/optimize.h"
 #include "autograph/program.h"
 #include "executor/validate_schedule.h"
 #include "graph_pass/import_op_graph.h"
-#include "graph_pass/lower_module.h"
 #include "graph_pass/merge_sibling_linears.h"
 
 namespace autograph {
@@ -51,20 +51,11 @@ struct AutographResolver : torch::jit::Resolver {
   }
 };
 
-std::vector<c10::IValue> ToDevice(const std::vector<c10::IValue>& values, c10::Device device) {
-  std::vector<c10::IValue> out;
-  for (const auto& v : values) out.push_back(v.isTensor() ? c10::IValue(v.toTensor().to(device)) : v);
-  return out;
-}
-
 }  // namespace
 
 torch::jit::Module optimize(const torch::jit::Module& module, const OptimizeOptions& requested, OptimizeReport* report) {
   OptimizeOptions options = requested;
-  options.cuda_graph = requested.cuda_graph && requested.device.is_cuda();  // on by default, CUDA only
-  if (options.example_inputs.empty()) {
-    throw InputError("optimize needs example inputs, one per forward() argument, to plan for real shapes");
-  }
+  options.executor.cuda_graph = requested.executor.cuda_graph && requested.executor.device.is_cuda();  // CUDA only
   std::vector<InputSignature> signature;
   for (size_t i = 0; i < options.example_inputs.size(); ++i) {
     const c10::IValue& v = options.example_inputs[i];
@@ -74,15 +65,10 @@ torch::jit::Module optimize(const torch::jit::Module& module, const OptimizeOpti
     }
     signature.push_back(InputSignature{v.toTensor().sizes().vec(), v.toTensor().scalar_type()});
   }
-  if (options.device.is_cuda() && !at::hasCUDA()) {
-    throw Error("--device " + options.device.str() + " was asked for but no CUDA device is available here");
-  }
-
-  torch::jit::Module on_device = module.clone();
-  on_device.to(options.device);
-  auto inputs = ToDevice(options.example_inputs, options.device);
+  PreparedModule prepared = PrepareModule(module, options, "optimize");
+  std::shared_ptr<torch::jit::Graph>& lowered = prepared.lowered;
+  const std::vector<c10::IValue>& inputs = prepared.inputs;
   std::vector<c10::IValue> outputs;
-  std::shared_ptr<torch::jit::Graph> lowered = LowerModule(on_device);
   // What the original launches, counted on the graph as TorchScript would run it (one extra run).
   int kernels_before = 0, memory_bound_before = 0;
   {
@@ -95,9 +81,9 @@ torch::jit::Module optimize(const torch::jit::Module& module, const OptimizeOpti
   OptimizeReport local_report;
   if (!report) report = &local_report;
   *report = OptimizeReport{};
-  const bool searched = options.method == "ios" || options.method == "autograph";
+  const bool searched = options.search.method == "ios" || options.search.method == "autograph";
   ApplyRewrites(lowered, inputs, options, searched, report);
-  if (options.merge && searched) PrepareSiblingLinearsForMerging(lowered);  // the search may merge them
+  if (options.search.merge && searched) PrepareSiblingLinearsForMerging(lowered);  // the search may merge them
   OpGraph graph = ImportOpGraph(lowered, inputs, &outputs);
 
   auto start = std::chrono::steady_clock::now();
@@ -105,7 +91,7 @@ torch::jit::Module optimize(const torch::jit::Module& module, const OptimizeOpti
   const double search_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   ValidateSchedule(schedule, graph);
 
-  ExecutorOptions executor_options{options.device, options.cuda_graph};
+  ExecutorOptions executor_options{options.executor.device, options.executor.cuda_graph};
   auto program = c10::make_intrusive<Program>(graph, schedule, signature, executor_options);
 
   std::ostringstream source;
@@ -130,6 +116,7 @@ torch::jit::Module optimize(const torch::jit::Module& module, const OptimizeOpti
   optimized.define(source.str(), std::make_shared<AutographResolver>());
 
   {
+    report->device = options.executor.device.str();
     report->operators_before = kernels_before;
     report->memory_bound_before = memory_bound_before;
     for (const OpNode& n : graph.nodes()) report->memory_bound_after += n.kind == OpKind::MemoryBound;

@@ -27,8 +27,8 @@ namespace {
 
 // The cost model asked for; by default measured on CUDA, analytical on CPU.
 std::string CostModelName(const OptimizeOptions& options) {
-  if (!options.cost.empty()) return options.cost;
-  return options.device.is_cuda() ? "measured" : "analytical";
+  if (!options.cost.model.empty()) return options.cost.model;
+  return options.executor.device.is_cuda() ? "measured" : "analytical";
 }
 
 std::unique_ptr<CostModel> MakeCostModel(const OpGraph& graph, const std::vector<c10::IValue>& inputs,
@@ -39,9 +39,9 @@ std::unique_ptr<CostModel> MakeCostModel(const OpGraph& graph, const std::vector
   }
   if (name == "measured") {
     MeasuredCostOptions measured;
-    measured.device = options.device;
-    measured.cache_path = options.cost_cache;
-    measured.cuda_graph = options.cuda_graph;  // stages timed the way the program will run them
+    measured.device = options.executor.device;
+    measured.cache_path = options.cost.cache;
+    measured.cuda_graph = options.executor.cuda_graph;  // stages timed the way the program will run them
     return std::make_unique<MeasuredCostModel>(graph, inputs, measured);
   }
   throw Error("unknown cost model '" + name + "': use analytical or measured");
@@ -50,7 +50,7 @@ std::unique_ptr<CostModel> MakeCostModel(const OpGraph& graph, const std::vector
 // Seconds for a search: the option, or when it is negative 60 with measured costs (every new stage
 // runs on the device) and none with analytical ones.
 double SearchTimeLimit(const OptimizeOptions& options) {
-  if (options.time_limit >= 0) return options.time_limit;
+  if (options.search.time_limit >= 0) return options.search.time_limit;
   return CostModelName(options) == "measured" ? 60.0 : 0.0;
 }
 
@@ -70,15 +70,15 @@ Schedule VerifyOnBoard(const OpGraph& graph, const std::vector<c10::IValue>& inp
     index_of[key] = candidates.size();
     candidates.push_back(ScheduleCandidate{std::move(name), std::move(schedule), predicted_ms});
   };
-  for (size_t i = 0; i < ranked.size() && static_cast<int>(i) < options.verify; ++i)
+  for (size_t i = 0; i < ranked.size() && static_cast<int>(i) < options.search.verify; ++i)
     add("autograph " + std::to_string(i + 1), std::move(ranked[i].schedule), ranked[i].predicted_ms);
-  Schedule sequential = SequentialSchedule(graph), nimble = NimbleSchedule(graph, options.max_streams);
+  Schedule sequential = SequentialSchedule(graph), nimble = NimbleSchedule(graph, options.search.max_streams);
   const double sequential_ms = cost.ScheduleMs(graph, sequential), nimble_ms = cost.ScheduleMs(graph, nimble);
   add("sequential", std::move(sequential), sequential_ms);
   add("nimble", std::move(nimble), nimble_ms);
   FastestScheduleOptions timing;
-  timing.cuda_graph = options.cuda_graph;
-  const size_t chosen = FastestSchedule(graph, candidates, inputs, options.device, timing, &report->candidates);
+  timing.cuda_graph = options.executor.cuda_graph;
+  const size_t chosen = FastestSchedule(graph, candidates, inputs, options.executor.device, timing, &report->candidates);
   report->candidates_verified = static_cast<int>(candidates.size());
   report->chosen = candidates[chosen].name;
   report->measured_ms = report->candidates[chosen].measured_ms;
@@ -89,13 +89,13 @@ Schedule VerifyOnBoard(const OpGraph& graph, const std::vector<c10::IValue>& inp
 // IOS block by block over fixed cuts in topological order, as IOS's own code makes them.
 Schedule PlanIos(const OpGraph& graph, CostModel& cost, const OptimizeOptions& options, OptimizeReport* report) {
   BlockwiseIosOptions blockwise;
-  blockwise.ios.max_ops_per_group = options.ios_r;
-  blockwise.ios.max_groups_per_stage = std::min(options.ios_s, options.max_streams);
-  blockwise.block_ops = options.ios_block;
-  if (options.merge) blockwise.ios.merge_classes = MergeableClasses(graph);
+  blockwise.ios.max_ops_per_group = options.search.ios_r;
+  blockwise.ios.max_groups_per_stage = std::min(options.search.ios_s, options.search.max_streams);
+  blockwise.block_ops = options.search.ios_block;
+  if (options.search.merge) blockwise.ios.merge_classes = MergeableClasses(graph);
   // Measured costs run every distinct stage on the device: by default the search gets 60 s.
   blockwise.time_limit_seconds = SearchTimeLimit(options);
-  blockwise.progress = options.progress;
+  blockwise.progress = options.search.progress;
   BlockwiseIosStats stats;
   Schedule schedule = BlockwiseIosSchedule(graph, cost, blockwise, &stats);
   report->blocks_over_budget += stats.blocks_over_budget;
@@ -110,16 +110,16 @@ Schedule PlanIos(const OpGraph& graph, CostModel& cost, const OptimizeOptions& o
 Schedule PlanAutograph(const OpGraph& graph, const std::vector<c10::IValue>& inputs, CostModel& cost,
                        const OptimizeOptions& options, OptimizeReport* report) {
   AutographPlanOptions plan;
-  plan.partition.max_block_ops = options.block_ops;
-  plan.partition.max_block_states = options.block_states;
-  plan.search.alpha = options.alpha;
-  plan.search.max_ops_per_group = options.autograph_r;
-  plan.search.max_groups_per_stage = options.max_streams;
-  plan.search.budget = options.budget;
-  plan.search.candidates = std::max(1, options.verify);
-  if (options.merge) plan.search.merge_classes = MergeableClasses(graph);
+  plan.partition.max_block_ops = options.search.block_ops;
+  plan.partition.max_block_states = options.search.block_states;
+  plan.search.alpha = options.search.alpha;
+  plan.search.max_ops_per_group = options.search.autograph_r;
+  plan.search.max_groups_per_stage = options.search.max_streams;
+  plan.search.budget = options.search.budget;
+  plan.search.candidates = std::max(1, options.search.verify);
+  if (options.search.merge) plan.search.merge_classes = MergeableClasses(graph);
   plan.time_limit_seconds = SearchTimeLimit(options);
-  plan.progress = options.progress;
+  plan.progress = options.search.progress;
   AutographStats stats;
   std::vector<RankedSchedule> ranked = AutographPlan(graph, cost, plan, &stats);
   report->states_explored += stats.states;
@@ -127,32 +127,32 @@ Schedule PlanAutograph(const OpGraph& graph, const std::vector<c10::IValue>& inp
   report->blocks_over_budget += stats.blocks_over_budget;
   if (ranked.empty()) throw Error("the autograph search returned no schedule (internal error)");
   report->predicted_ms = ranked[0].predicted_ms;
-  if (options.verify <= 0) return std::move(ranked[0].schedule);
+  if (options.search.verify <= 0) return std::move(ranked[0].schedule);
   return VerifyOnBoard(graph, inputs, cost, options, std::move(ranked), report);
 }
 
 }  // namespace
 
 std::string DeviceModelName(const OptimizeOptions& options) {
-  if (!options.device_model.empty()) return options.device_model;
-  const std::string calibrated = CalibratedDeviceModelPath(DeviceId(options.device));
+  if (!options.cost.device_model.empty()) return options.cost.device_model;
+  const std::string calibrated = CalibratedDeviceModelPath(DeviceId(options.executor.device));
   std::error_code ec;
   if (!calibrated.empty() && std::filesystem::is_regular_file(calibrated, ec)) return calibrated;
-  return options.device.is_cuda() ? "h100" : "cpu";
+  return options.executor.device.is_cuda() ? "h100" : "cpu";
 }
 
 Schedule PlanSchedule(const OpGraph& graph, const std::vector<c10::IValue>& inputs, const OptimizeOptions& options,
                       OptimizeReport* report) {
-  if (options.max_streams < 1) throw Error("max_streams must be at least 1");
-  report->method = options.method;
-  if (options.method == "sequential") return SequentialSchedule(graph);
-  if (options.method == "greedy") return GreedySchedule(graph, options.max_streams);
-  if (options.method == "nimble") return NimbleSchedule(graph, options.max_streams);
-  if (options.method != "ios" && options.method != "autograph")
-    throw Error("unknown method '" + options.method + "': use sequential, greedy, nimble, ios or autograph");
+  if (options.search.max_streams < 1) throw Error("max_streams must be at least 1");
+  report->method = options.search.method;
+  if (options.search.method == "sequential") return SequentialSchedule(graph);
+  if (options.search.method == "greedy") return GreedySchedule(graph, options.search.max_streams);
+  if (options.search.method == "nimble") return NimbleSchedule(graph, options.search.max_streams);
+  if (options.search.method != "ios" && options.search.method != "autograph")
+    throw Error("unknown method '" + options.search.method + "': use sequential, greedy, nimble, ios or autograph");
   std::unique_ptr<CostModel> cost = MakeCostModel(graph, inputs, options);
   report->cost = cost->name();
-  Schedule schedule = options.method == "ios" ? PlanIos(graph, *cost, options, report)
+  Schedule schedule = options.search.method == "ios" ? PlanIos(graph, *cost, options, report)
                                                : PlanAutograph(graph, inputs, *cost, options, report);
   if (auto* measured = dynamic_cast<MeasuredCostModel*>(cost.get())) {
     report->stages_measured = measured->measurements();

@@ -1,11 +1,11 @@
 #include <torch/csrc/jit/api/module.h>
 #include <torch/csrc/jit/ir/ir.h>
 
+#include "api/prepare_module.h"
 #include "autograph/error.h"
 #include "autograph/substitute.h"
 #include "graph_pass/fold_convolution_add_relu.h"
 #include "graph_pass/fuse_attention.h"
-#include "graph_pass/lower_module.h"
 #include "graph_pass/merge_sibling_linears.h"
 #include "graph_pass/regroup_grouped_convolutions.h"
 
@@ -25,10 +25,10 @@ int CountAtenNodes(const torch::jit::Graph& graph) {
 SubstitutionCounts ApplySubstitutions(std::shared_ptr<torch::jit::Graph>& lowered, const std::vector<c10::IValue>& inputs,
                                       const OptimizeOptions& options) {
   SubstitutionCounts counts;
-  if (options.fuse_attention) counts.attentions_fused = FuseScaledDotProductAttention(lowered, inputs);
-  if (options.merge_linears) counts.linears_merged = MergeSiblingLinears(lowered);
-  if (options.regroup_convolutions) counts.convolutions_regrouped = RegroupGroupedConvolutions(lowered, inputs).regrouped;
-  if (options.fold_conv_relu && options.device.is_cuda()) {
+  if (options.substitutions.fuse_attention) counts.attentions_fused = FuseScaledDotProductAttention(lowered, inputs);
+  if (options.substitutions.merge_linears) counts.linears_merged = MergeSiblingLinears(lowered);
+  if (options.substitutions.regroup_convolutions) counts.convolutions_regrouped = RegroupGroupedConvolutions(lowered, inputs).regrouped;
+  if (options.substitutions.fold_conv_relu && options.executor.device.is_cuda()) {
     const int before = CountAtenNodes(*lowered);
     counts.convolutions_folded = FoldConvolutionAddRelu(lowered, inputs);
     counts.ops_folded = before - CountAtenNodes(*lowered);
@@ -37,13 +37,9 @@ SubstitutionCounts ApplySubstitutions(std::shared_ptr<torch::jit::Graph>& lowere
 }
 
 torch::jit::Module substitute(const torch::jit::Module& module, const OptimizeOptions& options, OptimizeReport* report) {
-  if (options.example_inputs.empty())
-    throw InputError("substitute needs example inputs, one per forward() argument (regrouping times real shapes)");
-  torch::jit::Module on_device = module.clone();
-  on_device.to(options.device);
-  std::vector<c10::IValue> inputs;
-  for (const auto& v : options.example_inputs) inputs.push_back(v.isTensor() ? c10::IValue(v.toTensor().to(options.device)) : v);
-  std::shared_ptr<torch::jit::Graph> graph = LowerModule(on_device);
+  PreparedModule prepared = PrepareModule(module, options, "substitute");
+  std::shared_ptr<torch::jit::Graph>& graph = prepared.lowered;
+  const std::vector<c10::IValue>& inputs = prepared.inputs;
   const int before = CountAtenNodes(*graph);
   const SubstitutionCounts counts = ApplySubstitutions(graph, inputs, options);
 
@@ -59,6 +55,7 @@ torch::jit::Module substitute(const torch::jit::Module& module, const OptimizeOp
   if (report) {
     *report = OptimizeReport{};
     report->method = "substitutions";
+    report->device = options.executor.device.str();
     report->operators_before = before;
     report->operators_after = CountAtenNodes(*graph);
     report->linears_merged = counts.linears_merged;

@@ -16,14 +16,10 @@
 #include "core/op_graph.h"
 #include "core/schedule.h"
 #include "executor/compiled_graph.h"
+#include "executor/executor_options.h"
 #include "merge/merged_kernel.h"
 
 namespace autograph {
-
-struct ExecutorOptions {
-  c10::Device device = c10::kCPU;
-  bool cuda_graph = false;  // CUDA only: capture the whole multi-stream run once per input shape
-};
 
 // The schedule compiled into steps: immutable, shared by the backends. A Merge stage becomes one
 // group on stream 0 whose steps are its operators' nodes, the anchors (convolutions or linears)

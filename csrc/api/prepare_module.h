@@ -1,0 +1,29 @@
+#pragma once
+// The prologue optimize and substitute share: the module on the asked device, frozen and lowered,
+// and the example inputs moved there.
+#include <ATen/core/ivalue.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "autograph/optimize_options.h"
+
+namespace torch::jit {
+struct Graph;
+struct Module;
+}  // namespace torch::jit
+
+namespace autograph {
+
+struct PreparedModule {
+  std::shared_ptr<torch::jit::Graph> lowered;
+  std::vector<c10::IValue> inputs;  // options.example_inputs on options.executor.device
+};
+
+// `caller` names the entry point in messages ("optimize", "substitute"). Throws InputError without
+// example inputs, Error when a CUDA device is asked for and there is none, and what LowerModule throws.
+PreparedModule PrepareModule(const torch::jit::Module& module, const OptimizeOptions& options,
+                             const std::string& caller);
+
+}  // namespace autograph

@@ -1,0 +1,12 @@
+#pragma once
+// How a schedule runs: on which device, and on CUDA whether the whole run is replayed as one CUDA Graph.
+#include <c10/core/Device.h>
+
+namespace autograph {
+
+struct ExecutorOptions {
+  c10::Device device = c10::kCPU;
+  bool cuda_graph = false;  // CUDA only: capture the whole multi-stream run once per input shape
+};
+
+}  // namespace autograph

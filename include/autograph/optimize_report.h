@@ -1,0 +1,62 @@
+#pragma once
+// What optimize (and substitute) did: the schedule kept, what the search and the rewrites did and
+// measured, and the report as JSON — the one form the CLI prints and the Python side returns.
+#include <nlohmann/json_fwd.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/schedule.h"
+#include "measure/fastest_schedule.h"
+
+namespace autograph {
+
+// A rewrite tried on the graph (check_rewrites): how much it changed and what the graph measured without
+// and with it; undone when it did not measure faster.
+struct RewriteDecision {
+  std::string name;          // fuse_attention, merge_linears, regroup_convolutions, fold_conv_relu, prepack_onednn, channels_last_pools, stitch
+  int changes = 0;           // rewrites it made (attentions fused, linears merged, groups stitched, ...)
+  int rejected = 0;          // parts timed slower on their own and not made (stitch groups)
+  double without_ms = -1, with_ms = -1;  // whole graph, robust ms side by side; -1 when not timed
+  bool kept = false;
+};
+
+struct OptimizeReport {
+  std::string method;
+  std::string device;        // where it was planned and measured, e.g. "cpu", "cuda:0"
+  std::string cost;          // cost model's name, empty for methods that use none
+  int operators_before = 0;  // kernels the lowered graph launches, before substitutions, stitching and merges
+  int operators_after = 0;   // kernels launched per run after merging
+  int stages = 0, groups = 0, streams = 0;
+  double search_seconds = 0;
+  double rewrite_seconds = 0;  // rewrites, their timing included
+  int64_t states_explored = 0;
+  int64_t stages_evaluated = 0;
+  int64_t stages_measured = 0;  // measured cost: stages run on the device (the rest came from memo or disk cache)
+  int64_t cost_cache_hits = 0;
+  double predicted_ms = -1;  // of the kept schedule under the cost model (ios, autograph), else -1
+  double measured_ms = -1;   // on-board verification of the kept schedule (autograph with verify > 0), else -1
+  std::vector<CandidateTiming> candidates;  // autograph with verify > 0: every schedule run, in the order run
+  std::string chosen;                       // the candidate kept
+  std::vector<RewriteDecision> rewrites;    // every rewrite tried, kept or undone
+  int candidates_verified = 0;
+  int blocks_over_budget = 0;
+  int linears_merged = 0;  // linears removed by merge_linears (a group of k counts k - 1)
+  int convolutions_regrouped = 0;  // grouped convolutions given fewer groups (regroup_convolutions)
+  int convolutions_folded = 0;     // cuDNN fused convolutions created (fold_conv_relu)
+  int attentions_fused = 0;        // scaled_dot_product_attention ops created (fuse_attention)
+  int ops_prepacked = 0;           // operators reading prepacked oneDNN or transposed weights (prepack_onednn)
+  int pools_channels_last = 0;     // pools run on a channels-last copy (channels_last_pools)
+  int ops_folded = 0;              // relu / add kernels they absorbed
+  int stitch_groups = 0;   // stitched kernels created
+  int ops_stitched = 0;    // memory-intensive operators they replace
+  int memory_bound_before = 0, memory_bound_after = 0;  // memory-bound kernels per run, before and after
+  Schedule schedule;
+};
+
+// Every field by its name, times in ms (null where not measured or predicted), "schedule" as
+// ScheduleToJson writes it.
+nlohmann::json ReportToJson(const OptimizeReport& report);
+
+}  // namespace autograph
