@@ -18,6 +18,34 @@ using torch::jit::Value;
 
 std::string ValueName(const Value* v) { return "%" + v->debugName(); }
 
+// The padding of a convolution into conv->padding (2 entries): a constant list, or the "same" /
+// "valid" modes (after conv->weight and conv->dilation are read). "" or why it cannot be merged.
+std::string ReadPadding(Value* value, MergeCandidate* conv) {
+  auto padding = ConstantOf(value);
+  if (!padding || !padding->isString()) {
+    auto ints = ConstantInts(value);
+    if (!ints || TwoDimensional(*ints).empty()) return "has a padding that is not a constant list of 1 or 2 ints";
+    conv->padding = TwoDimensional(*ints);
+    return "";
+  }
+  const std::string mode = padding->toStringRef();
+  if (mode == "valid") {
+    conv->padding = {0, 0};
+    return "";
+  }
+  if (mode != "same") return "has padding='" + mode + "'; expected 'same' or 'valid'";
+  // PyTorch pads d*(k-1) in total, the extra one at the end: symmetric only when that is even.
+  for (int dim = 0; dim < 2; ++dim) {
+    const int64_t total = conv->dilation[dim] * (conv->weight.size(2 + dim) - 1);
+    if (total % 2 != 0) {
+      return "has padding='same' with a kernel that pads unevenly (dilation*(k-1) = " + std::to_string(total) +
+             "), which no symmetric merged padding reproduces";
+    }
+    conv->padding.push_back(total / 2);
+  }
+  return "";
+}
+
 // Op `id` read as a mergeable convolution, or why it is not one.
 MergeCandidate DescribeConvolution(const OpGraph& graph, int id) {
   const OpNode& op = graph.node(id);
@@ -71,29 +99,8 @@ MergeCandidate DescribeConvolution(const OpGraph& graph, int id) {
     return fail("has a " + std::to_string(conv.weight.dim()) + "-D weight; only 2-D convolutions merge");
   }
 
-  auto padding = ConstantOf(node->input(padding_index));
-  if (padding && padding->isString()) {
-    const std::string mode = padding->toStringRef();
-    if (mode == "valid") {
-      conv.padding = {0, 0};
-    } else if (mode == "same") {
-      // PyTorch pads d*(k-1) in total, the extra one at the end: symmetric only when that is even.
-      for (int dim = 0; dim < 2; ++dim) {
-        const int64_t total = conv.dilation[dim] * (conv.weight.size(2 + dim) - 1);
-        if (total % 2 != 0) {
-          return fail("has padding='same' with a kernel that pads unevenly (dilation*(k-1) = " +
-                      std::to_string(total) + "), which no symmetric merged padding reproduces");
-        }
-        conv.padding.push_back(total / 2);
-      }
-    } else {
-      return fail("has padding='" + mode + "'; expected 'same' or 'valid'");
-    }
-  } else {
-    auto ints = ConstantInts(node->input(padding_index));
-    if (!ints || TwoDimensional(*ints).empty()) return fail("has a padding that is not a constant list of 1 or 2 ints");
-    conv.padding = TwoDimensional(*ints);
-  }
+  const std::string padding_problem = ReadPadding(node->input(padding_index), &conv);
+  if (!padding_problem.empty()) return fail(padding_problem);
 
   // Alone, it must satisfy what a merge needs of each conv (weight shape, bias shape and dtype).
   const std::string conflict = ConvolutionMergeConflict({conv.weight}, {conv.bias}, conv.stride, {conv.padding},

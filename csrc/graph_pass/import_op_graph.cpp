@@ -104,36 +104,28 @@ OpNode Record(const Node* node, const std::vector<c10::IValue>& inputs, const st
   return r;
 }
 
-}  // namespace
-
-OpGraph ImportOpGraph(std::shared_ptr<torch::jit::Graph> graph, const std::vector<c10::IValue>& example_inputs,
-                      std::vector<c10::IValue>* outputs) {
-  torch::jit::Block* top = graph->block();
-  const TopLevelNodes nodes = TopLevelNodesOf(*graph);
-  const std::vector<Node*>& order = nodes.order;
-  const auto& position = nodes.position;
-
-  // 1. Run once, recording what each node really did.
-  std::unordered_map<const Node*, OpNode> records;
-  CompiledGraph::Observer observer = [&](const Node* n, const std::vector<c10::IValue>& in,
-                                         const std::vector<c10::IValue>& out) { records[n] = Record(n, in, out); };
-  auto returned = CompiledGraph(graph, order).Run(example_inputs, &observer);
-  if (outputs) *outputs = std::move(returned);
-
-  // 2. Group: launching nodes anchor groups; views join their sole producer group, else their sole
-  //    consumer group, else stand alone.
-  const int n = static_cast<int>(order.size());
-  std::vector<int> group(n, -1);
+// Operators out of nodes: launching nodes anchor groups; views join their sole producer group, else
+// their sole consumer group, else stand alone.
+struct NodeGroups {
+  std::vector<int> group;   // node position -> group
   std::vector<int> anchor;  // group -> position of its anchor node
+};
+
+NodeGroups GroupNodes(const torch::jit::Graph& graph, const TopLevelNodes& nodes,
+                      const std::unordered_map<const Node*, OpNode>& records) {
+  const torch::jit::Block* top = graph.block();
+  const std::vector<Node*>& order = nodes.order;
+  const int n = static_cast<int>(order.size());
+  NodeGroups g{std::vector<int>(n, -1), {}};
   auto producer_group = [&](Value* v) -> int {  // -2: constant or graph input
     Node* p = v->node();
-    if (p->kind() == c10::prim::Constant || p == graph->param_node()) return -2;
-    return group[position.at(TopLevel(p, top))];
+    if (p->kind() == c10::prim::Constant || p == graph.param_node()) return -2;
+    return g.group[nodes.position.at(TopLevel(p, top))];
   };
   for (int i = 0; i < n; ++i) {
     if (records.at(order[i]).kind != OpKind::View) {
-      group[i] = static_cast<int>(anchor.size());
-      anchor.push_back(i);
+      g.group[i] = static_cast<int>(g.anchor.size());
+      g.anchor.push_back(i);
       continue;
     }
     std::vector<Value*> reads;
@@ -141,75 +133,103 @@ OpGraph ImportOpGraph(std::shared_ptr<torch::jit::Graph> graph, const std::vecto
     std::set<int> owners;
     for (Value* v : reads) owners.insert(producer_group(v));
     owners.erase(-2);
-    if (owners.size() == 1 && *owners.begin() >= 0) group[i] = *owners.begin();
+    if (owners.size() == 1 && *owners.begin() >= 0) g.group[i] = *owners.begin();
   }
   for (int i = n - 1; i >= 0; --i) {
-    if (group[i] >= 0) continue;
+    if (g.group[i] >= 0) continue;
     std::set<int> consumers;
     bool is_graph_output = false;
     for (Value* v : order[i]->outputs()) {
       for (const torch::jit::Use& use : v->uses()) {
-        if (use.user == graph->return_node()) {
+        if (use.user == graph.return_node()) {
           is_graph_output = true;
         } else {
-          consumers.insert(group[position.at(TopLevel(use.user, top))]);
+          consumers.insert(g.group[nodes.position.at(TopLevel(use.user, top))]);
         }
       }
     }
     if (consumers.size() == 1 && !is_graph_output) {
-      group[i] = *consumers.begin();
+      g.group[i] = *consumers.begin();
     } else {
-      group[i] = static_cast<int>(anchor.size());
-      anchor.push_back(i);
+      g.group[i] = static_cast<int>(g.anchor.size());
+      g.anchor.push_back(i);
     }
   }
+  return g;
+}
 
-  // 3. Edges between groups: data dependences, plus ordering around in-place writes.
-  const int g = static_cast<int>(anchor.size());
-  std::vector<std::set<int>> succs(g);
+// Edges between groups: data dependences, plus ordering around in-place writes.
+std::vector<std::set<int>> GroupEdges(const std::shared_ptr<torch::jit::Graph>& graph, const TopLevelNodes& nodes,
+                                      const NodeGroups& g) {
+  const torch::jit::Block* top = graph->block();
+  std::vector<std::set<int>> succs(g.anchor.size());
   auto add_edge = [&](int from, int to) {
     if (from != to) succs[from].insert(to);
   };
-  for (int i = 0; i < n; ++i) {
+  for (size_t i = 0; i < nodes.order.size(); ++i) {
     std::vector<Value*> reads;
-    ReadValues(order[i], &reads);
+    ReadValues(nodes.order[i], &reads);
     for (Value* v : reads) {
-      int p = producer_group(v);
-      if (p >= 0) add_edge(p, group[i]);
+      Node* p = v->node();
+      if (p->kind() == c10::prim::Constant || p == graph->param_node()) continue;
+      add_edge(g.group[nodes.position.at(TopLevel(p, top))], g.group[i]);
     }
   }
-  for (const auto& [earlier, later] : InPlaceOrderPairs(graph, order)) add_edge(group[earlier], group[later]);
+  for (const auto& [earlier, later] : InPlaceOrderPairs(graph, nodes.order))
+    add_edge(g.group[earlier], g.group[later]);
+  return succs;
+}
 
-  // 4. Number groups topologically (ties by graph position, so ids follow the source order).
+// Groups in topological order, ties by graph position (so ids follow the source order).
+std::vector<int> TopologicalGroupOrder(const std::vector<std::set<int>>& succs, const std::vector<int>& anchor) {
+  const int g = static_cast<int>(succs.size());
   std::vector<int> indegree(g, 0);
   for (int u = 0; u < g; ++u)
     for (int v : succs[u]) indegree[v]++;
   std::priority_queue<std::pair<int, int>, std::vector<std::pair<int, int>>, std::greater<>> ready;
   for (int u = 0; u < g; ++u)
     if (indegree[u] == 0) ready.emplace(anchor[u], u);
-  std::vector<int> new_id(g, -1);
   std::vector<int> topo;
   while (!ready.empty()) {
     int u = ready.top().second;
     ready.pop();
-    new_id[u] = static_cast<int>(topo.size());
     topo.push_back(u);
     for (int v : succs[u])
       if (--indegree[v] == 0) ready.emplace(anchor[v], v);
   }
   TORCH_CHECK(static_cast<int>(topo.size()) == g, "ImportOpGraph: grouping produced a cycle (internal error)");
+  return topo;
+}
+
+}  // namespace
+
+OpGraph ImportOpGraph(std::shared_ptr<torch::jit::Graph> graph, const std::vector<c10::IValue>& example_inputs,
+                      std::vector<c10::IValue>* outputs) {
+  const TopLevelNodes nodes = TopLevelNodesOf(*graph);
+  // Run once, recording what each node really did.
+  std::unordered_map<const Node*, OpNode> records;
+  CompiledGraph::Observer observer = [&](const Node* n, const std::vector<c10::IValue>& in,
+                                         const std::vector<c10::IValue>& out) { records[n] = Record(n, in, out); };
+  auto returned = CompiledGraph(graph, nodes.order).Run(example_inputs, &observer);
+  if (outputs) *outputs = std::move(returned);
+
+  const NodeGroups groups = GroupNodes(*graph, nodes, records);
+  const std::vector<std::set<int>> succs = GroupEdges(graph, nodes, groups);
+  const std::vector<int> topo = TopologicalGroupOrder(succs, groups.anchor);
+  std::vector<int> new_id(topo.size(), -1);
+  for (size_t i = 0; i < topo.size(); ++i) new_id[topo[i]] = static_cast<int>(i);
 
   OpGraph result(graph);
-  std::vector<std::vector<Node*>> members(g);
-  for (int i = 0; i < n; ++i) members[group[i]].push_back(order[i]);
+  std::vector<std::vector<Node*>> members(topo.size());
+  for (size_t i = 0; i < nodes.order.size(); ++i) members[groups.group[i]].push_back(nodes.order[i]);
   for (int u : topo) {
-    Node* anchor_node = order[anchor[u]];
+    Node* anchor_node = nodes.order[groups.anchor[u]];
     OpNode node = std::move(records.at(anchor_node));
     node.anchor = anchor_node;
     node.jit_nodes = members[u];
     result.AddNode(std::move(node));
   }
-  for (int u = 0; u < g; ++u)
+  for (size_t u = 0; u < succs.size(); ++u)
     for (int v : succs[u]) result.AddEdge(new_id[u], new_id[v]);
   for (int id = 0; id < result.size(); ++id) result.node(id).merge = DescribeMergeCandidate(result, id);
   return result;

@@ -8,6 +8,7 @@
 #include <ATen/ATen.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 
+#include <functional>
 #include <map>
 #include <set>
 #include <unordered_map>
@@ -263,42 +264,41 @@ bool TouchesOpaqueLayout(const Node* n, const ValueOf& value_of) {
   return false;
 }
 
-}  // namespace
+using ValueOf = std::function<at::Tensor(const Value*)>;
 
-StitchReport StitchMemoryBoundOps(std::shared_ptr<torch::jit::Graph>& graph,
-                                  const std::vector<c10::IValue>& example_inputs, const StitchPlanOptions& options,
-                                  const StitchGroupJudge& judge) {
-  const std::vector<DecomposedBatchNorm> batch_norms = DecomposeBatchNormsNextToStitchable(graph, example_inputs);
-  FunctionalizeStitchableChains(graph);
-  torch::jit::Block* top = graph->block();
-  const TopLevelNodes nodes = TopLevelNodesOf(*graph);
-  const std::vector<Node*>& order = nodes.order;
-  const auto& position = nodes.position;
+// One run on the example inputs: every tensor value, and each node's inputs when a judge will time
+// groups on them.
+struct RecordedRun {
+  std::unordered_map<const Value*, at::Tensor> tensors;
+  std::unordered_map<const Node*, std::vector<c10::IValue>> node_inputs;
+};
 
-  // 1. Shapes from a run on the example inputs.
-  std::unordered_map<const Value*, at::Tensor> recorded;
-  std::unordered_map<const Node*, std::vector<c10::IValue>> node_inputs;  // for the judge's runs
+RecordedRun RecordRun(const std::shared_ptr<torch::jit::Graph>& graph, const std::vector<Node*>& order,
+                      const std::vector<c10::IValue>& example_inputs, bool keep_node_inputs) {
+  RecordedRun run;
   for (size_t i = 0; i < graph->inputs().size() && i < example_inputs.size(); ++i)
-    if (example_inputs[i].isTensor()) recorded[graph->inputs()[i]] = example_inputs[i].toTensor();
+    if (example_inputs[i].isTensor()) run.tensors[graph->inputs()[i]] = example_inputs[i].toTensor();
   CompiledGraph::Observer observer = [&](const Node* n, const std::vector<c10::IValue>& in,
                                          const std::vector<c10::IValue>& out) {
     for (size_t i = 0; i < out.size() && i < n->outputs().size(); ++i)
-      if (out[i].isTensor()) recorded[n->outputs()[i]] = out[i].toTensor();
-    if (judge) node_inputs[n] = in;
+      if (out[i].isTensor()) run.tensors[n->outputs()[i]] = out[i].toTensor();
+    if (keep_node_inputs) run.node_inputs[n] = in;
   };
   CompiledGraph(graph, order).Run(example_inputs, &observer);
-  auto value_of = [&](const Value* v) -> at::Tensor {
-    auto it = recorded.find(v);
-    if (it != recorded.end()) return it->second;
-    auto c = torch::jit::toIValue(v);
-    return c && c->isTensor() ? c->toTensor() : at::Tensor();
-  };
+  return run;
+}
 
-  // 2. The planner's view: every top-level node, stitchable ones with their domain.
-  StitchReport report;
-  StitchGraph sg;
-  sg.nodes.resize(order.size());
+// The planner's view: every top-level node, stitchable ones with their domain, and the tensors
+// between them (sizes, producers, consumers, pairs that must stay apart, in-place ordering).
+struct PlannerView {
+  StitchGraph graph;
   std::map<Node*, StitchableOp> analysis;
+  int candidates = 0;
+};
+
+void AddStitchableNodes(const std::vector<Node*>& order, const ValueOf& value_of, PlannerView* view) {
+  StitchGraph& sg = view->graph;
+  sg.nodes.resize(order.size());
   std::map<std::tuple<std::vector<int64_t>, c10::ScalarType, std::string>, int> domains;
   for (size_t i = 0; i < order.size(); ++i) {
     Node* n = order[i];
@@ -309,16 +309,23 @@ StitchReport StitchMemoryBoundOps(std::shared_ptr<torch::jit::Graph>& graph,
     auto key = std::make_tuple(op->domain, out.scalar_type(), out.device().str());
     auto [it, fresh] = domains.emplace(key, static_cast<int>(domains.size()));
     sg.nodes[i] = StitchNode{true, it->second, op->split, op->weight};
-    analysis.emplace(n, std::move(*op));
-    report.candidates++;
+    view->analysis.emplace(n, std::move(*op));
+    view->candidates++;
   }
+}
+
+void AddStitchTensors(const std::shared_ptr<torch::jit::Graph>& graph, const TopLevelNodes& nodes,
+                      const ValueOf& value_of, PlannerView* view) {
+  StitchGraph& sg = view->graph;
+  const std::vector<Node*>& order = nodes.order;
+  const torch::jit::Block* top = graph->block();
   std::map<const Value*, int> tensor_of;
   auto tensor_id = [&](Value* v) {
     auto it = tensor_of.find(v);
     if (it != tensor_of.end()) return it->second;
     StitchTensor t;
     Node* p = v->node();
-    t.producer = (p->kind() == c10::prim::Constant || p == graph->param_node()) ? -1 : position.at(p);
+    t.producer = (p->kind() == c10::prim::Constant || p == graph->param_node()) ? -1 : nodes.position.at(p);
     const at::Tensor value = value_of(v);
     t.bytes = value.defined() ? value.numel() * static_cast<int64_t>(value.element_size()) : 0;
     sg.tensors.push_back(t);
@@ -335,9 +342,9 @@ StitchReport StitchMemoryBoundOps(std::shared_ptr<torch::jit::Graph>& graph,
       if (t.consumers.empty() || t.consumers.back() != static_cast<int>(i)) t.consumers.push_back(static_cast<int>(i));
       // A member may only read another member's value where the program can: as a tensor operand,
       // and a reduction's row value only when its dims were kept (so it broadcasts as a row).
-      auto consumer = analysis.find(n);
-      if (t.producer < 0 || consumer == analysis.end() || !sg.nodes[t.producer].stitchable) continue;
-      const StitchableOp& producer = analysis.at(order[t.producer]);
+      auto consumer = view->analysis.find(n);
+      if (t.producer < 0 || consumer == view->analysis.end() || !sg.nodes[t.producer].stitchable) continue;
+      const StitchableOp& producer = view->analysis.at(order[t.producer]);
       const auto& operands = consumer->second.tensor_inputs;
       if (std::find(operands.begin(), operands.end(), v) == operands.end() ||
           (producer.row_output && !producer.keepdim)) {
@@ -359,6 +366,36 @@ StitchReport StitchMemoryBoundOps(std::shared_ptr<torch::jit::Graph>& graph,
     // Consumers in topological order, the producer before them (ids are graph positions).
     std::sort(t.consumers.begin(), t.consumers.end());
   }
+}
+
+}  // namespace
+
+StitchReport StitchMemoryBoundOps(std::shared_ptr<torch::jit::Graph>& graph,
+                                  const std::vector<c10::IValue>& example_inputs, const StitchPlanOptions& options,
+                                  const StitchGroupJudge& judge) {
+  const std::vector<DecomposedBatchNorm> batch_norms = DecomposeBatchNormsNextToStitchable(graph, example_inputs);
+  FunctionalizeStitchableChains(graph);
+  const TopLevelNodes nodes = TopLevelNodesOf(*graph);
+  const std::vector<Node*>& order = nodes.order;
+
+  // 1. Shapes from a run on the example inputs.
+  RecordedRun run = RecordRun(graph, order, example_inputs, static_cast<bool>(judge));
+  std::unordered_map<const Value*, at::Tensor>& recorded = run.tensors;
+  const ValueOf value_of = [&](const Value* v) -> at::Tensor {
+    auto it = recorded.find(v);
+    if (it != recorded.end()) return it->second;
+    auto c = torch::jit::toIValue(v);
+    return c && c->isTensor() ? c->toTensor() : at::Tensor();
+  };
+
+  // 2. The planner's view.
+  PlannerView view;
+  AddStitchableNodes(order, value_of, &view);
+  AddStitchTensors(graph, nodes, value_of, &view);
+  StitchReport report;
+  report.candidates = view.candidates;
+  const std::map<Node*, StitchableOp>& analysis = view.analysis;
+  const auto& node_inputs = run.node_inputs;
 
   // 3. Plan, then rewrite each group of two or more.
   std::set<Node*> stitched;
@@ -370,7 +407,7 @@ StitchReport StitchMemoryBoundOps(std::shared_ptr<torch::jit::Graph>& graph,
     return report;
   };
   if (report.candidates < 2) return finish();
-  StitchPlan plan = PlanStitchGroups(sg, options);
+  StitchPlan plan = PlanStitchGroups(view.graph, options);
   report.subproblems_ilp = plan.subproblems_ilp;
   report.subproblems_greedy = plan.subproblems_greedy;
   report.planned_cost_us = plan.cost_us;
