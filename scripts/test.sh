@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Set up (idempotent), build, export the model zoo if missing, run GoogleTest (ctest) and pytest.
+# Set up (idempotent), build, export the model zoo if missing, run GoogleTest (ctest) and pytest, and
+# check the source layout (scripts/check_source.py).
 # Prints both summaries; exits non-zero on any failure.
 # Usage: scripts/test.sh [--no-skips]
 #   --no-skips: a skipped test counts as a failure (scripts/gpu_check.sh on a GPU, where every CUDA
@@ -43,6 +44,9 @@ echo "== pytest =="
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 pytest_summary=$(grep -E '[0-9]+ (passed|failed|error|skipped)' "$BUILD_DIR/pytest.log" | tail -n 1 | tr -d '=' | sed 's/^ *//; s/ *$//')
 pytest_skipped=$(echo "$pytest_summary" | grep -oE '[0-9]+ skipped' | cut -d' ' -f1)
+
+echo "== source layout =="
+"$PYTHON" scripts/check_source.py || status=1
 
 echo "== summary =="
 echo "ctest:  ${gtest_summary:-no summary (see $BUILD_DIR/ctest.log)}, $gtest_skipped skipped"

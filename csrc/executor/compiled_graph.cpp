@@ -1,5 +1,6 @@
 #include "executor/compiled_graph.h"
 
+// TorchScript: the executor runs each node of the lowered graph as its TorchScript Operation.
 #include <torch/csrc/jit/ir/constants.h>
 #include <torch/csrc/jit/ir/ir.h>
 #include <torch/csrc/jit/runtime/interpreter.h>

@@ -1,5 +1,6 @@
 #include "executor/graph_serialization.h"
 
+// TorchScript: a Program saves the lowered graph its Operations come from as IR text and restores it.
 #include <torch/csrc/jit/ir/constants.h>
 #include <torch/csrc/jit/ir/ir.h>
 #include <torch/csrc/jit/ir/irparser.h>

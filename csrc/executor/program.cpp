@@ -1,5 +1,7 @@
 #include "autograph/program.h"
 
+// TorchScript: the Program owns the lowered graph; saving and loading name its nodes and read the
+// merged operators' constant weights back from them.
 #include <torch/csrc/jit/ir/constants.h>
 #include <torch/csrc/jit/ir/ir.h>
 

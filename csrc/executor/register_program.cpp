@@ -2,6 +2,7 @@
 // the Program custom class and autograph::run, which optimized modules call. Every registration lives
 // in libautograph.so, so torch.ops.load_library makes them all available to Python and TorchScript.
 #include <torch/library.h>
+// TorchScript: registers the Program custom class and autograph::run with TorchScript.
 #include <torch/script.h>
 
 #include "autograph/error.h"

@@ -1,0 +1,116 @@
+#include "search/cost/device_model.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <string>
+
+namespace {
+
+using autograph::DeviceModel;
+
+TEST(DeviceModel, PresetsCarryPublishedFigures) {
+  const DeviceModel h100 = DeviceModel::ByName("h100");
+  EXPECT_EQ(h100.sms, 132);
+  EXPECT_NEAR(h100.fp32_tflops, 67, 0.5);
+  EXPECT_NEAR(h100.tf32_tflops, 495, 1);
+  EXPECT_NEAR(h100.fp16_tflops, 990, 1);
+  EXPECT_DOUBLE_EQ(h100.memory_gbps, 3350);
+  const DeviceModel a100 = DeviceModel::ByName("a100");
+  EXPECT_EQ(a100.sms, 108);
+  EXPECT_DOUBLE_EQ(a100.fp32_tflops, 19.5);
+  EXPECT_DOUBLE_EQ(a100.tf32_tflops, 156);
+  EXPECT_DOUBLE_EQ(a100.fp16_tflops, 312);
+  EXPECT_DOUBLE_EQ(a100.memory_gbps, 2039);
+  const DeviceModel v100 = DeviceModel::ByName("v100");
+  EXPECT_EQ(v100.sms, 80);
+  EXPECT_DOUBLE_EQ(v100.fp32_tflops, 15.7);
+  EXPECT_DOUBLE_EQ(v100.fp16_tflops, 125);
+  EXPECT_DOUBLE_EQ(v100.memory_gbps, 900);
+  const DeviceModel cpu = DeviceModel::ByName("cpu");
+  EXPECT_EQ(cpu.sms, static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+  EXPECT_EQ(cpu.max_concurrent_kernels, cpu.sms);
+  for (const std::string& name : DeviceModel::KnownNames()) {
+    const DeviceModel d = DeviceModel::ByName(name);
+    EXPECT_EQ(d.name, name);
+    EXPECT_GT(d.launch_us, 0) << name;
+    EXPECT_GT(d.sync_us, 0) << name;
+    EXPECT_GE(d.tf32_tflops, d.fp32_tflops) << name;
+    EXPECT_GE(d.fp16_tflops, d.tf32_tflops) << name;
+  }
+}
+
+TEST(DeviceModel, ByNameIgnoresCase) { EXPECT_EQ(DeviceModel::ByName("H100").sms, 132); }
+
+TEST(DeviceModel, ByNameListsKnownNamesOnError) {
+  try {
+    DeviceModel::ByName("tpu");
+    FAIL() << "expected autograph::Error";
+  } catch (const autograph::Error& e) {
+    const std::string message = e.what();
+    EXPECT_NE(message.find("\"tpu\""), std::string::npos) << message;
+    for (const char* known : {"h100", "a100", "v100", "cpu"})
+      EXPECT_NE(message.find(known), std::string::npos) << message;
+  }
+}
+
+void ExpectJsonError(const nlohmann::json& json, const std::string& needle) {
+  try {
+    autograph::DeviceModelFromJson(json);
+    ADD_FAILURE() << "accepted " << json.dump();
+  } catch (const autograph::Error& e) {
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+  }
+}
+
+TEST(DeviceModel, JsonRejectsMalformed) {
+  const nlohmann::json good = autograph::DeviceModelToJson(Calibrated());
+  ExpectJsonError(nlohmann::json::array(), "expected an object");
+  auto j = good;
+  j.erase("memory_gbps");
+  ExpectJsonError(j, "memory_gbps");
+  j = good;
+  j["memory_gbs"] = 1;
+  ExpectJsonError(j, "memory_gbs");
+  j = good;
+  j["efficiency"]["gemm"] = 1.5;
+  ExpectJsonError(j, "efficiency.gemm");
+  j = good;
+  j["efficiency"]["gemmm"] = 0.5;
+  ExpectJsonError(j, "gemmm");
+  j = good;
+  j["sms"] = 13.5;
+  ExpectJsonError(j, "sms");
+  j = good;
+  j["fp32_tflops"] = "fast";
+  ExpectJsonError(j, "fp32_tflops");
+  j = good;
+  j["launch_us"] = -1;
+  ExpectJsonError(j, "launch_us");
+  j = good;
+  j["version"] = 3;
+  ExpectJsonError(j, "version");
+  j = good;
+  j["stitch_overhead_us"] = -2;
+  ExpectJsonError(j, "stitch_overhead_us");
+  j = good;
+  j["version"] = 1;  // version 1 has no stitch_overhead_us nor dispatch_per_group
+  ExpectJsonError(j, "unknown key");
+  j = good;
+  j["dispatch_per_group"] = 1;
+  ExpectJsonError(j, "dispatch_per_group");
+  j = good;
+  j["granularity"].erase("gemm_tile");
+  ExpectJsonError(j, "gemm_tile");
+}
+
+TEST(DeviceModel, LoadNamesAMissingFile) {
+  try {
+    autograph::LoadDeviceModel("/nonexistent/dev.json");
+    FAIL() << "expected autograph::Error";
+  } catch (const autograph::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("/nonexistent/dev.json"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
