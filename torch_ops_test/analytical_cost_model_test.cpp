@@ -497,5 +497,64 @@ TEST(DeviceModel, FileRoundTrip) {
   EXPECT_NE(preset.OperatorMs(g, 0), calibrated.OperatorMs(g, 0));
 }
 
+void ExpectJsonError(const nlohmann::json& json, const std::string& needle) {
+  try {
+    autograph::DeviceModelFromJson(json);
+    ADD_FAILURE() << "accepted " << json.dump();
+  } catch (const autograph::Error& e) {
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+  }
+}
+
+TEST(DeviceModel, JsonRejectsMalformed) {
+  const nlohmann::json good = autograph::DeviceModelToJson(Calibrated());
+  ExpectJsonError(nlohmann::json::array(), "expected an object");
+  auto j = good;
+  j.erase("memory_gbps");
+  ExpectJsonError(j, "memory_gbps");
+  j = good;
+  j["memory_gbs"] = 1;
+  ExpectJsonError(j, "memory_gbs");
+  j = good;
+  j["efficiency"]["gemm"] = 1.5;
+  ExpectJsonError(j, "efficiency.gemm");
+  j = good;
+  j["efficiency"]["gemmm"] = 0.5;
+  ExpectJsonError(j, "gemmm");
+  j = good;
+  j["sms"] = 13.5;
+  ExpectJsonError(j, "sms");
+  j = good;
+  j["fp32_tflops"] = "fast";
+  ExpectJsonError(j, "fp32_tflops");
+  j = good;
+  j["launch_us"] = -1;
+  ExpectJsonError(j, "launch_us");
+  j = good;
+  j["version"] = 3;
+  ExpectJsonError(j, "version");
+  j = good;
+  j["stitch_overhead_us"] = -2;
+  ExpectJsonError(j, "stitch_overhead_us");
+  j = good;
+  j["version"] = 1;  // version 1 has no stitch_overhead_us nor dispatch_per_group
+  ExpectJsonError(j, "unknown key");
+  j = good;
+  j["dispatch_per_group"] = 1;
+  ExpectJsonError(j, "dispatch_per_group");
+  j = good;
+  j["granularity"].erase("gemm_tile");
+  ExpectJsonError(j, "gemm_tile");
+}
+
+TEST(DeviceModel, LoadNamesAMissingFile) {
+  try {
+    autograph::LoadDeviceModel("/nonexistent/dev.json");
+    FAIL() << "expected autograph::Error";
+  } catch (const autograph::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("/nonexistent/dev.json"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 
