@@ -204,6 +204,29 @@ std::string Markdown(const BenchOptions& o, const std::vector<Row>& rows, const 
   return md.str();
 }
 
+// The largest absolute error of a method's outputs against the reference's, and that error over the
+// reference's largest magnitude (its scale), into the row. Throws Error when the outputs do not match up.
+void CompareOutputs(const std::vector<at::Tensor>& got, const std::vector<at::Tensor>& reference, Row* row) {
+  if (got.size() != reference.size())
+    throw Error("gives " + std::to_string(got.size()) + " output tensors, jit " + std::to_string(reference.size()));
+  for (size_t i = 0; i < got.size(); ++i) {
+    const double abs = (got[i].to(at::kDouble) - reference[i].to(at::kDouble)).abs().max().item<double>();
+    const double scale = reference[i].abs().max().item<double>();
+    row->max_abs = std::max(row->max_abs, abs);
+    row->max_rel = std::max(row->max_rel, scale > 0 ? abs / scale : abs);
+  }
+}
+
+std::string Csv(const std::vector<Row>& rows, const std::string& device) {
+  std::ostringstream csv;
+  csv << "model,batch,device,method,median_ms,p10_ms,p90_ms,max_abs_err,max_rel_err,search_s\n";
+  for (const Row& r : rows) {
+    csv << r.model << "," << r.batch << "," << device << "," << r.method << "," << r.median << "," << r.p10 << ","
+        << r.p90 << "," << r.max_abs << "," << r.max_rel << "," << r.search_s << "\n";
+  }
+  return csv.str();
+}
+
 int RunBench(const BenchOptions& o) {
   c10::Device device(o.device);
   const bool cuda = device.is_cuda();
@@ -231,8 +254,7 @@ int RunBench(const BenchOptions& o) {
       auto specs = model_specs;
       for (auto& s : specs) s.shape[0] = batch;
       std::vector<c10::IValue> cpu_inputs = MakeExampleInputs(specs);
-      std::vector<c10::IValue> inputs;
-      for (const auto& v : cpu_inputs) inputs.push_back(v.toTensor().to(device));
+      std::vector<c10::IValue> inputs = InputsOn(cpu_inputs, device);
       auto reference = Outputs(module.forward(inputs));
 
       // Build and check every method first, then time them all side by side, round-robin, so that
@@ -244,15 +266,7 @@ int RunBench(const BenchOptions& o) {
         try {
           torch::jit::Module runnable =
               Build(method, module, cpu_inputs, device, CachePath(o, path, name, batch, method), &row.search_s);
-          auto got = Outputs(runnable.forward(inputs));
-          if (got.size() != reference.size())
-            throw Error("gives " + std::to_string(got.size()) + " output tensors, jit " + std::to_string(reference.size()));
-          for (size_t i = 0; i < got.size(); ++i) {
-            const double abs = (got[i].to(at::kDouble) - reference[i].to(at::kDouble)).abs().max().item<double>();
-            const double scale = reference[i].abs().max().item<double>();
-            row.max_abs = std::max(row.max_abs, abs);
-            row.max_rel = std::max(row.max_rel, scale > 0 ? abs / scale : abs);
-          }
+          CompareOutputs(Outputs(runnable.forward(inputs)), reference, &row);
           built.push_back(row);
           runnables.push_back(runnable);
         } catch (const std::exception& e) {
@@ -279,16 +293,10 @@ int RunBench(const BenchOptions& o) {
     }
   }
 
-  std::ostringstream csv;
-  csv << "model,batch,device,method,median_ms,p10_ms,p90_ms,max_abs_err,max_rel_err,search_s\n";
-  for (const Row& r : rows) {
-    csv << r.model << "," << r.batch << "," << device.str() << "," << r.method << "," << r.median << "," << r.p10 << ","
-        << r.p90 << "," << r.max_abs << "," << r.max_rel << "," << r.search_s << "\n";
-  }
   const std::string md = Markdown(o, rows, device.str());
   if (!o.out.empty()) {
     fs::create_directories(o.out);
-    std::ofstream(o.out + "/results.csv") << csv.str();
+    std::ofstream(o.out + "/results.csv") << Csv(rows, device.str());
     std::ofstream(o.out + "/results.md") << md;
   }
   std::cout << md;

@@ -17,6 +17,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "api/apply_rewrites.h"
 #include "autograph/error.h"
 #include "autograph/model_loading.h"
 #include "commands.h"
@@ -70,6 +71,74 @@ std::string Fixed(double x, int digits) {
   return buf;
 }
 
+// What a calibration found and where it was written, for the two forms of output.
+struct CalibrationOutcome {
+  const CalibrateOptions& options;
+  std::string device, device_id, start_name, output;
+  int stitched_groups = 0;
+  const CalibrationReport& report;
+  const DeviceModel& fitted;
+  nlohmann::json worst;  // WorstOperators
+};
+
+nlohmann::json OutcomeJson(const CalibrationOutcome& c) {
+  const DeviceModel& fitted = c.fitted;
+  const CalibrationReport& report = c.report;
+  nlohmann::json factors = {{"gemm_efficiency", fitted.gemm_efficiency},
+                            {"vector_efficiency", fitted.vector_efficiency},
+                            {"memory_efficiency", fitted.memory_efficiency},
+                            {"memory_gbps", fitted.memory_gbps},
+                            {"launch_us", fitted.launch_us},
+                            {"sm_bandwidth_share", fitted.sm_bandwidth_share},
+                            {"sync_us", fitted.sync_us},
+                            {"stitch_overhead_us", fitted.stitch_overhead_us}};
+  nlohmann::json result = {{"models", c.options.models},
+                           {"device", c.device},
+                           {"device_id", c.device_id},
+                           {"device_model", c.start_name},
+                           {"operators", report.operators},
+                           {"stitched_groups", c.stitched_groups},
+                           {"measurements", report.measurements},
+                           {"measure_seconds", report.measure_seconds},
+                           {"fit_seconds", report.fit_seconds},
+                           {"error_before", ErrorJson(report.before)},
+                           {"error_after", ErrorJson(report.after)},
+                           {"stages", report.stages},
+                           {"sync_us_before", report.sync_us_before},
+                           {"stage_error_before", ErrorJson(report.stages_before)},
+                           {"stage_error_after", ErrorJson(report.stages_after)},
+                           {"fitted", factors},
+                           {"worst_operators", c.worst},
+                           {"output", c.output}};
+  return result;
+}
+
+void PrintOutcome(const CalibrationOutcome& c) {
+  const DeviceModel& fitted = c.fitted;
+  const CalibrationReport& report = c.report;
+  std::cout << "calibrated " << c.start_name << " on " << c.device_id << " from " << report.operators
+            << " operators (" << c.stitched_groups << " of them stitched groups; " << report.measurements << " measured in " << Fixed(report.measure_seconds, 1)
+            << " s, the rest cached)\n"
+            << "|ln(predicted/measured)|  median " << Fixed(report.before.median, 3) << " -> "
+            << Fixed(report.after.median, 3) << ", p90 " << Fixed(report.before.p90, 3) << " -> "
+            << Fixed(report.after.p90, 3) << "\n"
+            << "gemm_efficiency " << Fixed(fitted.gemm_efficiency, 4) << ", vector_efficiency "
+            << Fixed(fitted.vector_efficiency, 4) << ", memory_efficiency " << Fixed(fitted.memory_efficiency, 4)
+            << " of " << Fixed(fitted.memory_gbps, 1) << " GB/s, launch_us " << Fixed(fitted.launch_us, 2)
+            << ", sm_bandwidth_share " << Fixed(fitted.sm_bandwidth_share, 3) << ", stitch_overhead_us "
+            << Fixed(fitted.stitch_overhead_us, 2) << "\n"
+            << "concurrency: " << report.stages << " stages of two independent operators, sync_us "
+            << Fixed(report.sync_us_before, 2) << " -> " << Fixed(fitted.sync_us, 2)
+            << ", |ln(predicted/measured)| median " << Fixed(report.stages_before.median, 3) << " -> "
+            << Fixed(report.stages_after.median, 3) << "\n"
+            << "worst fitted operators (measured vs predicted ms):\n";
+  for (const auto& row : c.worst)
+    std::cout << "  " << row["op"].get<std::string>() << " " << row["inputs"].dump() << "  "
+              << Fixed(row["measured_ms"].get<double>(), 4) << " vs " << Fixed(row["predicted_ms"].get<double>(), 4)
+              << "\n";
+  std::cout << "wrote " << c.output << (c.options.output.empty() ? " (optimize uses it by default on this device)" : "") << "\n";
+}
+
 int RunCalibrate(const CalibrateOptions& o) {
   const c10::Device device(o.device);
   if (device.is_cuda() && !at::hasCUDA())
@@ -95,10 +164,8 @@ int RunCalibrate(const CalibrateOptions& o) {
     // Stitched kernels are operators the search plans too: measured among the others, they show the
     // fit what a stitched group costs on this device.
     if (o.stitch) {
-      StitchPlanOptions plan;  // the planner's figures from the start model, as optimize's
-      plan.launch_us = start.launch_us;
-      plan.bytes_per_us = start.memory_gbps * 1e3 * start.memory_efficiency;
-      stitched_groups += StitchMemoryBoundOps(lowered, inputs, plan).groups;
+      // The planner's figures from the start model, as optimize's.
+      stitched_groups += StitchMemoryBoundOps(lowered, inputs, StitchPlanOptionsFor(start)).groups;
     }
     graphs.push_back(std::make_unique<OpGraph>(ImportOpGraph(lowered, inputs)));
     models.push_back(std::make_unique<MeasuredCostModel>(*graphs.back(), inputs, measured_options));
@@ -116,58 +183,13 @@ int RunCalibrate(const CalibrateOptions& o) {
   }
   SaveDeviceModel(fitted, output);
 
-  const nlohmann::json worst = WorstOperators(fitted, report, 5);
+  const CalibrationOutcome outcome{o,      device.str(),    models.front()->device_id(), start_name, output,
+                                   stitched_groups, report,     fitted,     WorstOperators(fitted, report, 5)};
   if (o.json) {
-    nlohmann::json factors = {{"gemm_efficiency", fitted.gemm_efficiency},
-                              {"vector_efficiency", fitted.vector_efficiency},
-                              {"memory_efficiency", fitted.memory_efficiency},
-                              {"memory_gbps", fitted.memory_gbps},
-                              {"launch_us", fitted.launch_us},
-                              {"sm_bandwidth_share", fitted.sm_bandwidth_share},
-                              {"sync_us", fitted.sync_us},
-                              {"stitch_overhead_us", fitted.stitch_overhead_us}};
-    nlohmann::json result = {{"models", o.models},
-                             {"device", device.str()},
-                             {"device_id", models.front()->device_id()},
-                             {"device_model", start_name},
-                             {"operators", report.operators},
-                             {"stitched_groups", stitched_groups},
-                             {"measurements", report.measurements},
-                             {"measure_seconds", report.measure_seconds},
-                             {"fit_seconds", report.fit_seconds},
-                             {"error_before", ErrorJson(report.before)},
-                             {"error_after", ErrorJson(report.after)},
-                             {"stages", report.stages},
-                             {"sync_us_before", report.sync_us_before},
-                             {"stage_error_before", ErrorJson(report.stages_before)},
-                             {"stage_error_after", ErrorJson(report.stages_after)},
-                             {"fitted", factors},
-                             {"worst_operators", worst},
-                             {"output", output}};
-    std::cout << result.dump() << std::endl;
-    return 0;
+    std::cout << OutcomeJson(outcome).dump() << std::endl;
+  } else {
+    PrintOutcome(outcome);
   }
-  std::cout << "calibrated " << start_name << " on " << models.front()->device_id() << " from " << report.operators
-            << " operators (" << stitched_groups << " of them stitched groups; " << report.measurements << " measured in " << Fixed(report.measure_seconds, 1)
-            << " s, the rest cached)\n"
-            << "|ln(predicted/measured)|  median " << Fixed(report.before.median, 3) << " -> "
-            << Fixed(report.after.median, 3) << ", p90 " << Fixed(report.before.p90, 3) << " -> "
-            << Fixed(report.after.p90, 3) << "\n"
-            << "gemm_efficiency " << Fixed(fitted.gemm_efficiency, 4) << ", vector_efficiency "
-            << Fixed(fitted.vector_efficiency, 4) << ", memory_efficiency " << Fixed(fitted.memory_efficiency, 4)
-            << " of " << Fixed(fitted.memory_gbps, 1) << " GB/s, launch_us " << Fixed(fitted.launch_us, 2)
-            << ", sm_bandwidth_share " << Fixed(fitted.sm_bandwidth_share, 3) << ", stitch_overhead_us "
-            << Fixed(fitted.stitch_overhead_us, 2) << "\n"
-            << "concurrency: " << report.stages << " stages of two independent operators, sync_us "
-            << Fixed(report.sync_us_before, 2) << " -> " << Fixed(fitted.sync_us, 2)
-            << ", |ln(predicted/measured)| median " << Fixed(report.stages_before.median, 3) << " -> "
-            << Fixed(report.stages_after.median, 3) << "\n"
-            << "worst fitted operators (measured vs predicted ms):\n";
-  for (const auto& row : worst)
-    std::cout << "  " << row["op"].get<std::string>() << " " << row["inputs"].dump() << "  "
-              << Fixed(row["measured_ms"].get<double>(), 4) << " vs " << Fixed(row["predicted_ms"].get<double>(), 4)
-              << "\n";
-  std::cout << "wrote " << output << (o.output.empty() ? " (optimize uses it by default on this device)" : "") << "\n";
   return 0;
 }
 

@@ -96,8 +96,7 @@ int RunOptimize(const OptimizeCommandOptions& o) {
   nlohmann::json measured = nullptr;
   if (report.measured_ms >= 0) measured = report.measured_ms;
   if (o.measure_runs > 0) {
-    std::vector<c10::IValue> inputs;
-    for (const auto& v : options.example_inputs) inputs.push_back(v.toTensor().to(options.executor.device));
+    std::vector<c10::IValue> inputs = InputsOn(options.example_inputs, options.executor.device);
     measured = MeasureMilliseconds(optimized, inputs, o.measure_runs, options.executor.device);
   }
 

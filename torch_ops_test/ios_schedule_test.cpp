@@ -208,7 +208,7 @@ TEST(IosSchedule, MatchesBruteForceOnBlocksOfLargerGraphs) {
     std::vector<int> block;  // a range of ids is convex; listed backwards to check that order does not matter
     for (int v = first + size - 1; v >= first; --v) block.push_back(v);
     OpGraph sub;
-    for (int v = first; v < first + size; ++v) AddOp(sub, g.node(v).flops);
+    for (int v = first; v < first + size; ++v) AddOp(sub, g.node(v).flops, 0);
     for (int v = first; v < first + size; ++v)
       for (int w : g.succs(v))
         if (w < first + size) sub.AddEdge(v - first, w - first);
@@ -419,7 +419,7 @@ TEST(IosSchedule, EmptyBlockGivesAnEmptySchedule) {
 TEST(IosSchedule, TakesBlocksOfUpTo64Ops) {
   OpGraph chain;
   for (int i = 0; i < 65; ++i) {
-    AddOp(chain, i);
+    AddOp(chain, i, 0);
     if (i > 0) chain.AddEdge(i - 1, i);
   }
   std::vector<int> ids = AllIds(chain);

@@ -23,6 +23,7 @@
 #include "graph_pass/import_op_graph.h"
 #include "graph_pass/lower_module.h"
 #include "search/nimble_chains.h"
+#include "toy_op_graph.h"
 #include "zoo_test_util.h"
 
 namespace {
@@ -34,17 +35,11 @@ using autograph::OpKind;
 using autograph::OpNode;
 using autograph::Schedule;
 using Adjacency = std::vector<std::vector<int>>;
-
-int AddOp(OpGraph& g, OpKind kind = OpKind::ComputeBound) {
-  OpNode node;
-  node.op = "test::op" + std::to_string(g.size());
-  node.kind = kind;
-  return g.AddNode(node);
-}
+using autograph::testing::AddOp;
 
 OpGraph MakeGraph(int n, const std::vector<std::pair<int, int>>& edges) {
   OpGraph g;
-  for (int i = 0; i < n; ++i) AddOp(g);
+  for (int i = 0; i < n; ++i) AddOp(g, 0, 0);
   for (auto [u, v] : edges) g.AddEdge(u, v);
   return g;
 }
@@ -52,7 +47,7 @@ OpGraph MakeGraph(int n, const std::vector<std::pair<int, int>>& edges) {
 // Forward edges with probability `density`; each op a View with probability `views`.
 OpGraph RandomDag(std::mt19937& rng, int n, double density, double views = 0) {
   OpGraph g;
-  for (int i = 0; i < n; ++i) AddOp(g, (rng() % 1000) / 1000.0 < views ? OpKind::View : OpKind::ComputeBound);
+  for (int i = 0; i < n; ++i) AddOp(g, 0, 0, (rng() % 1000) / 1000.0 < views ? OpKind::View : OpKind::ComputeBound);
   for (int u = 0; u < n; ++u)
     for (int v = u + 1; v < n; ++v)
       if ((rng() % 1000) / 1000.0 < density) g.AddEdge(u, v);
@@ -318,8 +313,8 @@ TEST(NimbleSchedule, FoldsStreamsBeyondMaxStreams) {
 // Views launch nothing: they take no chain of their own and run where their producer runs.
 TEST(NimbleSchedule, ViewsRunOnTheirProducersStream) {
   OpGraph g;
-  const int a = AddOp(g), view = AddOp(g, OpKind::View), b = AddOp(g), c = AddOp(g), join = AddOp(g);
-  const int input_view = AddOp(g, OpKind::View), d = AddOp(g);
+  const int a = AddOp(g, 0, 0), view = AddOp(g, 0, 0, OpKind::View), b = AddOp(g, 0, 0), c = AddOp(g, 0, 0), join = AddOp(g, 0, 0);
+  const int input_view = AddOp(g, 0, 0, OpKind::View), d = AddOp(g, 0, 0);
   g.AddEdge(a, view);
   g.AddEdge(view, b);
   g.AddEdge(b, join);

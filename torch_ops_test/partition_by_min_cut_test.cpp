@@ -74,19 +74,19 @@ TEST(PartitionByMinCut, RandomDagsGiveConvexBoundedOrderedBlocks) {
 TEST(PartitionByMinCut, CutsTwoWideDiamondsAtTheNarrowEdge) {
   OpGraph g;
   auto diamond = [&](int input, int64_t join_bytes) {
-    const int fork = AddOp(g, 1000);
+    const int fork = AddOp(g, 0, 1000);
     if (input >= 0) g.AddEdge(input, fork);
     std::vector<int> branch_ends;
     for (int b = 0; b < 4; ++b) {
       int previous = fork;
       for (int k = 0; k < 3; ++k) {
-        const int v = AddOp(g, 1000);
+        const int v = AddOp(g, 0, 1000);
         g.AddEdge(previous, v);
         previous = v;
       }
       branch_ends.push_back(previous);
     }
-    const int join = AddOp(g, join_bytes);
+    const int join = AddOp(g, 0, join_bytes);
     for (int end : branch_ends) g.AddEdge(end, join);
     return join;
   };
@@ -106,12 +106,12 @@ TEST(PartitionByMinCut, CutsWhereEveryPathPassesOneOp) {
   for (int cell = 0; cell < 4; ++cell) {
     std::vector<int> ends;
     for (int b = 0; b < 3; ++b) {
-      const int first = AddOp(g, 100), second = AddOp(g, 100);
+      const int first = AddOp(g, 0, 100), second = AddOp(g, 0, 100);
       if (previous_join >= 0) g.AddEdge(previous_join, first);
       g.AddEdge(first, second);
       ends.push_back(second);
     }
-    previous_join = AddOp(g, 100);
+    previous_join = AddOp(g, 0, 100);
     for (int end : ends) g.AddEdge(end, previous_join);
   }
   const Blocks cells{Range(0, 6), Range(7, 13), Range(14, 20), Range(21, 27)};
@@ -124,15 +124,15 @@ TEST(PartitionByMinCut, CutsWhereEveryPathPassesOneOp) {
 // less than cutting the three branch outputs (3 x 60), though it has three edges across the cut.
 TEST(PartitionByMinCut, CountsATensorOnceWhateverItsReaders) {
   OpGraph g;
-  const int head = AddOp(g, 1000), wide = AddOp(g, 100);
+  const int head = AddOp(g, 0, 1000), wide = AddOp(g, 0, 100);
   g.AddEdge(head, wide);
   std::vector<int> branches;
   for (int b = 0; b < 3; ++b) {
-    const int v = AddOp(g, 60);
+    const int v = AddOp(g, 0, 60);
     g.AddEdge(wide, v);
     branches.push_back(v);
   }
-  const int join = AddOp(g, 1000), tail = AddOp(g, 1000);
+  const int join = AddOp(g, 0, 1000), tail = AddOp(g, 0, 1000);
   for (int v : branches) g.AddEdge(v, join);
   g.AddEdge(join, tail);
   EXPECT_EQ(Partition(g, 5), (Blocks{Range(0, 1), Range(2, 6)}));
@@ -141,7 +141,7 @@ TEST(PartitionByMinCut, CountsATensorOnceWhateverItsReaders) {
 TEST(PartitionByMinCut, ChainIsCutIntoConsecutiveRanges) {
   OpGraph g;
   for (int i = 0; i < 100; ++i) {
-    AddOp(g, 64);
+    AddOp(g, 0, 64);
     if (i > 0) g.AddEdge(i - 1, i);
   }
   for (int k : {1, 7, 32, 99}) {
@@ -211,7 +211,7 @@ TEST(PartitionByMinCut, StateBoundHoldsAndNeighboursStayApart) {
 // blocks of at most 6 ops (2^6 = 64 states; 7 ops would have 128).
 TEST(PartitionByMinCut, WideBlockWithinOpBoundIsCutByStates) {
   OpGraph g;
-  for (int i = 0; i < 12; ++i) AddOp(g, 10);
+  for (int i = 0; i < 12; ++i) AddOp(g, 0, 10);
   PartitionOptions options;
   options.max_block_ops = 40;
   options.max_block_states = 100;
@@ -224,7 +224,7 @@ TEST(PartitionByMinCut, WideBlockWithinOpBoundIsCutByStates) {
 
 TEST(PartitionByMinCut, RejectsBadStateBounds) {
   OpGraph g;
-  AddOp(g, 1);
+  AddOp(g, 0, 1);
   PartitionOptions options;
   options.max_block_states = -1;
   try {

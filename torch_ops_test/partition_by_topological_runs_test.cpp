@@ -54,7 +54,7 @@ TEST(PartitionByTopologicalRuns, RunsAreValidBoundedAndMaximal) {
 
 TEST(PartitionByTopologicalRuns, RejectsBadBounds) {
   OpGraph g;
-  AddOp(g, 1);
+  AddOp(g, 0, 1);
   PartitionOptions options;
   options.max_block_ops = 0;
   try {

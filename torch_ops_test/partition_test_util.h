@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/op_graph.h"
+#include "toy_op_graph.h"
 
 namespace partition_test {
 
@@ -15,21 +16,14 @@ using autograph::OpGraph;
 using autograph::OpKind;
 using autograph::OpNode;
 using Blocks = std::vector<std::vector<int>>;
-
-inline int AddOp(OpGraph& g, int64_t bytes_written) {
-  OpNode node;
-  node.op = "test::op" + std::to_string(g.size());
-  node.kind = OpKind::ComputeBound;
-  node.bytes_written = bytes_written;
-  return g.AddNode(node);
-}
+using autograph::testing::AddOp;
 
 // n ops writing 0..9999 bytes (0 included: the capacity is at least 1); each edge u -> v with
 // v - u <= window present with probability `density`. A small window gives long, narrow graphs like
 // real networks, a large one dense tangles.
 inline OpGraph RandomDag(std::mt19937& rng, int n, double density, int window) {
   OpGraph g;
-  for (int i = 0; i < n; ++i) AddOp(g, rng() % 10000);
+  for (int i = 0; i < n; ++i) AddOp(g, 0, rng() % 10000);
   for (int u = 0; u < n; ++u)
     for (int v = u + 1; v < n && v - u <= window; ++v)
       if ((rng() % 1000) / 1000.0 < density) g.AddEdge(u, v);

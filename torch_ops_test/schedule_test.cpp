@@ -10,6 +10,7 @@
 #include <string>
 
 #include "search/simple_schedulers.h"
+#include "toy_op_graph.h"
 
 namespace {
 
@@ -23,22 +24,14 @@ using autograph::ScheduleError;
 using autograph::ScheduleFromJson;
 using autograph::ScheduleToJson;
 using autograph::SequentialSchedule;
+using autograph::testing::AddOp;
 using autograph::Stage;
 using autograph::StageStrategy;
 using Groups = std::vector<std::vector<int>>;
 
-// Node i is named "test::op<i>" so that a message can be checked for naming the right op.
-int AddOp(OpGraph& g, OpKind kind, double flops = 1) {
-  OpNode node;
-  node.op = "test::op" + std::to_string(g.size());
-  node.kind = kind;
-  node.flops = flops;
-  return g.AddNode(node);
-}
-
 OpGraph MakeGraph(int n, const std::vector<std::pair<int, int>>& edges, OpKind kind = OpKind::MemoryBound) {
   OpGraph g;
-  for (int i = 0; i < n; ++i) AddOp(g, kind);
+  for (int i = 0; i < n; ++i) AddOp(g, 1, 0, kind);
   for (auto [u, v] : edges) g.AddEdge(u, v);
   return g;
 }
@@ -49,7 +42,7 @@ OpGraph RandomDag(std::mt19937& rng, int n) {
   for (int i = 0; i < n; ++i) {
     const int roll = rng() % 4;
     const OpKind kind = roll == 0 ? OpKind::View : roll == 1 ? OpKind::ComputeBound : OpKind::MemoryBound;
-    AddOp(g, kind, kind == OpKind::View ? 0 : rng() % 100);
+    AddOp(g, kind == OpKind::View ? 0 : rng() % 100, 0, kind);
   }
   const double density = (rng() % 50) / 100.0;
   for (int u = 0; u < n; ++u)
@@ -136,7 +129,7 @@ TEST(ScheduleValidate, RejectsMergeStagesThatCannotBeOneKernel) {
 TEST(ScheduleCounts, KernelsLaunchedCountsAMergeStageOnce) {
   OpGraph g;
   for (OpKind kind : {OpKind::ComputeBound, OpKind::ComputeBound, OpKind::ComputeBound, OpKind::View, OpKind::MemoryBound})
-    AddOp(g, kind);
+    AddOp(g, 1, 0, kind);
   EXPECT_EQ(autograph::KernelsLaunched(g, MakeSchedule({{{0, 1, 2, 3, 4}}})), 4);  // the view launches none
   Schedule s = MakeSchedule({{{0}, {1}, {2}}, {{3}, {4}}});
   EXPECT_EQ(autograph::KernelsLaunched(g, s), 4);
@@ -398,15 +391,15 @@ TEST(ScheduleGreedy, ChainIsOneGroup) {
 TEST(ScheduleGreedy, HeaviestRemainingPathFirst) {
   // Independent ops: the two heaviest share the first stage, heaviest first.
   OpGraph independent;
-  AddOp(independent, OpKind::ComputeBound, 1);
-  AddOp(independent, OpKind::ComputeBound, 50);
-  AddOp(independent, OpKind::ComputeBound, 10);
+  AddOp(independent, 1, 0, OpKind::ComputeBound);
+  AddOp(independent, 50, 0, OpKind::ComputeBound);
+  AddOp(independent, 10, 0, OpKind::ComputeBound);
   EXPECT_EQ(StagesOf(GreedySchedule(independent, 2)), (std::vector<Groups>{{{1}, {2}}, {{0}}}));
   // 0 is light but leads to a heavy op; the path counts, not the op alone.
   OpGraph path;
-  AddOp(path, OpKind::ComputeBound, 1);
-  AddOp(path, OpKind::ComputeBound, 100);
-  AddOp(path, OpKind::ComputeBound, 50);
+  AddOp(path, 1, 0, OpKind::ComputeBound);
+  AddOp(path, 100, 0, OpKind::ComputeBound);
+  AddOp(path, 50, 0, OpKind::ComputeBound);
   path.AddEdge(0, 1);
   EXPECT_EQ(StagesOf(GreedySchedule(path, 1)), (std::vector<Groups>{{{0, 1}}, {{2}}}));
 }
@@ -421,10 +414,10 @@ TEST(ScheduleGreedy, OperatorCountBreaksFlopTies) {
 TEST(ScheduleGreedy, ViewJoinsTheGroupOfItsProducer) {
   // 0 -> 1 (view) -> 2 and 0 -> 3: the view rides with 0 instead of taking a stream next stage.
   OpGraph g;
-  AddOp(g, OpKind::ComputeBound, 10);
-  AddOp(g, OpKind::View, 0);
-  AddOp(g, OpKind::ComputeBound, 10);
-  AddOp(g, OpKind::ComputeBound, 10);
+  AddOp(g, 10, 0, OpKind::ComputeBound);
+  AddOp(g, 0, 0, OpKind::View);
+  AddOp(g, 10, 0, OpKind::ComputeBound);
+  AddOp(g, 10, 0, OpKind::ComputeBound);
   g.AddEdge(0, 1);
   g.AddEdge(1, 2);
   g.AddEdge(0, 3);
@@ -434,18 +427,18 @@ TEST(ScheduleGreedy, ViewJoinsTheGroupOfItsProducer) {
 TEST(ScheduleGreedy, ReadyViewJoinsAnExistingGroup) {
   // 0 (view, no inputs) -> 2; 1 independent. The view does not open a second group.
   OpGraph g;
-  AddOp(g, OpKind::View, 0);
-  AddOp(g, OpKind::ComputeBound, 10);
-  AddOp(g, OpKind::ComputeBound, 10);
+  AddOp(g, 0, 0, OpKind::View);
+  AddOp(g, 10, 0, OpKind::ComputeBound);
+  AddOp(g, 10, 0, OpKind::ComputeBound);
   g.AddEdge(0, 2);
   EXPECT_EQ(StagesOf(GreedySchedule(g, 8)), (std::vector<Groups>{{{1, 0}}, {{2}}}));
 }
 
 TEST(ScheduleGreedy, OnlyViewsReadyStillMakesProgress) {
   OpGraph g;
-  AddOp(g, OpKind::View, 0);
-  AddOp(g, OpKind::View, 0);
-  AddOp(g, OpKind::ComputeBound, 10);
+  AddOp(g, 0, 0, OpKind::View);
+  AddOp(g, 0, 0, OpKind::View);
+  AddOp(g, 10, 0, OpKind::ComputeBound);
   g.AddEdge(0, 2);
   g.AddEdge(1, 2);
   EXPECT_EQ(StagesOf(GreedySchedule(g, 8)), (std::vector<Groups>{{{0, 1}}, {{2}}}));

@@ -13,20 +13,13 @@
 #include "core/schedule.h"
 #include "executor/validate_schedule.h"
 #include "search/cost/cost_model.h"
+#include "toy_op_graph.h"
 
 namespace autograph::testing {
 
-inline int AddOp(OpGraph& g, double flops) {
-  OpNode node;
-  node.op = "test::op" + std::to_string(g.size());
-  node.kind = OpKind::ComputeBound;
-  node.flops = flops;
-  return g.AddNode(node);
-}
-
 inline OpGraph MakeGraph(const std::vector<double>& flops, const std::vector<std::pair<int, int>>& edges) {
   OpGraph g;
-  for (double f : flops) AddOp(g, f);
+  for (double f : flops) AddOp(g, f, 0);
   for (auto [u, v] : edges) g.AddEdge(u, v);
   return g;
 }
@@ -34,7 +27,7 @@ inline OpGraph MakeGraph(const std::vector<double>& flops, const std::vector<std
 // n ops with random FLOPs in 0..99, each forward edge present with probability `density`.
 inline OpGraph RandomDag(std::mt19937& rng, int n, double density) {
   OpGraph g;
-  for (int i = 0; i < n; ++i) AddOp(g, rng() % 100);
+  for (int i = 0; i < n; ++i) AddOp(g, rng() % 100, 0);
   for (int u = 0; u < n; ++u)
     for (int v = u + 1; v < n; ++v)
       if ((rng() % 1000) / 1000.0 < density) g.AddEdge(u, v);

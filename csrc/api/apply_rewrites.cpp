@@ -44,14 +44,6 @@ struct RewriteStep {
   std::function<void(const RewriteOutcome&, OptimizeReport*)> count;  // into the report, when kept
 };
 
-// The stitch planner weighs a launch against bytes moved with the device model's figures.
-StitchPlanOptions StitchOptionsFor(const OptimizeOptions& options) {
-  const DeviceModel device = DeviceModel::ByName(DeviceModelName(options));
-  StitchPlanOptions plan;
-  plan.launch_us = device.launch_us;
-  plan.bytes_per_us = device.memory_gbps * 1e3 * device.memory_efficiency;
-  return plan;
-}
 
 int CountAtenNodes(const torch::jit::Graph& graph) {
   int n = 0;
@@ -106,7 +98,7 @@ std::vector<RewriteStep> RewriteSteps(const std::vector<c10::IValue>& inputs, co
                                                                    {operators, stitched});
                            return RobustMs(samples[1], 0.3) < RobustMs(samples[0], 0.3);
                          };
-                       const StitchReport s = StitchMemoryBoundOps(g, inputs, StitchOptionsFor(options), judge);
+                       const StitchReport s = StitchMemoryBoundOps(g, inputs, StitchPlanOptionsFor(DeviceModel::ByName(DeviceModelName(options))), judge);
                        return RewriteOutcome{s.groups, s.ops_stitched, s.groups_rejected};
                      },
                      [](const RewriteOutcome& o, OptimizeReport* r) {
@@ -146,6 +138,13 @@ std::pair<double, double> TimeSideBySide(const GraphPtr& without, const GraphPtr
 }
 
 }  // namespace
+
+StitchPlanOptions StitchPlanOptionsFor(const DeviceModel& device) {
+  StitchPlanOptions plan;
+  plan.launch_us = device.launch_us;
+  plan.bytes_per_us = device.memory_gbps * 1e3 * device.memory_efficiency;
+  return plan;
+}
 
 void ApplyRewrites(GraphPtr& lowered, const std::vector<c10::IValue>& inputs, const OptimizeOptions& options,
                    bool searched, OptimizeReport* report) {

@@ -5,6 +5,8 @@
 #include <vector>
 
 #include "autograph/optimize.h"
+#include "search/cost/device_model.h"
+#include "stitch/plan_stitch_groups.h"
 
 namespace torch::jit {
 struct Graph;
@@ -18,6 +20,10 @@ namespace autograph {
 // graph, run as one stream, measures faster with it than without (side by side). Fills report's
 // rewrite counts (of kept rewrites only) and report->rewrites. `searched`: the schedule search will
 // decide sibling-linear merges itself, so merge_linears is not tried up front.
+// The stitch planner's figures (a launch against bytes moved) from a device model: how optimize plans
+// stitch groups, and what `autograph calibrate` plans them with.
+StitchPlanOptions StitchPlanOptionsFor(const DeviceModel& device);
+
 void ApplyRewrites(std::shared_ptr<torch::jit::Graph>& lowered, const std::vector<c10::IValue>& inputs,
                    const OptimizeOptions& options, bool searched, OptimizeReport* report);
 

@@ -89,6 +89,12 @@ std::optional<std::string> InputSpecPathFor(const std::string& model_path) {
   return std::nullopt;
 }
 
+std::vector<c10::IValue> InputsOn(const std::vector<c10::IValue>& values, c10::Device device) {
+  std::vector<c10::IValue> out;
+  for (const c10::IValue& v : values) out.push_back(v.isTensor() ? c10::IValue(v.toTensor().to(device)) : v);
+  return out;
+}
+
 std::vector<c10::IValue> MakeExampleInputs(const std::vector<InputSpec>& specs, c10::Device device, uint64_t seed) {
   at::Generator gen = at::detail::createCPUGenerator(seed);
   std::vector<c10::IValue> inputs;

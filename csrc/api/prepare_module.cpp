@@ -4,6 +4,7 @@
 #include <torch/script.h>
 
 #include "autograph/error.h"
+#include "autograph/model_loading.h"
 #include "graph_pass/lower_module.h"
 
 namespace autograph {
@@ -18,8 +19,7 @@ PreparedModule PrepareModule(const torch::jit::Module& module, const OptimizeOpt
   torch::jit::Module on_device = module.clone();
   on_device.to(device);
   PreparedModule prepared;
-  for (const c10::IValue& v : options.example_inputs)
-    prepared.inputs.push_back(v.isTensor() ? c10::IValue(v.toTensor().to(device)) : v);
+  prepared.inputs = InputsOn(options.example_inputs, device);
   prepared.lowered = LowerModule(on_device);
   return prepared;
 }

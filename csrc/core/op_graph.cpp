@@ -6,6 +6,12 @@
 
 namespace autograph {
 
+std::string ShapeString(c10::IntArrayRef shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? "," : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
 const char* ToString(OpKind kind) {
   switch (kind) {
     case OpKind::ComputeBound: return "compute";

@@ -26,6 +26,9 @@ enum class OpKind {
 };
 const char* ToString(OpKind kind);
 
+// "[1,3,224,224]": how messages print a shape.
+std::string ShapeString(c10::IntArrayRef shape);
+
 struct TensorMeta {
   std::vector<int64_t> shape;
   c10::ScalarType dtype = c10::ScalarType::Undefined;

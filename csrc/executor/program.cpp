@@ -16,12 +16,6 @@ namespace autograph {
 
 namespace {
 
-std::string ShapeString(at::IntArrayRef shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? "," : "") + std::to_string(shape[i]);
-  return s + "]";
-}
-
 // A merge candidate in the saved plan: everything but its tensors, which are the anchor's constant
 // weight and bias (inputs 1 and 2 of every operator a merge takes) and are restored from the graph.
 nlohmann::json MergeCandidateToJson(const MergeCandidate& c) {

@@ -66,22 +66,9 @@ int TrailingDims(std::vector<int64_t> dims, int64_t rank) {
   return static_cast<int>(dims.size());
 }
 
-}  // namespace
-
-bool IsStitchableKind(const std::string& kind) {
-  static const std::set<std::string> others = {"aten::silu",    "aten::gelu",        "aten::clamp",
-                                               "aten::hardtanh", "aten::hardsigmoid", "aten::hardswish",
-                                               "aten::softmax", "aten::log_softmax", "aten::layer_norm"};
-  return UnaryOps().count(kind) || BinaryOps().count(kind) || Reductions().count(kind) || others.count(kind);
-}
-
-std::optional<StitchableOp> AnalyzeStitchable(const Node* node,
-                                              const std::function<at::Tensor(const Value*)>& value_of) {
-  if (node->outputs().size() != 1 || !IsTensor(node->output()) || !node->blocks().empty()) return std::nullopt;
-  const std::string kind = Kind(node);
-  const at::Tensor out = value_of(node->output());
-  if (!out.defined() || !at::isFloatingType(out.scalar_type())) return std::nullopt;
-
+// Elementwise operators: the output's shape is the domain.
+std::optional<StitchableOp> AnalyzeElementwise(const Node* node, const std::string& kind, const at::Tensor& out,
+                                               const std::function<at::Tensor(const Value*)>& value_of) {
   StitchableOp op;
   // Tensor operands: same dtype and device as the output (no promotion inside a program); a
   // constant 0-dim tensor becomes a scalar instead.
@@ -102,7 +89,6 @@ std::optional<StitchableOp> AnalyzeStitchable(const Node* node,
     return op;
   };
   const size_t n_in = node->inputs().size();
-
   if (UnaryOps().count(kind) && n_in == 1) return elementwise(1, 1);
   if (kind == "aten::silu" && n_in == 1) return elementwise(1, 2);
   if (kind == "aten::hardsigmoid" && n_in == 1) return elementwise(1, 4);
@@ -130,7 +116,15 @@ std::optional<StitchableOp> AnalyzeStitchable(const Node* node,
     return elementwise(1, 4);
   }
 
-  // Reductions over trailing dims of the input (the domain).
+  return std::nullopt;
+}
+
+// Row reductions (softmax, log_softmax, layer_norm, mean / sum / amax / amin) over trailing dims of
+// the input, which is the domain.
+std::optional<StitchableOp> AnalyzeRowReduction(const Node* node, const std::string& kind, const at::Tensor& out,
+                                                const std::function<at::Tensor(const Value*)>& value_of) {
+  const size_t n_in = node->inputs().size();
+  StitchableOp op;
   if (n_in == 0 || !IsTensor(node->input(0))) return std::nullopt;
   const at::Tensor in = value_of(node->input(0));
   if (!in.defined() || in.scalar_type() != out.scalar_type() || in.device() != out.device()) return std::nullopt;
@@ -184,6 +178,26 @@ std::optional<StitchableOp> AnalyzeStitchable(const Node* node,
     return result;
   }
   return std::nullopt;
+}
+
+}  // namespace
+
+bool IsStitchableKind(const std::string& kind) {
+  static const std::set<std::string> others = {"aten::silu",    "aten::gelu",        "aten::clamp",
+                                               "aten::hardtanh", "aten::hardsigmoid", "aten::hardswish",
+                                               "aten::softmax", "aten::log_softmax", "aten::layer_norm"};
+  return UnaryOps().count(kind) || BinaryOps().count(kind) || Reductions().count(kind) || others.count(kind);
+}
+
+std::optional<StitchableOp> AnalyzeStitchable(const Node* node,
+                                              const std::function<at::Tensor(const Value*)>& value_of) {
+  if (node->outputs().size() != 1 || !IsTensor(node->output()) || !node->blocks().empty()) return std::nullopt;
+  const std::string kind = Kind(node);
+  const at::Tensor out = value_of(node->output());
+  if (!out.defined() || !at::isFloatingType(out.scalar_type())) return std::nullopt;
+
+  if (auto op = AnalyzeElementwise(node, kind, out, value_of)) return op;
+  return AnalyzeRowReduction(node, kind, out, value_of);
 }
 
 int EmitStitchStatements(const Node* node, StitchProgram* p, const std::function<int(Value*)>& operand_id) {

@@ -109,6 +109,24 @@ const c10::IValue& Recorded(const ValueRecord& values, const Value* v) {
   return it->second;
 }
 
+// Control flow: the top-level values that the blocks of `n` read, in order (repeats included).
+std::vector<const Value*> FreeTopLevelValues(const Node* n, const torch::jit::Block* top) {
+  std::vector<const Value*> free;
+  std::function<void(const Node*)> collect = [&](const Node* node) {
+    for (const torch::jit::Block* b : node->blocks()) {
+      for (const Node* inner : b->nodes()) {
+        for (const Value* v : inner->inputs())
+          if (v->node()->owningBlock() == top) free.push_back(v);
+        collect(inner);
+      }
+      for (const Value* v : b->outputs())
+        if (v->node()->owningBlock() == top) free.push_back(v);
+    }
+  };
+  collect(n);
+  return free;
+}
+
 }  // namespace
 
 std::string StageSignature(const OpGraph& graph, const Stage& stage, const ValueRecord& values,
@@ -159,21 +177,7 @@ std::string StageSignature(const OpGraph& graph, const Stage& stage, const Value
         if (i) os << ", ";
         write_input(node.anchor->input(i), position);
       }
-      // Control flow: the top-level values its body reads.
-      std::vector<const Value*> free;
-      std::function<void(const Node*)> collect = [&](const Node* n) {
-        for (const torch::jit::Block* b : n->blocks()) {
-          for (const Node* inner : b->nodes()) {
-            for (const Value* v : inner->inputs())
-              if (v->node()->owningBlock() == graph.graph()->block()) free.push_back(v);
-            collect(inner);
-          }
-          for (const Value* v : b->outputs())
-            if (v->node()->owningBlock() == graph.graph()->block()) free.push_back(v);
-        }
-      };
-      collect(node.anchor);
-      for (const Value* v : free) {
+      for (const Value* v : FreeTopLevelValues(node.anchor, graph.graph()->block())) {
         os << ", free ";
         write_input(v, position);
       }

@@ -33,48 +33,30 @@ std::string Ints(const std::vector<int64_t>& v) {
   return s + "]";
 }
 
-// Reads every op of `ops` and checks that together they merge exactly; fills `convs` on success.
-bool ReadMergeable(const OpGraph& graph, const std::vector<int>& ops, std::vector<MergeCandidate>* convs,
-                   std::string* why) {
-  *why = OpListProblem(graph, ops, "a merged convolution");
-  if (!why->empty()) return false;
-  for (int id : ops) {
-    const MergeCandidate* conv = ReadConvolution(graph, id, why);
-    if (!conv) return false;
-    convs->push_back(*conv);
-  }
-  const MergeCandidate& first = convs->front();
-  const std::string first_label = OpLabel(graph, ops[0]);
-  for (size_t i = 1; i < ops.size(); ++i) {
-    const MergeCandidate& c = (*convs)[i];
-    const std::string who = OpLabel(graph, ops[i]);
-    if (c.input != first.input) {
-      *why = who + " reads " + c.input_name + ", but " + first_label + " reads " + first.input_name +
-             "; merged convolutions share one input";
-      return false;
-    }
-    if (c.stride != first.stride) {
-      *why = who + " has stride " + Ints(c.stride) + ", " + first_label + " has " + Ints(first.stride);
-      return false;
-    }
-    if (c.dilation != first.dilation) {
-      *why = who + " has dilation " + Ints(c.dilation) + ", " + first_label + " has " + Ints(first.dilation);
-      return false;
-    }
-  }
-  std::vector<at::Tensor> weights;
-  std::vector<std::optional<at::Tensor>> biases;
-  std::vector<std::vector<int64_t>> paddings;
-  for (const MergeCandidate& c : *convs) {
-    weights.push_back(c.weight);
-    biases.push_back(c.bias);
-    paddings.push_back(c.padding);
-  }
-  *why = ConvolutionMergeConflict(weights, biases, first.stride, paddings, first.dilation,
-                                  [&](size_t i) { return OpLabel(graph, ops[i]); });
-  if (!why->empty()) return false;
-  *why = PathProblem(graph, ops);
-  return why->empty();
+// Convolutions merge when they also share stride and dilation, and their kernels and paddings line up
+// (ConvolutionMergeConflict).
+const MergeRules& ConvolutionRules() {
+  static const MergeRules rules{
+      "merged convolution", "convolutions", ReadConvolution,
+      [](const std::string& who, const MergeCandidate& c, const std::string& first_label, const MergeCandidate& first) {
+        if (c.stride != first.stride) return who + " has stride " + Ints(c.stride) + ", " + first_label + " has " + Ints(first.stride);
+        if (c.dilation != first.dilation)
+          return who + " has dilation " + Ints(c.dilation) + ", " + first_label + " has " + Ints(first.dilation);
+        return std::string();
+      },
+      [](const OpGraph& graph, const std::vector<int>& ops, const std::vector<const MergeCandidate*>& convs) {
+        std::vector<at::Tensor> weights;
+        std::vector<std::optional<at::Tensor>> biases;
+        std::vector<std::vector<int64_t>> paddings;
+        for (const MergeCandidate* c : convs) {
+          weights.push_back(c->weight);
+          biases.push_back(c->bias);
+          paddings.push_back(c->padding);
+        }
+        return ConvolutionMergeConflict(weights, biases, convs[0]->stride, paddings, convs[0]->dilation,
+                                        [&](size_t i) { return OpLabel(graph, ops[i]); });
+      }};
+  return rules;
 }
 
 // What a class of mutually mergeable convolutions shares.
@@ -115,26 +97,20 @@ std::vector<std::vector<int>> MergeableConvolutionClasses(const OpGraph& graph) 
 }
 
 bool CanMergeConvolutions(const OpGraph& graph, const std::vector<int>& ops, std::string* why) {
-  std::vector<MergeCandidate> convs;
-  std::string reason;
-  const bool ok = ReadMergeable(graph, ops, &convs, &reason);
-  if (why) *why = ok ? "" : reason;
-  return ok;
+  return CanMergeWith(graph, ops, ConvolutionRules(), why);
 }
 
 MergedConvolution MergeConvolutionOps(const OpGraph& graph, const std::vector<int>& ops) {
-  std::vector<MergeCandidate> convs;
-  std::string why;
-  if (!ReadMergeable(graph, ops, &convs, &why)) throw Error("cannot merge these convolutions: " + why);
   std::vector<at::Tensor> weights;
   std::vector<std::optional<at::Tensor>> biases;
   std::vector<std::vector<int64_t>> paddings;
-  for (const MergeCandidate& c : convs) {
-    weights.push_back(c.weight);
-    biases.push_back(c.bias);
-    paddings.push_back(c.padding);
+  const std::vector<const MergeCandidate*> convs = MergeCandidatesOf(graph, ops, ConvolutionRules());
+  for (const MergeCandidate* c : convs) {
+    weights.push_back(c->weight);
+    biases.push_back(c->bias);
+    paddings.push_back(c->padding);
   }
-  return MergeConvolutions(weights, biases, convs[0].stride, paddings, convs[0].dilation);
+  return MergeConvolutions(weights, biases, convs[0]->stride, paddings, convs[0]->dilation);
 }
 
 }  // namespace autograph

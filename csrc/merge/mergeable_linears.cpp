@@ -23,35 +23,21 @@ const MergeCandidate* ReadLinear(const OpGraph& graph, int id, std::string* why)
   return nullptr;
 }
 
-bool ReadMergeable(const OpGraph& graph, const std::vector<int>& ops, std::vector<MergeCandidate>* linears,
-                   std::string* why) {
-  *why = OpListProblem(graph, ops, "a merged linear");
-  if (!why->empty()) return false;
-  for (int id : ops) {
-    const MergeCandidate* linear = ReadLinear(graph, id, why);
-    if (!linear) return false;
-    linears->push_back(*linear);
-  }
-  const MergeCandidate& first = linears->front();
-  for (size_t i = 1; i < ops.size(); ++i) {
-    const MergeCandidate& l = (*linears)[i];
-    const std::string who = OpLabel(graph, ops[i]), first_label = OpLabel(graph, ops[0]);
-    if (l.input != first.input) {
-      *why = who + " reads " + l.input_name + ", but " + first_label + " reads " + first.input_name +
-             "; merged linears share one input";
-      return false;
-    }
-    if (l.weight.size(1) != first.weight.size(1) || l.weight.scalar_type() != first.weight.scalar_type() ||
-        l.weight.device() != first.weight.device()) {
-      *why = who + " has a weight of " + std::to_string(l.weight.size(1)) + " in-features (" +
-             c10::toString(l.weight.scalar_type()) + ", " + l.weight.device().str() + "), " + first_label + " of " +
-             std::to_string(first.weight.size(1)) + " (" + c10::toString(first.weight.scalar_type()) + ", " +
-             first.weight.device().str() + ")";
-      return false;
-    }
-  }
-  *why = PathProblem(graph, ops);
-  return why->empty();
+// Linears merge when one GEMM can run them: the same in-features, weight dtype and device.
+const MergeRules& LinearRules() {
+  static const MergeRules rules{
+      "merged linear", "linears", ReadLinear,
+      [](const std::string& who, const MergeCandidate& l, const std::string& first_label, const MergeCandidate& first) {
+        if (l.weight.size(1) == first.weight.size(1) && l.weight.scalar_type() == first.weight.scalar_type() &&
+            l.weight.device() == first.weight.device())
+          return std::string();
+        return who + " has a weight of " + std::to_string(l.weight.size(1)) + " in-features (" +
+               c10::toString(l.weight.scalar_type()) + ", " + l.weight.device().str() + "), " + first_label + " of " +
+               std::to_string(first.weight.size(1)) + " (" + c10::toString(first.weight.scalar_type()) + ", " +
+               first.weight.device().str() + ")";
+      },
+      nullptr};
+  return rules;
 }
 
 }  // namespace
@@ -68,22 +54,15 @@ std::vector<std::vector<int>> MergeableLinearClasses(const OpGraph& graph) {
 }
 
 bool CanMergeLinears(const OpGraph& graph, const std::vector<int>& ops, std::string* why) {
-  std::vector<MergeCandidate> linears;
-  std::string reason;
-  const bool ok = ReadMergeable(graph, ops, &linears, &reason);
-  if (why) *why = ok ? "" : reason;
-  return ok;
+  return CanMergeWith(graph, ops, LinearRules(), why);
 }
 
 MergedLinear MergeLinearOps(const OpGraph& graph, const std::vector<int>& ops) {
-  std::vector<MergeCandidate> linears;
-  std::string why;
-  if (!ReadMergeable(graph, ops, &linears, &why)) throw Error("cannot merge these linears: " + why);
   std::vector<at::Tensor> weights;
   std::vector<std::optional<at::Tensor>> biases;
-  for (const MergeCandidate& l : linears) {
-    weights.push_back(l.weight);
-    biases.push_back(l.bias);
+  for (const MergeCandidate* l : MergeCandidatesOf(graph, ops, LinearRules())) {
+    weights.push_back(l->weight);
+    biases.push_back(l->bias);
   }
   return MergeLinears(weights, biases);
 }

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <set>
 
+#include "autograph/error.h"
+
 namespace autograph {
 
 bool Reaches(const OpGraph& graph, int from, int to) {
@@ -58,6 +60,49 @@ std::vector<std::vector<int>> SplitWhereConnected(const OpGraph& graph, const st
   }
   parts.erase(std::remove_if(parts.begin(), parts.end(), [](const auto& p) { return p.size() < 2; }), parts.end());
   return parts;
+}
+
+std::string MergeProblem(const OpGraph& graph, const std::vector<int>& ops, const MergeRules& rules,
+                         std::vector<const MergeCandidate*>* candidates) {
+  std::string why = OpListProblem(graph, ops, "a " + rules.kernel);
+  if (!why.empty()) return why;
+  std::vector<const MergeCandidate*> read;
+  for (int id : ops) {
+    const MergeCandidate* c = rules.read(graph, id, &why);
+    if (!c) return why;
+    read.push_back(c);
+  }
+  const MergeCandidate& first = *read.front();
+  const std::string first_label = OpLabel(graph, ops[0]);
+  for (size_t i = 1; i < ops.size(); ++i) {
+    const MergeCandidate& c = *read[i];
+    const std::string who = OpLabel(graph, ops[i]);
+    if (c.input != first.input) {
+      return who + " reads " + c.input_name + ", but " + first_label + " reads " + first.input_name + "; " +
+             rules.kernel + "s share one input";
+    }
+    why = rules.pair ? rules.pair(who, c, first_label, first) : "";
+    if (!why.empty()) return why;
+  }
+  why = rules.together ? rules.together(graph, ops, read) : "";
+  if (!why.empty()) return why;
+  why = PathProblem(graph, ops);
+  if (why.empty() && candidates) *candidates = std::move(read);
+  return why;
+}
+
+bool CanMergeWith(const OpGraph& graph, const std::vector<int>& ops, const MergeRules& rules, std::string* why) {
+  const std::string reason = MergeProblem(graph, ops, rules);
+  if (why) *why = reason;
+  return reason.empty();
+}
+
+std::vector<const MergeCandidate*> MergeCandidatesOf(const OpGraph& graph, const std::vector<int>& ops,
+                                                     const MergeRules& rules) {
+  std::vector<const MergeCandidate*> candidates;
+  const std::string why = MergeProblem(graph, ops, rules, &candidates);
+  if (!why.empty()) throw Error("cannot merge these " + rules.operators + ": " + why);
+  return candidates;
 }
 
 }  // namespace autograph

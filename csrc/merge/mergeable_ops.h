@@ -3,6 +3,7 @@
 // they compute: a list of >= 2 distinct ops of the graph, no path between any two of them (one
 // kernel runs them at once), and classes split where a path connects members.
 #include <algorithm>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -20,6 +21,37 @@ std::string OpListProblem(const OpGraph& graph, const std::vector<int>& ops, con
 
 // "" when no op of `ops` depends on another through the graph; else which one does.
 std::string PathProblem(const OpGraph& graph, const std::vector<int>& ops);
+
+// What one kind of merged kernel asks of its operators, beyond what every kind asks (>= 2 distinct
+// ops, one input value, no path between any two).
+struct MergeRules {
+  std::string kernel;     // "merged convolution": names the kernel in messages
+  std::string operators;  // "convolutions": what it merges, in messages
+  // Op `id` as a candidate of this kind, or nullptr with why not.
+  std::function<const MergeCandidate*(const OpGraph& graph, int id, std::string* why)> read;
+  // Why candidate `c` (labelled `who`) cannot share one kernel with the first, `first` (labelled
+  // `first_label`), though it reads the same input; "" when it can. Optional.
+  std::function<std::string(const std::string& who, const MergeCandidate& c, const std::string& first_label,
+                            const MergeCandidate& first)>
+      pair;
+  // Why the candidates (in the order of `ops`) cannot form one kernel together; "" when they can. Optional.
+  std::function<std::string(const OpGraph& graph, const std::vector<int>& ops,
+                            const std::vector<const MergeCandidate*>& candidates)>
+      together;
+};
+
+// "" when `ops` can run as one kernel of the kind `rules` describe, else why not; checked in this
+// order: the op list, each op as a candidate, then per op after the first its input and `pair`, then
+// `together`, then paths. `candidates` (optional) gets each op's candidate, in the order of `ops`.
+std::string MergeProblem(const OpGraph& graph, const std::vector<int>& ops, const MergeRules& rules,
+                         std::vector<const MergeCandidate*>* candidates = nullptr);
+
+// MergeProblem as CanMerge* answers: whether they merge, and *why not (when `why` is given).
+bool CanMergeWith(const OpGraph& graph, const std::vector<int>& ops, const MergeRules& rules, std::string* why);
+
+// The candidates of `ops`, or Error("cannot merge these <operators>: <why>").
+std::vector<const MergeCandidate*> MergeCandidatesOf(const OpGraph& graph, const std::vector<int>& ops,
+                                                     const MergeRules& rules);
 
 // Members of one class (ascending ids) split greedily into parts with no path inside (an in-place
 // write between two readers of one value orders them); parts of >= 2 ops.

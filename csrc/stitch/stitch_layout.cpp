@@ -4,16 +4,11 @@
 #include <ATen/ops/empty.h>
 
 #include "autograph/error.h"
+#include "core/op_graph.h"
 
 namespace autograph {
 
 namespace {
-
-std::string ShapeText(c10::IntArrayRef shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? "," : "") + std::to_string(shape[i]);
-  return s + "]";
-}
 
 // Whether dim d and all column dims after it form one affine run for every input.
 bool CollapsesWithNext(const StitchLayout& layout, int d) {
@@ -66,7 +61,7 @@ StitchLayout MakeStitchLayout(const StitchProgram& program, const std::vector<at
   const int dims = static_cast<int>(domain.size());
   if (program.reduce_dims > dims) {
     throw InputError("stitched: the program reduces the last " + std::to_string(program.reduce_dims) +
-                     " dims but the inputs broadcast to " + ShapeText(domain));
+                     " dims but the inputs broadcast to " + ShapeString(domain));
   }
   layout.domain = domain;
   for (const at::Tensor& t : inputs) {

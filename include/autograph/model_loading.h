@@ -34,6 +34,10 @@ std::vector<InputSpec> ReadInputSpecs(const std::string& json_path);
 std::optional<std::string> InputSpecPathFor(const std::string& model_path);
 
 // Deterministic example inputs (fixed seed): normal floats, uniform integers in [0, high).
+// `values` with every tensor moved to `device` (other values as they are): how example inputs reach
+// the device a model runs on.
+std::vector<c10::IValue> InputsOn(const std::vector<c10::IValue>& values, c10::Device device);
+
 std::vector<c10::IValue> MakeExampleInputs(const std::vector<InputSpec>& specs, c10::Device device = c10::kCPU,
                                            uint64_t seed = 0);
 
