@@ -91,142 +91,189 @@ std::string MergedLabel(const std::vector<int>& ops, size_t stage) {
   return label + " (stage " + std::to_string(stage) + ")";
 }
 
-}  // namespace
-
-StagePlan::StagePlan(const OpGraph& graph, const Schedule& schedule)
-    : compiled(graph.graph(), ScheduleOrder(graph, schedule)) {
-  std::vector<int> phase_of_step(compiled.num_steps()), group_of_step(compiled.num_steps());
-  merged_at_step.assign(compiled.num_steps(), -1);
-  int group_id = 0;
-  std::vector<int> stream_of_op(graph.size()), position_of_op(graph.size());
-  std::vector<std::vector<int>> ops_at_position;     // the op(s) of each entry of ops_in_order
-  std::vector<int> slot_producer(compiled.num_slots(), -1);  // op that writes each slot
-  std::map<std::string, size_t> kernel_of_key;  // merges of the same weights share one merged kernel
-  size_t step = 0;
-  for (size_t s = 0; s < schedule.stages.size(); ++s) {
-    const Stage& stage = schedule.stages[s];
-    std::vector<GroupSteps> groups;
-    if (stage.strategy == StageStrategy::Merge) {
-      // One group on stream 0; one synchronization unit for all its ops.
-      std::vector<int> ops;
-      size_t num_steps = 0, before_anchors = 0;
-      for (const auto& group : stage.groups) {
-        const OpNode& op = graph.node(group[0]);
-        ops.push_back(op.id);
-        num_steps += op.jit_nodes.size();
-        before_anchors += std::find(op.jit_nodes.begin(), op.jit_nodes.end(), op.anchor) - op.jit_nodes.begin();
-      }
-      OpSync sync;
-      sync.begin = step;
-      sync.end = step + num_steps;
-      for (size_t k = sync.begin; k < sync.end; ++k) {
-        phase_of_step[k] = static_cast<int>(s);
-        group_of_step[k] = group_id;
-        for (int slot : compiled.step_outputs(k)) slot_producer[slot] = ops[0];
-      }
-      for (int op : ops) {
-        stream_of_op[op] = 0;
-        position_of_op[op] = static_cast<int>(ops_in_order.size());
-      }
-      ops_at_position.push_back(ops);
-      ops_in_order.push_back(sync);
-
-      MergedSteps kernel;
-      kernel.begin = step + before_anchors;
-      kernel.end = kernel.begin + ops.size();
-      kernel.label = MergedLabel(ops, s);
-      // The kernel is built over the ops in canonical order, so that merges of the same weights
-      // listed in another order share it; slice_of maps its outputs back to the stage's order.
-      const std::vector<int> canonical = CanonicalMergeOrder(graph, ops);
-      kernel.slice_of.resize(ops.size());
-      for (size_t i = 0; i < ops.size(); ++i)
-        kernel.slice_of[i] = std::find(canonical.begin(), canonical.end(), ops[i]) - canonical.begin();
-      const std::string key = MergedKernelKey(graph, canonical);
-      auto same = kernel_of_key.find(key);
-      kernel.kernel = same != kernel_of_key.end() ? merged[same->second].kernel : MergeOps(graph, canonical);
-      kernel_of_key.emplace(key, merged.size());
-      for (size_t k = kernel.begin; k < kernel.end; ++k) {
-        const Node* anchor = graph.node(ops[k - kernel.begin]).anchor;
-        TORCH_CHECK(compiled.step_node(k) == anchor && compiled.step_outputs(k).size() == 1,
-                    "StagePlan: ", kernel.label, " does not find its operators where expected (internal error)");
-        const int input = compiled.step_inputs(k).at(0);
-        TORCH_CHECK(kernel.input_slot < 0 || kernel.input_slot == input, "StagePlan: ", kernel.label,
-                    " reads more than one input (internal error)");
-        kernel.input_slot = input;
-        kernel.output_slots.push_back(compiled.step_outputs(k)[0]);
-        kernel.contiguous.push_back(NeedsOwnMemory(anchor->output()));
-      }
-      // The merged weights were made on the current stream; runs use other streams (the caller's
-      // at that time, or the backend's): wait once here rather than order every run after it.
-      if (const c10::Device device = MergedKernelDevice(kernel.kernel); device.is_cuda()) {
-        c10::impl::getDeviceGuardImpl(device.type())->getStream(device).synchronize();
-      }
-      merged_at_step[kernel.begin] = static_cast<int>(merged.size());
-      merged.push_back(std::move(kernel));
-
-      groups.push_back(GroupSteps{sync.begin, sync.end, 0});
-      step = sync.end;
-      ++group_id;
-    } else {
-      for (size_t g = 0; g < stage.groups.size(); ++g) {
-        GroupSteps range{step, step, stage.StreamOf(g)};
-        for (int op : stage.groups[g]) {
-          OpSync sync;
-          sync.begin = step;
-          sync.stream = range.stream;
-          for (size_t k = 0; k < graph.node(op).jit_nodes.size(); ++k, ++step) {
-            phase_of_step[step] = static_cast<int>(s);
-            group_of_step[step] = group_id;
-            for (int slot : compiled.step_outputs(step)) slot_producer[slot] = op;
-          }
-          sync.end = step;
-          stream_of_op[op] = sync.stream;
-          position_of_op[op] = static_cast<int>(ops_in_order.size());
-          ops_at_position.push_back({op});
-          ops_in_order.push_back(std::move(sync));
-        }
-        range.end = step;
-        groups.push_back(range);
-        ++group_id;
-      }
-    }
-    num_streams = std::max(num_streams, static_cast<int>(groups.size()));
-    for (const GroupSteps& group : groups) num_streams = std::max(num_streams, group.stream + 1);
-    stages.push_back(std::move(groups));
+// Fills a StagePlan stage by stage (step ranges, streams, merged kernels), then plans releases and
+// events. Holds what only the construction needs.
+class StagePlanBuilder {
+ public:
+  StagePlanBuilder(const OpGraph& graph, StagePlan& plan)
+      : graph_(graph), plan_(plan), phase_of_step_(plan.compiled.num_steps()),
+        group_of_step_(plan.compiled.num_steps()), stream_of_op_(graph.size()), position_of_op_(graph.size()),
+        slot_producer_(plan.compiled.num_slots(), -1) {
+    plan.merged_at_step.assign(plan.compiled.num_steps(), -1);
   }
-  release = compiled.PlanReleases(group_of_step, phase_of_step, static_cast<int>(stages.size()));
+
+  void AddStage(size_t s, const Stage& stage) {
+    std::vector<StagePlan::GroupSteps> groups =
+        stage.strategy == StageStrategy::Merge ? AddMergeStage(s, stage) : AddConcurrentStage(s, stage);
+    for (const StagePlan::GroupSteps& group : groups) {
+      plan_.num_streams = std::max(plan_.num_streams, group.stream + 1);
+    }
+    plan_.num_streams = std::max(plan_.num_streams, static_cast<int>(groups.size()));
+    plan_.stages.push_back(std::move(groups));
+  }
+
+  void Finish() {
+    plan_.release = plan_.compiled.PlanReleases(group_of_step_, phase_of_step_, static_cast<int>(plan_.stages.size()));
+    PlanEvents();
+  }
+
+ private:
+  // Steps [begin, end) belong to stage s, the current group, and write slots owned by `op`.
+  void ClaimSteps(size_t begin, size_t end, size_t s, int op) {
+    for (size_t k = begin; k < end; ++k) {
+      phase_of_step_[k] = static_cast<int>(s);
+      group_of_step_[k] = group_id_;
+      for (int slot : plan_.compiled.step_outputs(k)) slot_producer_[slot] = op;
+    }
+  }
+
+  // Records `sync` as the next operator position, run by `ops` on `stream`.
+  void AddSync(StagePlan::OpSync sync, const std::vector<int>& ops) {
+    for (int op : ops) {
+      stream_of_op_[op] = sync.stream;
+      position_of_op_[op] = static_cast<int>(plan_.ops_in_order.size());
+    }
+    ops_at_position_.push_back(ops);
+    plan_.ops_in_order.push_back(std::move(sync));
+  }
+
+  // One group on stream 0; one synchronization unit for all its ops.
+  std::vector<StagePlan::GroupSteps> AddMergeStage(size_t s, const Stage& stage) {
+    std::vector<int> ops;
+    size_t num_steps = 0, before_anchors = 0;
+    for (const auto& group : stage.groups) {
+      const OpNode& op = graph_.node(group[0]);
+      ops.push_back(op.id);
+      num_steps += op.jit_nodes.size();
+      before_anchors += std::find(op.jit_nodes.begin(), op.jit_nodes.end(), op.anchor) - op.jit_nodes.begin();
+    }
+    StagePlan::OpSync sync;
+    sync.begin = step_;
+    sync.end = step_ + num_steps;
+    ClaimSteps(sync.begin, sync.end, s, ops[0]);
+    AddSync(sync, ops);
+    AddMergedKernel(ops, s, step_ + before_anchors);
+    step_ = sync.end;
+    ++group_id_;
+    return {StagePlan::GroupSteps{sync.begin, sync.end, 0}};
+  }
+
+  // The merged kernel that replaces the anchors of `ops`, side by side from step `begin`.
+  void AddMergedKernel(const std::vector<int>& ops, size_t s, size_t begin) {
+    const CompiledGraph& compiled = plan_.compiled;
+    StagePlan::MergedSteps kernel;
+    kernel.begin = begin;
+    kernel.end = kernel.begin + ops.size();
+    kernel.label = MergedLabel(ops, s);
+    // The kernel is built over the ops in canonical order, so that merges of the same weights
+    // listed in another order share it; slice_of maps its outputs back to the stage's order.
+    const std::vector<int> canonical = CanonicalMergeOrder(graph_, ops);
+    kernel.slice_of.resize(ops.size());
+    for (size_t i = 0; i < ops.size(); ++i)
+      kernel.slice_of[i] = std::find(canonical.begin(), canonical.end(), ops[i]) - canonical.begin();
+    const std::string key = MergedKernelKey(graph_, canonical);
+    auto same = kernel_of_key_.find(key);
+    kernel.kernel = same != kernel_of_key_.end() ? plan_.merged[same->second].kernel : MergeOps(graph_, canonical);
+    kernel_of_key_.emplace(key, plan_.merged.size());
+    for (size_t k = kernel.begin; k < kernel.end; ++k) {
+      const Node* anchor = graph_.node(ops[k - kernel.begin]).anchor;
+      TORCH_CHECK(compiled.step_node(k) == anchor && compiled.step_outputs(k).size() == 1,
+                  "StagePlan: ", kernel.label, " does not find its operators where expected (internal error)");
+      const int input = compiled.step_inputs(k).at(0);
+      TORCH_CHECK(kernel.input_slot < 0 || kernel.input_slot == input, "StagePlan: ", kernel.label,
+                  " reads more than one input (internal error)");
+      kernel.input_slot = input;
+      kernel.output_slots.push_back(compiled.step_outputs(k)[0]);
+      kernel.contiguous.push_back(NeedsOwnMemory(anchor->output()));
+    }
+    // The merged weights were made on the current stream; runs use other streams (the caller's
+    // at that time, or the backend's): wait once here rather than order every run after it.
+    if (const c10::Device device = MergedKernelDevice(kernel.kernel); device.is_cuda()) {
+      c10::impl::getDeviceGuardImpl(device.type())->getStream(device).synchronize();
+    }
+    plan_.merged_at_step[kernel.begin] = static_cast<int>(plan_.merged.size());
+    plan_.merged.push_back(std::move(kernel));
+  }
+
+  // A group per stream; each operator its own synchronization unit.
+  std::vector<StagePlan::GroupSteps> AddConcurrentStage(size_t s, const Stage& stage) {
+    std::vector<StagePlan::GroupSteps> groups;
+    for (size_t g = 0; g < stage.groups.size(); ++g) {
+      StagePlan::GroupSteps range{step_, step_, stage.StreamOf(g)};
+      for (int op : stage.groups[g]) {
+        StagePlan::OpSync sync;
+        sync.begin = step_;
+        sync.stream = range.stream;
+        sync.end = step_ + graph_.node(op).jit_nodes.size();
+        ClaimSteps(sync.begin, sync.end, s, op);
+        step_ = sync.end;
+        AddSync(std::move(sync), {op});
+      }
+      range.end = step_;
+      groups.push_back(range);
+      ++group_id_;
+    }
+    return groups;
+  }
 
   // Events: an operator waits only for the latest predecessor on each other stream that its stream
   // has not already waited for (a wait covers everything earlier on that stream). A Merge stage
   // waits for the predecessors of all its convolutions, and records one event after the kernel.
-  std::vector<std::vector<int>> waited(num_streams, std::vector<int>(num_streams, -1));  // [stream][other] position
-  for (size_t pos = 0; pos < ops_in_order.size(); ++pos) {
-    OpSync& sync = ops_in_order[pos];
-    std::map<int, int> latest;  // other stream -> latest predecessor position
-    for (int op : ops_at_position[pos]) {
-      for (int p : graph.preds(op))
-        if (stream_of_op[p] != sync.stream) latest[stream_of_op[p]] = std::max(latest[stream_of_op[p]], position_of_op[p]);
+  void PlanEvents() {
+    const int streams = plan_.num_streams;
+    std::vector<std::vector<int>> waited(streams, std::vector<int>(streams, -1));  // [stream][other] position
+    for (size_t pos = 0; pos < plan_.ops_in_order.size(); ++pos) {
+      StagePlan::OpSync& sync = plan_.ops_in_order[pos];
+      std::map<int, int> latest;  // other stream -> latest predecessor position
+      for (int op : ops_at_position_[pos]) {
+        for (int p : graph_.preds(op))
+          if (stream_of_op_[p] != sync.stream)
+            latest[stream_of_op_[p]] = std::max(latest[stream_of_op_[p]], position_of_op_[p]);
+      }
+      for (const auto& [other, p] : latest) {
+        if (waited[sync.stream][other] >= p) continue;
+        waited[sync.stream][other] = p;
+        StagePlan::OpSync& producer = plan_.ops_in_order[p];
+        if (producer.record_event < 0) producer.record_event = plan_.num_events++;
+        sync.wait_events.push_back(producer.record_event);
+      }
+      AddForeignSlots(sync);
     }
-    for (const auto& [other, p] : latest) {
-      if (waited[sync.stream][other] >= p) continue;
-      waited[sync.stream][other] = p;
-      OpSync& producer = ops_in_order[p];
-      if (producer.record_event < 0) producer.record_event = num_events++;
-      sync.wait_events.push_back(producer.record_event);
-    }
+  }
+
+  // The slots `sync`'s steps read that another stream produced during the run. The graph's inputs
+  // and constants stay in the table until after the join (the caller's stream then waits for every
+  // stream), so their memory cannot be reused too early, and marking them on every run would only
+  // add work to the allocator (weights would collect a stream use per side stream).
+  void AddForeignSlots(StagePlan::OpSync& sync) const {
     for (size_t k = sync.begin; k < sync.end; ++k) {
-      for (int slot : compiled.step_inputs(k)) {
-        // Only values made on another stream during the run: the graph's inputs and constants stay
-        // in the table until after the join (the caller's stream then waits for every stream), so
-        // their memory cannot be reused too early, and marking them on every run would only add
-        // work to the allocator (weights would collect a stream use per side stream).
-        const int producer = slot_producer[slot];
-        const bool foreign = producer >= 0 && stream_of_op[producer] != sync.stream;
+      for (int slot : plan_.compiled.step_inputs(k)) {
+        const int producer = slot_producer_[slot];
+        const bool foreign = producer >= 0 && stream_of_op_[producer] != sync.stream;
         if (foreign && std::find(sync.foreign_slots.begin(), sync.foreign_slots.end(), slot) == sync.foreign_slots.end())
           sync.foreign_slots.push_back(slot);
       }
     }
   }
+
+  const OpGraph& graph_;
+  StagePlan& plan_;
+  std::vector<int> phase_of_step_, group_of_step_;
+  std::vector<int> stream_of_op_, position_of_op_;
+  std::vector<std::vector<int>> ops_at_position_;  // the op(s) of each entry of ops_in_order
+  std::vector<int> slot_producer_;                 // op that writes each slot
+  std::map<std::string, size_t> kernel_of_key_;    // merges of the same weights share one merged kernel
+  size_t step_ = 0;
+  int group_id_ = 0;
+};
+
+}  // namespace
+
+StagePlan::StagePlan(const OpGraph& graph, const Schedule& schedule)
+    : compiled(graph.graph(), ScheduleOrder(graph, schedule)) {
+  StagePlanBuilder builder(graph, *this);
+  for (size_t s = 0; s < schedule.stages.size(); ++s) builder.AddStage(s, schedule.stages[s]);
+  builder.Finish();
 }
 
 size_t StagePlan::Run(size_t step, CompiledGraph::Table& table, torch::jit::Stack& stack) const {
