@@ -252,7 +252,7 @@ int RunBench(const BenchOptions& o) {
     const auto model_specs = ReadInputSpecs(*InputSpecPathFor(path));
     for (int batch : o.batches) {
       auto specs = model_specs;
-      for (auto& s : specs) s.shape[0] = batch;
+      ForEachTensorSpec(specs, [&](InputSpec& s) { if (!s.shape.empty()) s.shape[0] = batch; });
       std::vector<c10::IValue> cpu_inputs = MakeExampleInputs(specs);
       std::vector<c10::IValue> inputs = InputsOn(cpu_inputs, device);
       auto reference = Outputs(module.forward(inputs));

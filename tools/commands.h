@@ -24,9 +24,11 @@ std::string MeasureHostOverhead();
 struct InputOptions {
   std::vector<std::string> shapes;
   std::vector<std::string> dtypes;
+  std::string file;  // --inputs: a description in NAME.json's format (any structure)
 };
 void AddInputOptions(CLI::App* cmd, InputOptions* options);
-// Shapes from the options, else from NAME.json beside the model; InputError when neither exists.
+// Shapes from the options (--input-shape, or --inputs FILE), else from NAME.json beside the model;
+// InputError when none exists or both options are given.
 std::vector<InputSpec> ResolveInputSpecs(const std::string& model, const InputOptions& options);
 
 }  // namespace autograph::cli

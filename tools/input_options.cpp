@@ -7,9 +7,16 @@ void AddInputOptions(CLI::App* cmd, InputOptions* options) {
   cmd->add_option("--input-shape", options->shapes,
                   "Shape of one forward() argument, e.g. 1,3,224,224; repeat per argument (default: NAME.json)");
   cmd->add_option("--dtype", options->dtypes, "dtype per --input-shape (float32, int64, ...)");
+  cmd->add_option("--inputs", options->file,
+                  "JSON description of forward()'s arguments, as NAME.json: tensors, tuples, lists, dicts, "
+                  "numbers, bools, null (see the README)");
 }
 
 std::vector<InputSpec> ResolveInputSpecs(const std::string& model, const InputOptions& o) {
+  if (!o.file.empty()) {
+    if (!o.shapes.empty()) throw InputError("give either --inputs or --input-shape, not both");
+    return ReadInputSpecs(o.file);
+  }
   if (o.shapes.empty()) {
     auto spec_path = InputSpecPathFor(model);
     if (!spec_path) {

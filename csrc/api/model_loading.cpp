@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "autograph/error.h"
+#include "executor/clone_tensors.h"
 
 namespace autograph {
 
@@ -61,24 +62,119 @@ c10::ScalarType ParseDtype(const std::string& name) {
   throw InputError("unknown dtype '" + name + "': use float32, float16, bfloat16, float64, int64, int32, bool or uint8");
 }
 
+namespace {
+
+using Json = nlohmann::ordered_json;  // dict arguments keep their keys' order
+
+InputSpec SpecFromJson(const Json& entry, const std::string& where) {
+  InputSpec spec;
+  auto fail = [&](const std::string& what) {
+    throw InputError(where + " " + what +
+                     "; an argument is a tensor {\"shape\": [1,3,224,224], \"dtype\": \"float32\"}, "
+                     "{\"tuple\": [...]}, {\"list\": [...]}, {\"dict\": {\"key\": ...}}, a number, true/false or null");
+  };
+  if (entry.is_null()) {
+    spec.kind = InputSpec::Kind::None;
+  } else if (entry.is_boolean()) {
+    spec.kind = InputSpec::Kind::Bool;
+    spec.value = entry.get<bool>();
+  } else if (entry.is_number_integer()) {
+    spec.kind = InputSpec::Kind::Int;
+    spec.value = static_cast<double>(entry.get<int64_t>());
+  } else if (entry.is_number()) {
+    spec.kind = InputSpec::Kind::Float;
+    spec.value = entry.get<double>();
+  } else if (!entry.is_object()) {
+    fail("is " + std::string(entry.type_name()));
+  } else if (entry.contains("shape")) {
+    spec.shape = entry.at("shape").get<std::vector<int64_t>>();
+    if (entry.contains("dtype")) spec.dtype = ParseDtype(entry.at("dtype").get<std::string>());
+    if (entry.contains("high")) spec.high = entry.at("high").get<int64_t>();
+  } else if (entry.size() == 1 && (entry.contains("tuple") || entry.contains("list"))) {
+    const bool tuple = entry.contains("tuple");
+    spec.kind = tuple ? InputSpec::Kind::Tuple : InputSpec::Kind::List;
+    const Json& items = entry.begin().value();
+    if (!items.is_array()) fail("has a " + std::string(tuple ? "tuple" : "list") + " that is not an array");
+    for (size_t i = 0; i < items.size(); ++i)
+      spec.elements.push_back(SpecFromJson(items[i], where + "[" + std::to_string(i) + "]"));
+  } else if (entry.size() == 1 && entry.contains("dict")) {
+    spec.kind = InputSpec::Kind::Dict;
+    const Json& items = entry.at("dict");
+    if (!items.is_object()) fail("has a dict that is not an object");
+    for (const auto& [key, value] : items.items()) {
+      spec.keys.push_back(key);
+      spec.elements.push_back(SpecFromJson(value, where + "[\"" + key + "\"]"));
+    }
+  } else {
+    fail("is an object with neither \"shape\" nor one of \"tuple\", \"list\", \"dict\"");
+  }
+  return spec;
+}
+
+// The value of one spec; tensors drawn from `gen` depth first.
+c10::IValue ExampleValue(const InputSpec& spec, at::Generator& gen, c10::Device device) {
+  using Kind = InputSpec::Kind;
+  switch (spec.kind) {
+    case Kind::Tensor: {
+      at::Tensor t;
+      if (c10::isFloatingType(spec.dtype)) {
+        t = at::randn(spec.shape, gen, at::TensorOptions().dtype(at::kFloat)).to(spec.dtype);
+      } else if (spec.dtype == c10::kBool) {
+        t = at::randint(0, 2, spec.shape, gen, at::TensorOptions().dtype(at::kLong)).to(at::kBool);
+      } else {
+        t = at::randint(0, std::max<int64_t>(spec.high, 1), spec.shape, gen, at::TensorOptions().dtype(spec.dtype));
+      }
+      return t.to(device);
+    }
+    case Kind::Int: return static_cast<int64_t>(spec.value);
+    case Kind::Float: return spec.value;
+    case Kind::Bool: return spec.value != 0;
+    case Kind::None: return c10::IValue();
+    default: break;
+  }
+  std::vector<c10::IValue> elements;
+  for (const InputSpec& e : spec.elements) elements.push_back(ExampleValue(e, gen, device));
+  if (spec.kind == Kind::Tuple) return c10::ivalue::Tuple::create(std::move(elements));
+  // Lists and dicts hold one element type: the one their elements share.
+  c10::TypePtr type = elements.empty() ? c10::TensorType::get() : elements[0].type();
+  for (const c10::IValue& e : elements) {
+    auto unified = c10::unifyTypes(type, e.type());
+    if (!unified) throw InputError("example input: a list or dict mixes " + type->str() + " and " + e.type()->str());
+    type = *unified;
+  }
+  if (spec.kind == Kind::List) {
+    c10::impl::GenericList list(type);
+    for (c10::IValue& e : elements) list.push_back(std::move(e));
+    return list;
+  }
+  c10::impl::GenericDict dict(c10::StringType::get(), type);
+  for (size_t i = 0; i < elements.size(); ++i) dict.insert(spec.keys[i], std::move(elements[i]));
+  return dict;
+}
+
+}  // namespace
+
 std::vector<InputSpec> ReadInputSpecs(const std::string& json_path) {
   std::ifstream in(json_path);
   if (!in) throw InputError("cannot open input description '" + json_path + "'");
   std::vector<InputSpec> specs;
   try {
-    nlohmann::json doc = nlohmann::json::parse(in);
-    for (const auto& entry : doc.at("inputs")) {
-      InputSpec spec;
-      spec.shape = entry.at("shape").get<std::vector<int64_t>>();
-      if (entry.contains("dtype")) spec.dtype = ParseDtype(entry.at("dtype").get<std::string>());
-      if (entry.contains("high")) spec.high = entry.at("high").get<int64_t>();
-      specs.push_back(std::move(spec));
-    }
+    Json doc = Json::parse(in);
+    const Json& inputs = doc.at("inputs");
+    for (size_t i = 0; i < inputs.size(); ++i)
+      specs.push_back(SpecFromJson(inputs[i], "input description '" + json_path + "': input " + std::to_string(i)));
   } catch (const nlohmann::json::exception& e) {
     throw InputError("malformed input description '" + json_path + "': " + e.what() +
                      "; expected {\"inputs\": [{\"shape\": [1,3,224,224], \"dtype\": \"float32\"}]}");
   }
   return specs;
+}
+
+void ForEachTensorSpec(std::vector<InputSpec>& specs, const std::function<void(InputSpec&)>& fn) {
+  for (InputSpec& spec : specs) {
+    if (spec.kind == InputSpec::Kind::Tensor) fn(spec);
+    ForEachTensorSpec(spec.elements, fn);
+  }
 }
 
 std::optional<std::string> InputSpecPathFor(const std::string& model_path) {
@@ -91,24 +187,14 @@ std::optional<std::string> InputSpecPathFor(const std::string& model_path) {
 
 std::vector<c10::IValue> InputsOn(const std::vector<c10::IValue>& values, c10::Device device) {
   std::vector<c10::IValue> out;
-  for (const c10::IValue& v : values) out.push_back(v.isTensor() ? c10::IValue(v.toTensor().to(device)) : v);
+  for (const c10::IValue& v : values) out.push_back(MapTensors(v, [&](const at::Tensor& t) { return t.to(device); }));
   return out;
 }
 
 std::vector<c10::IValue> MakeExampleInputs(const std::vector<InputSpec>& specs, c10::Device device, uint64_t seed) {
   at::Generator gen = at::detail::createCPUGenerator(seed);
   std::vector<c10::IValue> inputs;
-  for (const InputSpec& spec : specs) {
-    at::Tensor t;
-    if (c10::isFloatingType(spec.dtype)) {
-      t = at::randn(spec.shape, gen, at::TensorOptions().dtype(at::kFloat)).to(spec.dtype);
-    } else if (spec.dtype == c10::kBool) {
-      t = at::randint(0, 2, spec.shape, gen, at::TensorOptions().dtype(at::kLong)).to(at::kBool);
-    } else {
-      t = at::randint(0, std::max<int64_t>(spec.high, 1), spec.shape, gen, at::TensorOptions().dtype(spec.dtype));
-    }
-    inputs.emplace_back(t.to(device));
-  }
+  for (const InputSpec& spec : specs) inputs.push_back(ExampleValue(spec, gen, device));
   return inputs;
 }
 

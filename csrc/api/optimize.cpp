@@ -1,13 +1,10 @@
 // The rewrite: lower, import, schedule, and wrap the result in a new module whose forward calls
-// autograph::run with a Program attribute.
-#include <torch/csrc/jit/frontend/resolver.h>
-#include <torch/csrc/jit/frontend/sugared_value.h>
-#include <torch/csrc/jit/ir/ir.h>
+// autograph::call with a Program attribute.
 #include <ATen/Context.h>
+#include <torch/csrc/jit/ir/ir.h>
 #include <torch/script.h>
 
 #include <chrono>
-#include <sstream>
 
 #include "api/apply_rewrites.h"
 #include "api/plan_schedule.h"
@@ -15,6 +12,7 @@
 #include "autograph/error.h"
 #include "autograph/optimize.h"
 #include "autograph/program.h"
+#include "core/operator_flops.h"
 #include "executor/validate_schedule.h"
 #include "graph_pass/import_op_graph.h"
 #include "graph_pass/merge_sibling_linears.h"
@@ -23,52 +21,47 @@ namespace autograph {
 
 namespace {
 
-// TorchScript expression that rebuilds one output from the flat tensor list `outs`.
-std::string OutputExpression(const c10::IValue& value, int* next) {
-  if (value.isTensor()) return "outs[" + std::to_string((*next)++) + "]";
-  if (value.isTuple()) {
-    std::string s = "(";
-    for (const auto& e : value.toTupleRef().elements()) s += OutputExpression(e, next) + ", ";
-    return s + ")";
+// The optimized module's forward, built as IR from the original's schema: the same arguments (names,
+// types, defaults) packed into one tuple for autograph::call, and what that returns cast back to the
+// original's return type. So any structure in and out passes through exactly as the original has it.
+void DefineForward(torch::jit::Module& optimized, const torch::jit::Module& original) {
+  const c10::FunctionSchema& schema = original.get_method("forward").function().getSchema();
+  if (schema.returns().size() != 1 || schema.is_vararg())
+    throw UnsupportedModelError("forward has the schema " + c10::toString(schema) +
+                                "; autograph needs one return value and no variable arguments");
+  auto graph = std::make_shared<torch::jit::Graph>();
+  torch::jit::Value* self = graph->addInput("self")->setType(optimized._ivalue()->type());
+  std::vector<c10::Argument> arguments = {schema.arguments()[0].cloneWithType(optimized._ivalue()->type())};
+  std::vector<torch::jit::Value*> values;
+  for (size_t i = 1; i < schema.arguments().size(); ++i) {
+    const c10::Argument& a = schema.arguments()[i];
+    values.push_back(graph->addInput(a.name())->setType(a.type()));
+    arguments.push_back(a);
   }
-  if (value.isTensorList()) {
-    std::string s = "[";
-    for (size_t i = 0; i < value.toTensorVector().size(); ++i) s += (i ? ", " : "") + OutputExpression(value.toTensorVector()[i], next);
-    return s + "]";
-  }
-  throw UnsupportedModelError(std::string("forward returns a ") + value.tagKind() +
-                              "; autograph supports outputs that are tensors, or tuples and lists of tensors");
+  torch::jit::WithInsertPoint guard(graph->block());
+  torch::jit::Value* packed = graph->insertNode(graph->createTuple(values))->output();
+  torch::jit::Value* program = graph->insertGetAttr(self, "program");
+  torch::jit::Value* result = graph->insert(c10::Symbol::fromQualString("autograph::call"), {packed, program});
+  graph->registerOutput(graph->insertUncheckedCast(result, schema.returns()[0].type()));
+  auto* forward = optimized._ivalue()->compilation_unit()->create_function(
+      c10::QualifiedName(*optimized.type()->name(), "forward"), graph);
+  forward->setSchema(schema.cloneWithArguments(std::move(arguments)));
+  optimized.type()->addMethod(forward);
 }
-
-// Name resolution for the generated forward: `autograph.run` is the op autograph::run, `torch` is
-// aten as usual (the native resolver has no `torch.ops`).
-struct AutographResolver : torch::jit::Resolver {
-  std::shared_ptr<torch::jit::SugaredValue> resolveValue(const std::string& name, torch::jit::GraphFunction&,
-                                                         const torch::jit::SourceRange&) override {
-    if (name == "autograph") return std::make_shared<torch::jit::BuiltinModule>("autograph");
-    if (name == "torch") return std::make_shared<torch::jit::BuiltinModule>("aten");
-    return nullptr;
-  }
-};
 
 }  // namespace
 
 torch::jit::Module optimize(const torch::jit::Module& module, const OptimizeOptions& requested, OptimizeReport* report) {
   OptimizeOptions options = requested;
   options.executor.cuda_graph = requested.executor.cuda_graph && requested.executor.device.is_cuda();  // CUDA only
+  // The tensors inside the example inputs, whatever structure holds them: what the Program checks.
   std::vector<InputSignature> signature;
-  for (size_t i = 0; i < options.example_inputs.size(); ++i) {
-    const c10::IValue& v = options.example_inputs[i];
-    if (!v.isTensor()) {
-      throw InputError("example input " + std::to_string(i) + " is a " + v.tagKind() +
-                       "; optimized modules take tensor inputs only");
-    }
-    signature.push_back(InputSignature{v.toTensor().sizes().vec(), v.toTensor().scalar_type()});
-  }
+  std::vector<at::Tensor> example_tensors;
+  for (const c10::IValue& v : options.example_inputs) CollectTensors(v, &example_tensors);
+  for (const at::Tensor& t : example_tensors) signature.push_back(InputSignature{t.sizes().vec(), t.scalar_type()});
   PreparedModule prepared = PrepareModule(module, options, "optimize");
   std::shared_ptr<torch::jit::Graph>& lowered = prepared.lowered;
   const std::vector<c10::IValue>& inputs = prepared.inputs;
-  std::vector<c10::IValue> outputs;
   // What the original launches, counted on the graph as TorchScript would run it (one extra run).
   int kernels_before = 0, memory_bound_before = 0;
   {
@@ -84,7 +77,7 @@ torch::jit::Module optimize(const torch::jit::Module& module, const OptimizeOpti
   const bool searched = options.search.method == "ios" || options.search.method == "autograph";
   ApplyRewrites(lowered, inputs, options, searched, report);
   if (options.search.merge && searched) PrepareSiblingLinearsForMerging(lowered);  // the search may merge them
-  OpGraph graph = ImportOpGraph(lowered, inputs, &outputs);
+  OpGraph graph = ImportOpGraph(lowered, inputs);
 
   auto start = std::chrono::steady_clock::now();
   Schedule schedule = PlanSchedule(graph, inputs, options, report);
@@ -94,26 +87,11 @@ torch::jit::Module optimize(const torch::jit::Module& module, const OptimizeOpti
   ExecutorOptions executor_options{options.executor.device, options.executor.cuda_graph};
   auto program = c10::make_intrusive<Program>(graph, schedule, signature, executor_options);
 
-  std::ostringstream source;
-  source << "def forward(self";
-  for (size_t i = 0; i < signature.size(); ++i) source << ", x" << i << ": Tensor";
-  source << "):\n    outs = autograph.run([";
-  for (size_t i = 0; i < signature.size(); ++i) source << (i ? ", " : "") << "x" << i;
-  source << "], self.program)\n    return ";
-  int next = 0;
-  if (outputs.size() == 1) {
-    source << OutputExpression(outputs[0], &next) << "\n";
-  } else {
-    source << "(";
-    for (const auto& o : outputs) source << OutputExpression(o, &next) << ", ";
-    source << ")\n";
-  }
-
   torch::jit::Module optimized("__torch__.autograph.OptimizedModule");
   optimized.register_attribute("training", c10::BoolType::get(), false);
   optimized.register_attribute("program", c10::getCustomClassType<c10::intrusive_ptr<Program>>(),
                                c10::IValue(program));
-  optimized.define(source.str(), std::make_shared<AutographResolver>());
+  DefineForward(optimized, module);
 
   {
     report->device = options.executor.device.str();

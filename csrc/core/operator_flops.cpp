@@ -13,6 +13,8 @@ void CollectTensors(const c10::IValue& value, std::vector<at::Tensor>* out) {
     for (const auto& e : value.toTupleRef().elements()) CollectTensors(e, out);
   } else if (value.isList()) {
     for (const auto& e : value.toListRef()) CollectTensors(e, out);
+  } else if (value.isGenericDict()) {
+    for (const auto& entry : value.toGenericDict()) CollectTensors(entry.value(), out);
   }
 }
 
@@ -66,7 +68,7 @@ double EstimateFlops(const std::string& op, const std::vector<c10::IValue>& inpu
     // q [..., L, E], k [..., S, E], v [..., S, Ev]: two GEMMs and a softmax over L x S scores.
     const at::Tensor *q = tensor_arg(0), *k = tensor_arg(1), *v = tensor_arg(2);
     if (!q || !k || !v || q->dim() < 2 || k->dim() < 2 || v->dim() < 2 || q->numel() == 0) return 0;
-    const double l = static_cast<double>(q->size(-2)), e = static_cast<double>(q->size(-1));
+    const double e = static_cast<double>(q->size(-1));
     const double s = static_cast<double>(k->size(-2)), ev = static_cast<double>(v->size(-1));
     const double rows = static_cast<double>(q->numel()) / e;  // batch x heads x L
     return rows * s * (2.0 * e + 2.0 * ev + 5.0);

@@ -17,7 +17,8 @@ double EstimateFlops(const std::string& op, const std::vector<c10::IValue>& inpu
 // convolution, and cuDNN's fused cudnn_convolution_relu / cudnn_convolution_add_relu.
 bool IsConvolutionOp(const std::string& op);
 
-// Every tensor inside an IValue (tensors, tensor lists, tuples, generic lists), in order.
+// Every defined tensor inside an IValue (tensors, tensor lists, tuples, generic lists, dict values),
+// depth first, in order.
 void CollectTensors(const c10::IValue& value, std::vector<at::Tensor>* out);
 
 }  // namespace autograph

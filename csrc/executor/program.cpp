@@ -153,7 +153,8 @@ c10::intrusive_ptr<Program> Program::FromState(State state) {
   } catch (const c10::Error& e) {
     throw Error("corrupted program: " + FirstLineOf(e));
   }
-  if (program->inputs_.size() != graph->inputs().size()) {
+  // Before format 4 every graph input was one tensor; now the signature lists the tensors inside them.
+  if (version < 4 && program->inputs_.size() != graph->inputs().size()) {
     throw Error("corrupted program: " + std::to_string(program->inputs_.size()) + " input signatures for a graph of " +
                 std::to_string(graph->inputs().size()) + " inputs");
   }
@@ -165,17 +166,22 @@ c10::intrusive_ptr<Program> Program::FromState(State state) {
   return program;
 }
 
-std::vector<at::Tensor> Program::Run(const std::vector<at::Tensor>& inputs) const {
-  if (inputs.size() != inputs_.size()) {
-    throw InputError("the optimized module takes " + std::to_string(inputs_.size()) + " input(s), got " +
-                     std::to_string(inputs.size()));
-  }
-  bool other_shape = false;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    const at::Tensor& t = inputs[i];
-    const InputSignature& sig = inputs_[i];
+void Program::CheckInputTensors(const std::vector<at::Tensor>& tensors) const {
+  // Arguments may hold another number of tensors than the example did (an optional tensor left None,
+  // a list of another length, a dict with other keys): the original accepts those, so the program
+  // does too, checking only the device; the same number is checked tensor by tensor.
+  const bool matched = tensors.size() == inputs_.size();
+  bool other_shape = !matched;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const at::Tensor& t = tensors[i];
     const std::string where = "input " + std::to_string(i);
-    if (!t.defined()) throw InputError(where + " is undefined");
+    const c10::Device& device = options_.device;
+    if (t.device().type() != device.type() || (device.has_index() && t.device().index() != device.index())) {
+      throw InputError(where + " is on " + t.device().str() + ", but the model was optimized for " + device.str() +
+                       "; move the input with .to(\"" + device.str() + "\") or re-optimize for that device");
+    }
+    if (!matched) continue;
+    const InputSignature& sig = inputs_[i];
     if (t.dim() != static_cast<int64_t>(sig.shape.size())) {
       throw InputError(where + " has rank " + std::to_string(t.dim()) + " (shape " + ShapeString(t.sizes()) +
                        "), but the model was optimized for rank " + std::to_string(sig.shape.size()) + " (shape " +
@@ -185,19 +191,40 @@ std::vector<at::Tensor> Program::Run(const std::vector<at::Tensor>& inputs) cons
       throw InputError(where + " has dtype " + c10::toString(t.scalar_type()) + ", but the model was optimized for " +
                        c10::toString(sig.dtype));
     }
-    const c10::Device& device = options_.device;
-    if (t.device().type() != device.type() || (device.has_index() && t.device().index() != device.index())) {
-      throw InputError(where + " is on " + t.device().str() + ", but the model was optimized for " + device.str() +
-                       "; move the input with .to(\"" + device.str() + "\") or re-optimize for that device");
-    }
     other_shape |= t.sizes() != at::IntArrayRef(sig.shape);
   }
   if (other_shape) {
     std::call_once(other_shape_note_, [&] {
-      TORCH_WARN("autograph: the schedule was planned for input shape ", ShapeString(inputs_[0].shape),
+      TORCH_WARN("autograph: the schedule was planned for input shape ",
+                 inputs_.empty() ? std::string("(no tensors)") : ShapeString(inputs_[0].shape),
+                 matched ? "" : " among " + std::to_string(inputs_.size()) + " input tensors",
                  "; running it on other shapes is correct but may be slower — re-optimize for the shapes you serve");
     });
   }
+}
+
+c10::IValue Program::Call(std::vector<c10::IValue> arguments) const {
+  const size_t expected = graph_.graph()->inputs().size();
+  if (arguments.size() != expected) {
+    throw InputError("the optimized module takes " + std::to_string(expected) + " argument(s), got " +
+                     std::to_string(arguments.size()));
+  }
+  std::vector<at::Tensor> tensors;
+  for (const c10::IValue& v : arguments) CollectTensors(v, &tensors);
+  CheckInputTensors(tensors);
+  std::vector<c10::IValue> outputs = executor_->Run(std::move(arguments));
+  if (outputs.size() == 1) return std::move(outputs[0]);
+  return c10::ivalue::Tuple::create(std::move(outputs));
+}
+
+std::vector<at::Tensor> Program::Run(const std::vector<at::Tensor>& inputs) const {
+  if (inputs.size() != inputs_.size()) {
+    throw InputError("the optimized module takes " + std::to_string(inputs_.size()) + " input(s), got " +
+                     std::to_string(inputs.size()));
+  }
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (!inputs[i].defined()) throw InputError("input " + std::to_string(i) + " is undefined");
+  CheckInputTensors(inputs);
   auto outputs = executor_->Run(std::vector<c10::IValue>(inputs.begin(), inputs.end()));
   std::vector<at::Tensor> flat;
   for (const auto& v : outputs) CollectTensors(v, &flat);

@@ -1,8 +1,9 @@
 // The autograph library of operators (TORCH_LIBRARY; each layer adds its operators as fragments) with
-// the Program custom class and autograph::run, which optimized modules call. Every registration lives
+// the Program custom class and autograph::call (autograph::run for modules optimized before format 4),
+// which optimized modules call. Every registration lives
 // in libautograph.so, so torch.ops.load_library makes them all available to Python and TorchScript.
 #include <torch/library.h>
-// TorchScript: registers the Program custom class and autograph::run with TorchScript.
+// TorchScript: registers the Program custom class and autograph::call / run with TorchScript.
 #include <torch/script.h>
 
 #include "autograph/error.h"
@@ -14,6 +15,22 @@ namespace {
 std::vector<at::Tensor> RunOp(const std::vector<at::Tensor>& inputs, const c10::intrusive_ptr<Program>& program) {
   try {
     return program->Run(inputs);
+  } catch (const InputError& e) {
+    TORCH_CHECK_VALUE(false, "autograph: ", e.what());
+  } catch (const Error& e) {
+    TORCH_CHECK(false, "autograph: ", e.what());
+  }
+}
+
+// The forward's arguments arrive as one tuple (any TorchScript types inside); what the graph returns
+// goes back as it is, and the forward casts it to its return type.
+c10::IValue CallOp(c10::IValue arguments, const c10::intrusive_ptr<Program>& program) {
+  TORCH_CHECK_TYPE(arguments.isTuple(), "autograph::call takes the forward's arguments as one tuple, got a ",
+                   arguments.tagKind());
+  const auto& elements = arguments.toTupleRef().elements();
+  std::vector<c10::IValue> args(elements.begin(), elements.end());
+  try {
+    return program->Call(std::move(args));
   } catch (const InputError& e) {
     TORCH_CHECK_VALUE(false, "autograph: ", e.what());
   } catch (const Error& e) {
@@ -37,4 +54,5 @@ TORCH_LIBRARY(autograph, m) {
           });
   // Pure: reads its inputs and the program, writes nothing else, so ordinary DCE rules apply.
   m.def("run(Tensor[] inputs, __torch__.torch.classes.autograph.Program program) -> Tensor[]", &autograph::RunOp);
+  m.def("call(Any arguments, __torch__.torch.classes.autograph.Program program) -> Any", &autograph::CallOp);
 }

@@ -66,7 +66,9 @@ struct CostOptions {
 };
 
 struct OptimizeOptions {
-  std::vector<c10::IValue> example_inputs;  // one per forward() argument; moved to executor.device
+  // One per forward() argument, of any TorchScript structure (tensors, tuples, lists, dicts with
+  // string keys, numbers, bools, None); the tensors inside are moved to executor.device.
+  std::vector<c10::IValue> example_inputs;
   ExecutorOptions executor{c10::kCPU, /*cuda_graph=*/true};  // cuda_graph: ignored on CPU
   SubstitutionOptions substitutions;
   SearchOptions search;

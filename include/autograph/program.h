@@ -1,6 +1,6 @@
 #pragma once
 // Program: what an optimized module carries — the lowered graph, its operators and edges, the
-// schedule and the signature of the inputs it was planned for — as a TorchScript custom class
+// schedule and the signature of the input tensors it was planned for — as a TorchScript custom class
 // (__torch__.torch.classes.autograph.Program) whose pickled state is versioned. Streams, events,
 // thread pools and CUDA Graphs are built after loading, never pickled.
 #include <ATen/core/Tensor.h>
@@ -18,6 +18,8 @@
 
 namespace autograph {
 
+// One tensor of the inputs, in the order CollectTensors finds them in the forward's arguments
+// (depth first through tuples, lists and dict values).
 struct InputSignature {
   std::vector<int64_t> shape;
   c10::ScalarType dtype = c10::ScalarType::Float;
@@ -28,8 +30,10 @@ class Program : public torch::CustomClassHolder {
   // 2: the plan names each tensor constant's layout (oneDNN constants, from prepack_onednn).
   // 3: each operator a merged kernel may take keeps its merge candidate (OpNode::merge); a plan of
   // version 1 or 2 loads, but one with merge stages says to re-optimize (ValidateSchedule's message).
+  // 4: the graph's inputs may be any TorchScript values (tuples, lists, dicts, numbers, None); the
+  // signature lists the tensors inside them, and optimized modules call autograph::call.
   // A build that reads fewer versions refuses newer ones with a clear message.
-  static constexpr int64_t kFormatVersion = 3;
+  static constexpr int64_t kFormatVersion = 4;
   static constexpr int64_t kOldestFormatVersion = 1;
   // (format version, graph IR, tensor constants in node order, JSON of operators/edges/schedule/inputs)
   using State = std::tuple<int64_t, std::string, std::vector<at::Tensor>, std::string>;
@@ -40,8 +44,14 @@ class Program : public torch::CustomClassHolder {
   static c10::intrusive_ptr<Program> FromState(State state);
   State ToState() const;
 
-  // Thread-safe. Checks count, rank, dtype and device of the inputs (InputError); other sizes of
-  // the same rank run with a one-time note that the schedule was planned for another shape.
+  // Runs the graph on the forward's arguments (any structure) and returns what it returns. Thread-safe.
+  // Checks the number of arguments, the device of the tensors inside them and, when they hold as
+  // many tensors as the example did, each one's rank and dtype (InputError); other sizes, and other
+  // numbers of tensors (an optional one left None, a list of another length), run with a one-time
+  // note that the schedule was planned for other shapes.
+  c10::IValue Call(std::vector<c10::IValue> arguments) const;
+  // What modules optimized before format 4 call (autograph::run): tensor arguments, the returned
+  // tensors flattened.
   std::vector<at::Tensor> Run(const std::vector<at::Tensor>& inputs) const;
 
   const OpGraph& graph() const { return graph_; }
@@ -53,6 +63,7 @@ class Program : public torch::CustomClassHolder {
 
  private:
   void BuildExecutor();
+  void CheckInputTensors(const std::vector<at::Tensor>& tensors) const;
 
   OpGraph graph_;
   Schedule schedule_;
