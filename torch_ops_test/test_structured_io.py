@@ -47,7 +47,8 @@ def test_traced_hugging_face_style_bert_returning_a_dict(cli, tmp_path, method):
                        {"shape": [1, 16], "dtype": "int64", "high": 2}]}
     (tmp_path / "bert.json").write_text(json.dumps(spec))
     report = optimize(cli, tmp_path / "bert.pt", tmp_path / "opt.pt", "--method", method)
-    assert report["operators_after"] > 0
+    assert report["operators_after"] > 0 and report["fallback"] is None
+    assert report["operators_optimized"] > 0 and report["left_to_torchscript"] == []
     autograph.load_library()
     optimized = torch.jit.load(str(tmp_path / "opt.pt"))
     with torch.no_grad():

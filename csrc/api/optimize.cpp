@@ -5,6 +5,7 @@
 #include <torch/script.h>
 
 #include <chrono>
+#include <map>
 
 #include "api/apply_rewrites.h"
 #include "api/plan_schedule.h"
@@ -16,6 +17,7 @@
 #include "executor/validate_schedule.h"
 #include "graph_pass/import_op_graph.h"
 #include "graph_pass/merge_sibling_linears.h"
+#include "graph_pass/top_level_nodes.h"
 
 namespace autograph {
 
@@ -49,9 +51,49 @@ void DefineForward(torch::jit::Module& optimized, const torch::jit::Module& orig
   optimized.type()->addMethod(forward);
 }
 
+// What of the planned graph runs as plain TorchScript, by kind and reason; the rest is optimized.
+void CountTorchScriptParts(const OpGraph& graph, OptimizeReport* report) {
+  std::map<std::pair<std::string, std::string>, int> parts;
+  for (const OpNode& n : graph.nodes()) {
+    if (n.kind == OpKind::View) continue;  // launches nothing either way
+    bool effects = false;
+    for (torch::jit::Node* node : n.jit_nodes) effects = effects || HasOrderedSideEffects(node);
+    if (n.kind == OpKind::ControlFlow) {
+      ++parts[{n.op, "control flow: the TorchScript interpreter runs it, as one operator of the schedule"}];
+    } else if (effects) {
+      ++parts[{n.op, "side effects: runs alone, where the original runs it"}];
+    } else {
+      ++report->operators_optimized;
+    }
+  }
+  for (const auto& [key, count] : parts) report->left_to_torchscript.push_back({key.first, key.second, count});
+}
+
+torch::jit::Module OptimizeModule(const torch::jit::Module& module, const OptimizeOptions& requested,
+                                  OptimizeReport* report);
+
 }  // namespace
 
-torch::jit::Module optimize(const torch::jit::Module& module, const OptimizeOptions& requested, OptimizeReport* report) {
+torch::jit::Module optimize(const torch::jit::Module& module, const OptimizeOptions& options, OptimizeReport* report) {
+  OptimizeReport local_report;
+  if (!report) report = &local_report;
+  try {
+    return OptimizeModule(module, options, report);
+  } catch (const UnsupportedModelError& e) {
+    // Nothing of it can be optimized: the user keeps the model as it is, and is told why once.
+    *report = OptimizeReport{};
+    report->method = options.search.method;
+    report->device = options.executor.device.str();
+    report->fallback = e.what();
+    TORCH_WARN("autograph: ", e.what(), "; optimize returns the module unchanged");
+    return module;
+  }
+}
+
+namespace {
+
+torch::jit::Module OptimizeModule(const torch::jit::Module& module, const OptimizeOptions& requested,
+                                  OptimizeReport* report) {
   OptimizeOptions options = requested;
   options.executor.cuda_graph = requested.executor.cuda_graph && requested.executor.device.is_cuda();  // CUDA only
   // The tensors inside the example inputs, whatever structure holds them: what the Program checks.
@@ -71,8 +113,6 @@ torch::jit::Module optimize(const torch::jit::Module& module, const OptimizeOpti
       memory_bound_before += n.kind == OpKind::MemoryBound;
     }
   }
-  OptimizeReport local_report;
-  if (!report) report = &local_report;
   *report = OptimizeReport{};
   const bool searched = options.search.method == "ios" || options.search.method == "autograph";
   ApplyRewrites(lowered, inputs, options, searched, report);
@@ -108,8 +148,10 @@ torch::jit::Module optimize(const torch::jit::Module& module, const OptimizeOpti
     report->streams = schedule.max_groups();
     report->search_seconds = search_seconds;
     report->schedule = schedule;
+    CountTorchScriptParts(graph, report);
   }
   return optimized;
 }
 
+}  // namespace
 }  // namespace autograph

@@ -29,7 +29,13 @@ nlohmann::json ReportToJson(const OptimizeReport& report) {
                         {"without_ms", MsOrNull(r.without_ms)},
                         {"with_ms", MsOrNull(r.with_ms)},
                         {"kept", r.kept}});
+  nlohmann::json left = nlohmann::json::array();
+  for (const TorchScriptPart& part : report.left_to_torchscript)
+    left.push_back({{"op", part.op}, {"reason", part.reason}, {"count", part.count}});
   return {{"method", report.method},
+          {"fallback", TextOrNull(report.fallback)},
+          {"operators_optimized", report.operators_optimized},
+          {"left_to_torchscript", left},
           {"device", TextOrNull(report.device)},
           {"cost", TextOrNull(report.cost)},
           {"operators_before", report.operators_before},

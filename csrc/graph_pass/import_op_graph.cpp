@@ -177,6 +177,7 @@ std::vector<std::set<int>> GroupEdges(const std::shared_ptr<torch::jit::Graph>& 
   }
   for (const auto& [earlier, later] : InPlaceOrderPairs(graph, nodes.order))
     add_edge(g.group[earlier], g.group[later]);
+  for (const auto& [earlier, later] : SideEffectOrderPairs(nodes.order)) add_edge(g.group[earlier], g.group[later]);
   return succs;
 }
 

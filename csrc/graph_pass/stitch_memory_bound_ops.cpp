@@ -356,7 +356,10 @@ void AddStitchTensors(const std::shared_ptr<torch::jit::Graph>& graph, const Top
     if (v->node()->kind() != c10::prim::Constant && v->node() != graph->param_node()) sg.tensors[tensor_id(v)].graph_output = true;
   }
   // Order around in-place writes: readers of a written tensor stay on their side of the write.
-  for (const auto& [earlier, later] : InPlaceOrderPairs(graph, order)) {
+  // Side effects likewise (SideEffectOrderPairs).
+  std::vector<std::pair<int, int>> order_pairs = InPlaceOrderPairs(graph, order);
+  for (const auto& pair : SideEffectOrderPairs(order)) order_pairs.push_back(pair);
+  for (const auto& [earlier, later] : order_pairs) {
     StitchTensor order_edge;  // no bytes: an ordering constraint only
     order_edge.producer = earlier;
     order_edge.consumers = {later};

@@ -32,9 +32,31 @@ void ReadValues(Node* n, std::vector<Value*>* out) {
 }
 
 bool WritesAnInput(const Node* node) {
-  if (!node->kind().is_aten()) return false;  // prim:: plumbing has vararg schemas and writes nothing
-  const c10::FunctionSchema* schema = node->maybeSchema();
+  if (node->kind().is_prim()) return false;  // prim:: plumbing has vararg schemas and writes nothing
+  const c10::FunctionSchema* schema = node->maybeSchema();  // aten and custom ops alike: Tensor(a!)
   return schema && schema->is_mutable();
+}
+
+bool HasOrderedSideEffects(Node* node) {
+  // Raising (asserts) and warning only end or annotate the run: their order among independent
+  // operators changes no result, and scripted models have asserts everywhere.
+  const c10::Symbol kind = node->kind();
+  if (kind != c10::prim::RaiseException && kind != c10::aten::warn && node->hasSideEffects()) return true;
+  for (torch::jit::Block* b : node->blocks())
+    for (Node* inner : b->nodes())
+      if (HasOrderedSideEffects(inner)) return true;
+  return false;
+}
+
+std::vector<std::pair<int, int>> SideEffectOrderPairs(const std::vector<Node*>& order) {
+  const int n = static_cast<int>(order.size());
+  std::vector<std::pair<int, int>> pairs;
+  for (int b = 0; b < n; ++b) {
+    if (!HasOrderedSideEffects(order[b])) continue;
+    for (int i = 0; i < n; ++i)
+      if (i != b) pairs.emplace_back(std::min(i, b), std::max(i, b));
+  }
+  return pairs;
 }
 
 std::vector<std::pair<int, int>> InPlaceOrderPairs(const std::shared_ptr<torch::jit::Graph>& graph,

@@ -22,7 +22,18 @@ struct RewriteDecision {
   bool kept = false;
 };
 
+// Operators of one kind that run as plain TorchScript, and why.
+struct TorchScriptPart {
+  std::string op;      // "prim::If", "mylib::op", ...
+  std::string reason;  // what keeps autograph from doing more with it
+  int count = 0;
+};
+
 struct OptimizeReport {
+  // Not empty when optimize gave the module back unchanged (one warning said so): why.
+  std::string fallback;
+  int operators_optimized = 0;                    // operators the schedule places (and may merge, stitch)
+  std::vector<TorchScriptPart> left_to_torchscript;  // the rest, by kind and reason
   std::string method;
   std::string device;        // where it was planned and measured, e.g. "cpu", "cuda:0"
   std::string cost;          // cost model's name, empty for methods that use none
