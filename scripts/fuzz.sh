@@ -32,8 +32,8 @@ export AUTOGRAPH_ZOO_DIR=${AUTOGRAPH_ZOO_DIR:-$root/models/zoo}
 "$PYTHON" "$root/models/export.py" --out "$AUTOGRAPH_ZOO_DIR" --only squeezenet rnntc_sru >/dev/null || exit 1
 corpus=$dir/corpus
 rm -rf "$corpus" && mkdir -p "$corpus"
-for t in stitch_program schedule_json device_model_json; do cp -r "$root/tools/fuzz/seeds/$t" "$corpus/$t"; done
-mkdir -p "$corpus/program_state"
+# program_state/ keeps inputs that once crashed (against squeezenet's constants): regressions.
+for t in stitch_program schedule_json device_model_json program_state; do cp -r "$root/tools/fuzz/seeds/$t" "$corpus/$t"; done
 for m in squeezenet rnntc_sru; do
   "$root/build/autograph" optimize "$AUTOGRAPH_ZOO_DIR/$m.pt" -o "$dir/$m.opt.pt" --method nimble --json \
     > "$dir/$m.report.json" 2>/dev/null || { echo "fuzz.sh: optimizing $m failed" >&2; exit 1; }

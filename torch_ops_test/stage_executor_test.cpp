@@ -181,6 +181,13 @@ TEST_F(OptimizedModule, CorruptedOrForeignStateIsRejected) {
   auto missing_constant = state;
   std::get<2>(missing_constant).pop_back();
   expect_error(missing_constant, "corrupted program");
+  // Found by fuzz_program_state: an operator TorchScript does not know, in a graph that parses, made
+  // its schema lookup throw past FromState (torch::jit::ErrorReport is no c10::Error).
+  auto unknown_operator = state;
+  const size_t constant = std::get<1>(unknown_operator).find("prim::Constant[value=");
+  ASSERT_NE(constant, std::string::npos);
+  std::get<1>(unknown_operator).replace(constant, 14, "prim::Constaft");
+  expect_error(unknown_operator, "corrupted program");
   auto bad_json = state;
   std::get<3>(bad_json) = "{\"operators\": 3}";
   expect_error(bad_json, "corrupted program");

@@ -94,6 +94,16 @@ Program::State Program::ToState() const {
 }
 
 c10::intrusive_ptr<Program> Program::FromState(State state) {
+  try {
+    return LoadState(std::move(state));
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& e) {  // TorchScript's own errors on a graph that parsed (an unknown operator, ...)
+    throw Error("corrupted program: " + FirstLineOf(e));
+  }
+}
+
+c10::intrusive_ptr<Program> Program::LoadState(State state) {
   auto& [version, ir, constants, plan_text] = state;
   if (version < kOldestFormatVersion || version > kFormatVersion) {
     throw Error("this optimized module holds an autograph program of format version " + std::to_string(version) +

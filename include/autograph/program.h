@@ -62,6 +62,7 @@ class Program : public torch::CustomClassHolder {
   explicit Program(EmptyTag) {}  // for FromState, which fills the fields
 
  private:
+  static c10::intrusive_ptr<Program> LoadState(State state);  // FromState, before its errors are wrapped
   void BuildExecutor();
   void CheckInputTensors(const std::vector<at::Tensor>& tensors) const;
 
