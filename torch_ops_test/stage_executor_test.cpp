@@ -188,6 +188,12 @@ TEST_F(OptimizedModule, CorruptedOrForeignStateIsRejected) {
   ASSERT_NE(constant, std::string::npos);
   std::get<1>(unknown_operator).replace(constant, 14, "prim::Constaft");
   expect_error(unknown_operator, "corrupted program");
+  // Found by fuzz_program_state: an edge id written as a huge float was converted to int (undefined).
+  auto float_index = state;
+  auto float_plan = nlohmann::json::parse(std::get<3>(state));
+  float_plan["edges"][0][0] = 5e67;
+  std::get<3>(float_index) = float_plan.dump();
+  expect_error(float_index, "where the plan has an integer");
   auto bad_json = state;
   std::get<3>(bad_json) = "{\"operators\": 3}";
   expect_error(bad_json, "corrupted program");

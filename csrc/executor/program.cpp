@@ -5,6 +5,7 @@
 #include <torch/csrc/jit/ir/constants.h>
 #include <torch/csrc/jit/ir/ir.h>
 
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <unordered_map>
 
@@ -28,16 +29,36 @@ nlohmann::json MergeCandidateToJson(const MergeCandidate& c) {
           {"dilation", c.dilation}};
 }
 
+// Integers of a saved plan, checked: nlohmann's get<int> converts a float too, and one out of range
+// is undefined behaviour (found by fuzz_program_state).
+int64_t PlanInt(const nlohmann::json& v) {
+  if (!v.is_number_integer()) throw Error("corrupted program: " + v.dump() + " where the plan has an integer");
+  return v.get<int64_t>();
+}
+
+int PlanIndex(const nlohmann::json& v) {
+  const int64_t i = PlanInt(v);
+  if (i < 0 || i > std::numeric_limits<int>::max()) throw Error("corrupted program: index " + v.dump() + " out of range");
+  return static_cast<int>(i);
+}
+
+std::vector<int64_t> PlanInts(const nlohmann::json& v) {
+  if (!v.is_array()) throw Error("corrupted program: " + v.dump() + " where the plan has a list of integers");
+  std::vector<int64_t> out;
+  for (const nlohmann::json& e : v) out.push_back(PlanInt(e));
+  return out;
+}
+
 MergeCandidate MergeCandidateFromJson(const nlohmann::json& json, const torch::jit::Node* anchor) {
   MergeCandidate c;
   const std::string kind = json.at("kind").get<std::string>();
   if (kind != "convolution" && kind != "linear") throw Error("corrupted program: unknown merge kind '" + kind + "'");
   c.kind = kind == "convolution" ? MergeCandidate::Kind::Convolution : MergeCandidate::Kind::Linear;
-  c.input = json.at("input").get<int64_t>();
+  c.input = PlanInt(json.at("input"));
   c.input_name = json.at("input_name").get<std::string>();
-  c.stride = json.at("stride").get<std::vector<int64_t>>();
-  c.padding = json.at("padding").get<std::vector<int64_t>>();
-  c.dilation = json.at("dilation").get<std::vector<int64_t>>();
+  c.stride = PlanInts(json.at("stride"));
+  c.padding = PlanInts(json.at("padding"));
+  c.dilation = PlanInts(json.at("dilation"));
   auto constant = [&](size_t input) -> at::Tensor {
     const auto value = input < anchor->inputs().size() ? torch::jit::toIValue(anchor->input(input)) : std::nullopt;
     if (!value || !value->isTensor())
@@ -130,12 +151,13 @@ c10::intrusive_ptr<Program> Program::LoadState(State state) {
       OpNode node;
       node.op = op.at("op").get<std::string>();
       node.kind = KindFromString(op.at("kind").get<std::string>());
-      for (int p : op.at("nodes").get<std::vector<int>>()) node.jit_nodes.push_back(nodes.at(p));
-      node.anchor = nodes.at(op.at("anchor").get<int>());
+      if (!op.at("nodes").is_array()) throw Error("corrupted program: an operator's nodes are not a list");
+      for (const nlohmann::json& p : op.at("nodes")) node.jit_nodes.push_back(nodes.at(PlanIndex(p)));
+      node.anchor = nodes.at(PlanIndex(op.at("anchor")));
       if (op.contains("merge")) node.merge = MergeCandidateFromJson(op.at("merge"), node.anchor);
       program->graph_.AddNode(std::move(node));
     }
-    for (const auto& e : plan.at("edges")) program->graph_.AddEdge(e.at(0).get<int>(), e.at(1).get<int>());
+    for (const auto& e : plan.at("edges")) program->graph_.AddEdge(PlanIndex(e.at(0)), PlanIndex(e.at(1)));
     program->schedule_ = ScheduleFromJson(plan.at("schedule"));
     for (const Stage& stage : program->schedule_.stages)
       if (version < 3 && stage.strategy == StageStrategy::Merge)
@@ -144,7 +166,7 @@ c10::intrusive_ptr<Program> Program::LoadState(State state) {
                     "`autograph optimize` on the original model");
     for (const auto& in : plan.at("inputs")) {
       InputSignature sig;
-      sig.shape = in.at("shape").get<std::vector<int64_t>>();
+      sig.shape = PlanInts(in.at("shape"));
       std::string dtype = in.at("dtype").get<std::string>();
       bool found = false;
       for (int t = 0; t < static_cast<int>(c10::ScalarType::NumOptions); ++t) {
