@@ -16,7 +16,6 @@
 
 #include "autograph/model_loading.h"
 #include "autograph/program.h"
-#include "core/operator_flops.h"
 #include "executor/sequential_executor.h"
 #include "graph_pass/import_op_graph.h"
 #include "graph_pass/lower_module.h"
@@ -62,10 +61,7 @@ TEST_P(ProgramStress, ThreadsShareProgramsWithoutMismatchOrGrowth) {
   std::vector<std::vector<at::Tensor>> references;
   for (const auto& in : inputs) references.push_back(autograph::testing::Flatten(autograph::SequentialExecutor(graph).Run(in)));
 
-  std::vector<autograph::InputSignature> signature;
-  std::vector<at::Tensor> tensors;
-  for (const c10::IValue& v : inputs[0]) autograph::CollectTensors(v, &tensors);
-  for (const at::Tensor& t : tensors) signature.push_back({t.sizes().vec(), t.scalar_type()});
+  const std::vector<autograph::InputSignature> signature = autograph::InputSignaturesOf(inputs[0]);
   std::vector<c10::intrusive_ptr<autograph::Program>> programs;
   for (uint64_t seed = 1; seed <= 3; ++seed)
     programs.push_back(c10::make_intrusive<autograph::Program>(graph, autograph::RandomSchedule(graph, seed, 1 + seed % 4),

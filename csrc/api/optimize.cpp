@@ -13,7 +13,6 @@
 #include "autograph/error.h"
 #include "autograph/optimize.h"
 #include "autograph/program.h"
-#include "core/operator_flops.h"
 #include "executor/validate_schedule.h"
 #include "graph_pass/import_op_graph.h"
 #include "graph_pass/merge_sibling_linears.h"
@@ -97,10 +96,7 @@ torch::jit::Module OptimizeModule(const torch::jit::Module& module, const Optimi
   OptimizeOptions options = requested;
   options.executor.cuda_graph = requested.executor.cuda_graph && requested.executor.device.is_cuda();  // CUDA only
   // The tensors inside the example inputs, whatever structure holds them: what the Program checks.
-  std::vector<InputSignature> signature;
-  std::vector<at::Tensor> example_tensors;
-  for (const c10::IValue& v : options.example_inputs) CollectTensors(v, &example_tensors);
-  for (const at::Tensor& t : example_tensors) signature.push_back(InputSignature{t.sizes().vec(), t.scalar_type()});
+  const std::vector<InputSignature> signature = InputSignaturesOf(options.example_inputs);
   PreparedModule prepared = PrepareModule(module, options, "optimize");
   std::shared_ptr<torch::jit::Graph>& lowered = prepared.lowered;
   const std::vector<c10::IValue>& inputs = prepared.inputs;

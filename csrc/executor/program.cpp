@@ -78,6 +78,14 @@ OpKind KindFromString(const std::string& name) {
 
 }  // namespace
 
+std::vector<InputSignature> InputSignaturesOf(const std::vector<c10::IValue>& arguments) {
+  std::vector<at::Tensor> tensors;
+  for (const c10::IValue& v : arguments) CollectTensors(v, &tensors);
+  std::vector<InputSignature> signature;
+  for (const at::Tensor& t : tensors) signature.push_back(InputSignature{t.sizes().vec(), t.scalar_type()});
+  return signature;
+}
+
 Program::Program(const OpGraph& graph, Schedule schedule, std::vector<InputSignature> inputs, ExecutorOptions options)
     : graph_(graph), schedule_(std::move(schedule)), inputs_(std::move(inputs)), options_(options) {
   BuildExecutor();

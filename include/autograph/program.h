@@ -25,6 +25,10 @@ struct InputSignature {
   c10::ScalarType dtype = c10::ScalarType::Float;
 };
 
+// The signature of the tensors inside a forward's arguments (CollectTensors order): what a Program
+// built for these example arguments checks.
+std::vector<InputSignature> InputSignaturesOf(const std::vector<c10::IValue>& arguments);
+
 class Program : public torch::CustomClassHolder {
  public:
   // 2: the plan names each tensor constant's layout (oneDNN constants, from prepack_onednn).
