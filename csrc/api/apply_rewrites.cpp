@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cmath>
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "executor/run_timing.h"
@@ -40,7 +41,8 @@ struct RewriteOutcome {
 
 struct RewriteStep {
   std::string name;
-  std::function<RewriteOutcome(GraphPtr&)> apply;
+  // The graph and the record of its run on the example inputs (which the rewrite may leave stale).
+  std::function<RewriteOutcome(GraphPtr&, const GraphValues&)> apply;
   std::function<void(const RewriteOutcome&, OptimizeReport*)> count;  // into the report, when kept
 };
 
@@ -51,28 +53,27 @@ int CountAtenNodes(const torch::jit::Graph& graph) {
   return n;
 }
 
-std::vector<RewriteStep> RewriteSteps(const std::vector<c10::IValue>& inputs, const OptimizeOptions& options,
-                                      bool searched) {
+std::vector<RewriteStep> RewriteSteps(const OptimizeOptions& options, bool searched) {
   std::vector<RewriteStep> steps;
   if (options.substitutions.fuse_attention)
-    steps.push_back({"fuse_attention", [&](GraphPtr& g) { return RewriteOutcome{FuseScaledDotProductAttention(g, inputs)}; },
+    steps.push_back({"fuse_attention", [](GraphPtr& g, const GraphValues& v) { return RewriteOutcome{FuseScaledDotProductAttention(g, v)}; },
                      [](const RewriteOutcome& o, OptimizeReport* r) { r->attentions_fused += o.changes; }});
   if (options.substitutions.merge_linears && !(searched && options.search.merge))
-    steps.push_back({"merge_linears", [](GraphPtr& g) { return RewriteOutcome{MergeSiblingLinears(g)}; },
+    steps.push_back({"merge_linears", [](GraphPtr& g, const GraphValues&) { return RewriteOutcome{MergeSiblingLinears(g)}; },
                      [](const RewriteOutcome& o, OptimizeReport* r) { r->linears_merged += o.changes; }});
   if (options.substitutions.regroup_convolutions)
     steps.push_back({"regroup_convolutions",
-                     [&](GraphPtr& g) {
+                     [&](GraphPtr& g, const GraphValues& v) {
                        RegroupOptions regroup;
                        if (options.substitutions.check_rewrites) regroup.keep_graph_below = 0;  // the driver checks the graph
-                       return RewriteOutcome{RegroupGroupedConvolutions(g, inputs, regroup).regrouped};
+                       return RewriteOutcome{RegroupGroupedConvolutions(g, v, regroup).regrouped};
                      },
                      [](const RewriteOutcome& o, OptimizeReport* r) { r->convolutions_regrouped += o.changes; }});
   if (options.substitutions.fold_conv_relu && options.executor.device.is_cuda())  // cuDNN's fused kernel: no CPU counterpart
     steps.push_back({"fold_conv_relu",
-                     [&](GraphPtr& g) {
+                     [](GraphPtr& g, const GraphValues& v) {
                        const int before = CountAtenNodes(*g);
-                       RewriteOutcome o{FoldConvolutionAddRelu(g, inputs)};
+                       RewriteOutcome o{FoldConvolutionAddRelu(g, v)};
                        o.absorbed = before - CountAtenNodes(*g);
                        return o;
                      },
@@ -81,14 +82,14 @@ std::vector<RewriteStep> RewriteSteps(const std::vector<c10::IValue>& inputs, co
                        r->ops_folded += o.absorbed;
                      }});
   if (options.substitutions.prepack_onednn && options.executor.device.is_cpu())  // oneDNN's CPU kernels
-    steps.push_back({"prepack_onednn", [](GraphPtr& g) { return RewriteOutcome{PrepackForOneDnn(g)}; },
+    steps.push_back({"prepack_onednn", [](GraphPtr& g, const GraphValues&) { return RewriteOutcome{PrepackForOneDnn(g)}; },
                      [](const RewriteOutcome& o, OptimizeReport* r) { r->ops_prepacked += o.changes; }});
   if (options.substitutions.channels_last_pools && options.executor.device.is_cpu())  // ATen's CPU pooling kernels
-    steps.push_back({"channels_last_pools", [&](GraphPtr& g) { return RewriteOutcome{PoolInChannelsLast(g, inputs)}; },
+    steps.push_back({"channels_last_pools", [](GraphPtr& g, const GraphValues& v) { return RewriteOutcome{PoolInChannelsLast(g, v)}; },
                      [](const RewriteOutcome& o, OptimizeReport* r) { r->pools_channels_last += o.changes; }});
   if (options.substitutions.stitch)
     steps.push_back({"stitch",
-                     [&](GraphPtr& g) {
+                     [&](GraphPtr& g, const GraphValues& v) {
                        // Checked: each planned group is first timed against its operators on the
                        // device, and only faster ones are stitched (then the whole graph decides).
                        StitchGroupJudge judge;
@@ -98,7 +99,7 @@ std::vector<RewriteStep> RewriteSteps(const std::vector<c10::IValue>& inputs, co
                                                                    {operators, stitched});
                            return RobustMs(samples[1], 0.3) < RobustMs(samples[0], 0.3);
                          };
-                       const StitchReport s = StitchMemoryBoundOps(g, inputs, StitchPlanOptionsFor(DeviceModel::ByName(DeviceModelName(options))), judge);
+                       const StitchReport s = StitchMemoryBoundOps(g, v, StitchPlanOptionsFor(DeviceModel::ByName(DeviceModelName(options))), judge);
                        return RewriteOutcome{s.groups, s.ops_stitched, s.groups_rejected};
                      },
                      [](const RewriteOutcome& o, OptimizeReport* r) {
@@ -114,9 +115,10 @@ std::vector<RewriteStep> RewriteSteps(const std::vector<c10::IValue>& inputs, co
 // schedule, 4.4 ms unstitched), so each graph counts with the better of its two schedules, robust ms.
 // When the two are within 5 % of each other, 20 more rounds decide (a shared machine's noise is of
 // that order, and a rewrite kept on noise may be a loss).
-std::pair<double, double> TimeSideBySide(const GraphPtr& without, const GraphPtr& with,
-                                         const std::vector<c10::IValue>& inputs, const OptimizeOptions& options) {
-  const OpGraph a = ImportOpGraph(without, inputs), b = ImportOpGraph(with, inputs);
+std::pair<double, double> TimeSideBySide(const GraphValues& without, const GraphValues& with,
+                                         const OptimizeOptions& options) {
+  const std::vector<c10::IValue>& inputs = without.inputs();
+  const OpGraph a = ImportOpGraph(without), b = ImportOpGraph(with);
   const ExecutorOptions executor{options.executor.device, options.executor.cuda_graph};
   const int streams = std::max(1, options.search.max_streams);
   const StageExecutor a_one(a, SequentialSchedule(a), executor), a_nimble(a, NimbleSchedule(a, streams), executor);
@@ -146,27 +148,41 @@ StitchPlanOptions StitchPlanOptionsFor(const DeviceModel& device) {
   return plan;
 }
 
-void ApplyRewrites(GraphPtr& lowered, const std::vector<c10::IValue>& inputs, const OptimizeOptions& options,
-                   bool searched, OptimizeReport* report) {
+GraphValues ApplyRewrites(GraphValues recorded, const OptimizeOptions& options, bool searched, OptimizeReport* report) {
   const auto start = std::chrono::steady_clock::now();
-  for (const RewriteStep& step : RewriteSteps(inputs, options, searched)) {
+  for (const RewriteStep& step : RewriteSteps(options, searched)) {
     RewriteDecision decision;
     decision.name = step.name;
-    GraphPtr candidate = options.substitutions.check_rewrites ? lowered->copy() : lowered;
-    const RewriteOutcome outcome = step.apply(candidate);
+    const bool checked = options.substitutions.check_rewrites;
+    GraphPtr candidate = checked ? recorded.graph()->copy() : recorded.graph();
+    std::optional<GraphValues> candidate_values;
+    if (checked) candidate_values = recorded.ForCopy(candidate);
+    const RewriteOutcome outcome = step.apply(candidate, checked ? *candidate_values : recorded);
     decision.changes = outcome.changes;
     decision.rejected = outcome.rejected;
-    if (outcome.changes > 0 && options.substitutions.check_rewrites) {
-      std::tie(decision.without_ms, decision.with_ms) = TimeSideBySide(lowered, candidate, inputs, options);
+    // The rewritten graph runs once, when it changed: its record serves the timing below and, if it
+    // is kept, every later step and the search.
+    auto record_candidate = [&] {
+      if (!candidate_values || !candidate_values->Fits(*candidate))
+        candidate_values = GraphValues::Record(candidate, recorded.inputs());
+    };
+    if (outcome.changes > 0 && checked) {
+      record_candidate();
+      std::tie(decision.without_ms, decision.with_ms) = TimeSideBySide(recorded, *candidate_values, options);
       decision.kept = decision.with_ms < decision.without_ms;
     } else {
       decision.kept = outcome.changes > 0;
     }
-    if (decision.kept || !options.substitutions.check_rewrites) lowered = candidate;  // unchecked: the pass's own result
+    if (decision.kept || !checked) {  // unchecked: the pass's own result
+      if (!checked && recorded.Fits(*candidate)) candidate_values = std::move(recorded);  // unchanged
+      record_candidate();
+      recorded = std::move(*candidate_values);
+    }
     if (decision.kept) step.count(outcome, report);
     report->rewrites.push_back(std::move(decision));
   }
   report->rewrite_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return recorded;
 }
 
 }  // namespace autograph

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "autograph/optimize.h"
+#include "graph_pass/graph_values.h"
 #include "search/cost/device_model.h"
 #include "stitch/plan_stitch_groups.h"
 
@@ -14,7 +15,7 @@ struct Graph;
 
 namespace autograph {
 
-// Tries options' rewrites on `lowered` in order (fuse_attention, merge_linears, regroup_convolutions,
+// Tries options' rewrites on the lowered graph in order (fuse_attention, merge_linears, regroup_convolutions,
 // fold_conv_relu on CUDA, stitch), `inputs` already on options.device. With check_rewrites each is
 // applied to a copy, and the copy replaces the graph only when the rewrite changed something and the
 // graph, run as one stream, measures faster with it than without (side by side). Fills report's
@@ -24,7 +25,9 @@ namespace autograph {
 // stitch groups, and what `autograph calibrate` plans them with.
 StitchPlanOptions StitchPlanOptionsFor(const DeviceModel& device);
 
-void ApplyRewrites(std::shared_ptr<torch::jit::Graph>& lowered, const std::vector<c10::IValue>& inputs,
-                   const OptimizeOptions& options, bool searched, OptimizeReport* report);
+// `recorded`: the lowered graph's run on the example inputs (on options.device); returns the record
+// of the rewritten graph (its graph() is the result). The graph runs once more only after a
+// rewrite changed it.
+GraphValues ApplyRewrites(GraphValues recorded, const OptimizeOptions& options, bool searched, OptimizeReport* report);
 
 }  // namespace autograph

@@ -98,12 +98,13 @@ torch::jit::Module OptimizeModule(const torch::jit::Module& module, const Optimi
   // The tensors inside the example inputs, whatever structure holds them: what the Program checks.
   const std::vector<InputSignature> signature = InputSignaturesOf(options.example_inputs);
   PreparedModule prepared = PrepareModule(module, options, "optimize");
-  std::shared_ptr<torch::jit::Graph>& lowered = prepared.lowered;
-  const std::vector<c10::IValue>& inputs = prepared.inputs;
-  // What the original launches, counted on the graph as TorchScript would run it (one extra run).
+  // The one run on the example inputs that every rewrite and the search read shapes and values from
+  // (a rewrite that changes the graph records the new graph once).
+  GraphValues recorded = GraphValues::Record(prepared.lowered, prepared.inputs);
+  // What the original launches, counted on the graph as TorchScript would run it.
   int kernels_before = 0, memory_bound_before = 0;
   {
-    const OpGraph original = ImportOpGraph(lowered, inputs);  // named: nodes() must not outlive it
+    const OpGraph original = ImportOpGraph(recorded);  // named: nodes() must not outlive it
     for (const OpNode& n : original.nodes()) {
       kernels_before += n.kind != OpKind::View;
       memory_bound_before += n.kind == OpKind::MemoryBound;
@@ -111,12 +112,14 @@ torch::jit::Module OptimizeModule(const torch::jit::Module& module, const Optimi
   }
   *report = OptimizeReport{};
   const bool searched = options.search.method == "ios" || options.search.method == "autograph";
-  ApplyRewrites(lowered, inputs, options, searched, report);
+  recorded = ApplyRewrites(std::move(recorded), options, searched, report);
+  std::shared_ptr<torch::jit::Graph> lowered = recorded.graph();
   if (options.search.merge && searched) PrepareSiblingLinearsForMerging(lowered);  // the search may merge them
-  OpGraph graph = ImportOpGraph(lowered, inputs);
+  if (!recorded.Fits(*lowered)) recorded = GraphValues::Record(lowered, prepared.inputs);
+  OpGraph graph = ImportOpGraph(recorded);
 
   auto start = std::chrono::steady_clock::now();
-  Schedule schedule = PlanSchedule(graph, inputs, options, report);
+  Schedule schedule = PlanSchedule(graph, recorded, options, report);
   const double search_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   ValidateSchedule(schedule, graph);
 

@@ -31,7 +31,7 @@ std::string CostModelName(const OptimizeOptions& options) {
   return options.executor.device.is_cuda() ? "measured" : "analytical";
 }
 
-std::unique_ptr<CostModel> MakeCostModel(const OpGraph& graph, const std::vector<c10::IValue>& inputs,
+std::unique_ptr<CostModel> MakeCostModel(const OpGraph& graph, const GraphValues& values,
                                          const OptimizeOptions& options) {
   const std::string name = CostModelName(options);
   if (name == "analytical") {
@@ -42,7 +42,7 @@ std::unique_ptr<CostModel> MakeCostModel(const OpGraph& graph, const std::vector
     measured.device = options.executor.device;
     measured.cache_path = options.cost.cache;
     measured.cuda_graph = options.executor.cuda_graph;  // stages timed the way the program will run them
-    return std::make_unique<MeasuredCostModel>(graph, inputs, measured);
+    return std::make_unique<MeasuredCostModel>(graph, values, measured);
   }
   throw Error("unknown cost model '" + name + "': use analytical or measured");
 }
@@ -141,7 +141,7 @@ std::string DeviceModelName(const OptimizeOptions& options) {
   return options.executor.device.is_cuda() ? "h100" : "cpu";
 }
 
-Schedule PlanSchedule(const OpGraph& graph, const std::vector<c10::IValue>& inputs, const OptimizeOptions& options,
+Schedule PlanSchedule(const OpGraph& graph, const GraphValues& values, const OptimizeOptions& options,
                       OptimizeReport* report) {
   if (options.search.max_streams < 1) throw Error("max_streams must be at least 1");
   report->method = options.search.method;
@@ -150,10 +150,10 @@ Schedule PlanSchedule(const OpGraph& graph, const std::vector<c10::IValue>& inpu
   if (options.search.method == "nimble") return NimbleSchedule(graph, options.search.max_streams);
   if (options.search.method != "ios" && options.search.method != "autograph")
     throw Error("unknown method '" + options.search.method + "': use sequential, greedy, nimble, ios or autograph");
-  std::unique_ptr<CostModel> cost = MakeCostModel(graph, inputs, options);
+  std::unique_ptr<CostModel> cost = MakeCostModel(graph, values, options);
   report->cost = cost->name();
   Schedule schedule = options.search.method == "ios" ? PlanIos(graph, *cost, options, report)
-                                               : PlanAutograph(graph, inputs, *cost, options, report);
+                                               : PlanAutograph(graph, values.inputs(), *cost, options, report);
   if (auto* measured = dynamic_cast<MeasuredCostModel*>(cost.get())) {
     report->stages_measured = measured->measurements();
     report->cost_cache_hits = measured->cache_hits();

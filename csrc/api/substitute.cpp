@@ -1,11 +1,14 @@
 #include <torch/csrc/jit/api/module.h>
 #include <torch/csrc/jit/ir/ir.h>
 
+#include <optional>
+
 #include "api/prepare_module.h"
 #include "autograph/error.h"
 #include "autograph/substitute.h"
 #include "graph_pass/fold_convolution_add_relu.h"
 #include "graph_pass/fuse_attention.h"
+#include "graph_pass/graph_values.h"
 #include "graph_pass/merge_sibling_linears.h"
 #include "graph_pass/regroup_grouped_convolutions.h"
 
@@ -25,12 +28,18 @@ int CountAtenNodes(const torch::jit::Graph& graph) {
 SubstitutionCounts ApplySubstitutions(std::shared_ptr<torch::jit::Graph>& lowered, const std::vector<c10::IValue>& inputs,
                                       const OptimizeOptions& options) {
   SubstitutionCounts counts;
-  if (options.substitutions.fuse_attention) counts.attentions_fused = FuseScaledDotProductAttention(lowered, inputs);
+  // One run of the graph, again only after a substitution changed it and another needs values.
+  std::optional<GraphValues> recorded;
+  auto values = [&]() -> const GraphValues& {
+    if (!recorded || !recorded->Fits(*lowered)) recorded = GraphValues::Record(lowered, inputs);
+    return *recorded;
+  };
+  if (options.substitutions.fuse_attention) counts.attentions_fused = FuseScaledDotProductAttention(lowered, values());
   if (options.substitutions.merge_linears) counts.linears_merged = MergeSiblingLinears(lowered);
-  if (options.substitutions.regroup_convolutions) counts.convolutions_regrouped = RegroupGroupedConvolutions(lowered, inputs).regrouped;
+  if (options.substitutions.regroup_convolutions) counts.convolutions_regrouped = RegroupGroupedConvolutions(lowered, values()).regrouped;
   if (options.substitutions.fold_conv_relu && options.executor.device.is_cuda()) {
     const int before = CountAtenNodes(*lowered);
-    counts.convolutions_folded = FoldConvolutionAddRelu(lowered, inputs);
+    counts.convolutions_folded = FoldConvolutionAddRelu(lowered, values());
     counts.ops_folded = before - CountAtenNodes(*lowered);
   }
   return counts;

@@ -6,12 +6,12 @@
 #include <torch/csrc/jit/passes/graph_rewrite_helper.h>
 #include <torch/csrc/jit/passes/subgraph_rewrite.h>
 
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
 
-#include "executor/compiled_graph.h"
-#include "graph_pass/top_level_nodes.h"
+#include "graph_pass/graph_values.h"
 
 namespace autograph {
 
@@ -99,29 +99,25 @@ int CountFused(const torch::jit::Graph& graph) {
 
 // The real shape, dtype and device of every top-level tensor value, put on the values as complete
 // tensor types while the rewriter runs (it copies a replaced value's type onto the fused output, so
-// a later pattern still sees the shapes), and the graph's own types put back afterwards. The graph
-// runs once, on the first request.
+// a later pattern still sees the shapes), and the graph's own types put back afterwards. Read from
+// `recorded` when given (a run of this very graph), else the graph runs once, on the first request.
 class ShapeAnnotation {
  public:
-  ShapeAnnotation(std::shared_ptr<torch::jit::Graph> graph, const std::vector<c10::IValue>& inputs)
-      : graph_(std::move(graph)), inputs_(inputs) {}
+  ShapeAnnotation(std::shared_ptr<torch::jit::Graph> graph, const GraphValues* recorded,
+                  const std::vector<c10::IValue>& inputs)
+      : graph_(std::move(graph)), recorded_(recorded), inputs_(inputs) {}
 
   void EnsureAnnotated() {
     if (annotated_) return;
     annotated_ = true;
-    std::unordered_map<const Value*, c10::TypePtr> measured;
-    CompiledGraph::Observer observer = [&](const torch::jit::Node* n, const std::vector<c10::IValue>&,
-                                           const std::vector<c10::IValue>& outputs) {
-      for (size_t i = 0; i < outputs.size() && i < n->outputs().size(); ++i)
-        if (outputs[i].isTensor()) measured[n->outputs()[i]] = c10::TensorType::create(outputs[i].toTensor());
-    };
-    CompiledGraph(graph_, TopLevelNodesOf(*graph_).order).Run(inputs_, &observer);
-    for (size_t i = 0; i < inputs_.size() && i < graph_->inputs().size(); ++i)
-      if (inputs_[i].isTensor()) measured[graph_->inputs()[i]] = c10::TensorType::create(inputs_[i].toTensor());
-    for (const auto& [value, type] : measured) {
+    std::optional<GraphValues> own;
+    if (!recorded_) own = GraphValues::Record(graph_, inputs_);
+    const GraphValues& values = recorded_ ? *recorded_ : *own;
+    for (const auto& [value, recorded] : values.values()) {
+      if (!recorded.isTensor()) continue;
       Value* v = const_cast<Value*>(value);  // values of graph_, which this class may retype
       original_.emplace(v, v->type());
-      v->setType(type);
+      v->setType(c10::TensorType::create(recorded.toTensor()));
     }
     for (const torch::jit::Node* node : graph_->nodes())
       if (IsFused(node)) fused_before_.insert(node);
@@ -143,6 +139,7 @@ class ShapeAnnotation {
 
  private:
   std::shared_ptr<torch::jit::Graph> graph_;
+  const GraphValues* recorded_;
   const std::vector<c10::IValue>& inputs_;
   bool annotated_ = false;
   std::unordered_map<Value*, c10::TypePtr> original_;
@@ -164,7 +161,11 @@ bool AddedOperandFits(const Match& match, const std::unordered_map<std::string, 
 
 }  // namespace
 
-int FoldConvolutionAddRelu(std::shared_ptr<torch::jit::Graph>& graph, const std::vector<c10::IValue>& example_inputs) {
+namespace {
+
+// `recorded`: a run of `graph` as it is now, or nullptr to run it when a candidate needs shapes.
+int Fold(std::shared_ptr<torch::jit::Graph>& graph, const GraphValues* recorded,
+         const std::vector<c10::IValue>& example_inputs) {
   const int before = CountFused(*graph);
   torch::jit::SubgraphRewriter rewriter;
   // A match needs every intermediate (the conv's output, the sum) to have no reader outside it.
@@ -175,7 +176,8 @@ int FoldConvolutionAddRelu(std::shared_ptr<torch::jit::Graph>& graph, const std:
   }
   // Traced models hold aten::_convolution: written as conv2d (torch's helper) the patterns see them.
   torch::jit::graph_rewrite_helper::replaceConvolutionWithAtenConv(graph);
-  ShapeAnnotation shapes(graph, example_inputs);
+  if (recorded && !recorded->Fits(*graph)) recorded = nullptr;  // new nodes: run the graph as it is now
+  ShapeAnnotation shapes(graph, recorded, example_inputs);
   auto fusable = [&](const Match& match, const std::unordered_map<std::string, Value*>& vmap) {
     if (!FusableConstants(match, vmap)) return false;
     shapes.EnsureAnnotated();  // before the first rewrite: the first filter call precedes it
@@ -189,6 +191,17 @@ int FoldConvolutionAddRelu(std::shared_ptr<torch::jit::Graph>& graph, const std:
   }
   shapes.Restore();
   return CountFused(*graph) - before;
+}
+
+}  // namespace
+
+int FoldConvolutionAddRelu(std::shared_ptr<torch::jit::Graph>& graph, const std::vector<c10::IValue>& example_inputs) {
+  return Fold(graph, nullptr, example_inputs);
+}
+
+int FoldConvolutionAddRelu(std::shared_ptr<torch::jit::Graph>& graph, const GraphValues& values) {
+  values.CheckFits(*graph, "FoldConvolutionAddRelu");
+  return Fold(graph, &values, values.inputs());
 }
 
 }  // namespace autograph

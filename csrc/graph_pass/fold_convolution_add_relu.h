@@ -8,6 +8,8 @@
 // slower than conv2d + relu without prepacked weights (1.89 vs 1.62 ms, 1x64x56x56, 3x3, 64 ch).
 #include <ATen/core/ivalue.h>
 
+#include "graph_pass/graph_values.h"
+
 #include <memory>
 #include <vector>
 
@@ -25,5 +27,8 @@ namespace autograph {
 // the graph once on `example_inputs` (cuDNN's fused add does not broadcast or promote); the run
 // happens only when some candidate is found. Throws InputError when the inputs do not fit the graph.
 int FoldConvolutionAddRelu(std::shared_ptr<torch::jit::Graph>& graph, const std::vector<c10::IValue>& example_inputs);
+// The same with shapes from the recorded run of `graph` (runs again only when writing traced
+// aten::_convolution nodes as conv2d changed the graph first).
+int FoldConvolutionAddRelu(std::shared_ptr<torch::jit::Graph>& graph, const GraphValues& values);
 
 }  // namespace autograph

@@ -11,7 +11,6 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "executor/compiled_graph.h"
 #include "graph_pass/constant_arguments.h"
 #include "graph_pass/top_level_nodes.h"
 
@@ -139,6 +138,11 @@ bool ShapesFit(const Operands& o) {
 
 int FuseScaledDotProductAttention(std::shared_ptr<torch::jit::Graph>& graph,
                                   const std::vector<c10::IValue>& example_inputs) {
+  return FuseScaledDotProductAttention(graph, GraphValues::Record(graph, example_inputs));
+}
+
+int FuseScaledDotProductAttention(std::shared_ptr<torch::jit::Graph>& graph, const GraphValues& values) {
+  values.CheckFits(*graph, "FuseScaledDotProductAttention");
   // Each node in one attention at most (fusing one destroys its nodes).
   std::vector<Attention> found;
   std::unordered_set<const Node*> claimed;
@@ -153,7 +157,7 @@ int FuseScaledDotProductAttention(std::shared_ptr<torch::jit::Graph>& graph,
   }
   if (found.empty()) return 0;
 
-  // One run: the operands' real shapes and dtypes.
+  // The recorded run: the operands' real shapes and dtypes.
   std::vector<Operands> operands(found.size());
   // node -> (attention, 0 q | 1 k | 2 v | 3 mask); a K^T may serve several attentions
   std::unordered_multimap<const Node*, std::pair<size_t, int>> watch;
@@ -163,20 +167,17 @@ int FuseScaledDotProductAttention(std::shared_ptr<torch::jit::Graph>& graph,
     watch.emplace(found[i].output, std::make_pair(i, 2));
     if (found[i].mask_add) watch.emplace(found[i].mask_add, std::make_pair(i, 3));
   }
-  CompiledGraph::Observer observer = [&](const Node* n, const std::vector<c10::IValue>& in,
-                                         const std::vector<c10::IValue>&) {
-    auto tensor = [&](size_t k) { return k < in.size() && in[k].isTensor() ? in[k].toTensor() : at::Tensor(); };
-    const auto [first, last] = watch.equal_range(n);
-    for (auto it = first; it != last; ++it) {
-      const auto [i, role] = it->second;
-      Operands& o = operands[i];
-      if (role == 0) o.q = tensor(0);
-      if (role == 1) o.k = tensor(0);
-      if (role == 2) o.v = tensor(1);
-      if (role == 3) o.mask = tensor(found[i].mask_input);
-    }
-  };
-  CompiledGraph(graph, TopLevelNodesOf(*graph).order).Run(example_inputs, &observer);
+  for (const auto& [n, watched] : watch) {
+    const std::vector<c10::IValue>* in = values.InputsOf(n);
+    if (!in) continue;  // not in the recorded run: its attention keeps undefined operands and stays
+    auto tensor = [&](size_t k) { return k < in->size() && (*in)[k].isTensor() ? (*in)[k].toTensor() : at::Tensor(); };
+    const auto [i, role] = watched;
+    Operands& o = operands[i];
+    if (role == 0) o.q = tensor(0);
+    if (role == 1) o.k = tensor(0);
+    if (role == 2) o.v = tensor(1);
+    if (role == 3) o.mask = tensor(found[i].mask_input);
+  }
 
   int fused = 0;
   for (size_t i = 0; i < found.size(); ++i) {

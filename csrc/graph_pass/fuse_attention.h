@@ -12,6 +12,8 @@
 
 #include <ATen/core/ivalue.h>
 
+#include "graph_pass/graph_values.h"
+
 namespace torch::jit {
 struct Graph;
 }  // namespace torch::jit
@@ -26,5 +28,7 @@ namespace autograph {
 // kernel would read it as keep / drop.
 int FuseScaledDotProductAttention(std::shared_ptr<torch::jit::Graph>& graph,
                                   const std::vector<c10::IValue>& example_inputs);
+// The same from the recorded run of `graph` (no run of its own).
+int FuseScaledDotProductAttention(std::shared_ptr<torch::jit::Graph>& graph, const GraphValues& values);
 
 }  // namespace autograph

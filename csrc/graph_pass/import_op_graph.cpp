@@ -7,7 +7,8 @@
 #include <unordered_map>
 
 #include "core/operator_flops.h"
-#include "executor/compiled_graph.h"
+#include "autograph/error.h"
+#include "graph_pass/graph_values.h"
 #include "graph_pass/describe_merge_candidate.h"
 #include "graph_pass/top_level_nodes.h"
 
@@ -206,13 +207,28 @@ std::vector<int> TopologicalGroupOrder(const std::vector<std::set<int>>& succs, 
 
 OpGraph ImportOpGraph(std::shared_ptr<torch::jit::Graph> graph, const std::vector<c10::IValue>& example_inputs,
                       std::vector<c10::IValue>* outputs) {
+  const GraphValues values = GraphValues::Record(std::move(graph), example_inputs);
+  if (outputs) *outputs = values.outputs();
+  return ImportOpGraph(values);
+}
+
+OpGraph ImportOpGraph(const GraphValues& values) {
+  const std::shared_ptr<torch::jit::Graph>& graph = values.graph();
+  values.CheckFits(*graph, "ImportOpGraph");
   const TopLevelNodes nodes = TopLevelNodesOf(*graph);
-  // Run once, recording what each node really did.
+  // What each node really did in the recorded run.
   std::unordered_map<const Node*, OpNode> records;
-  CompiledGraph::Observer observer = [&](const Node* n, const std::vector<c10::IValue>& in,
-                                         const std::vector<c10::IValue>& out) { records[n] = Record(n, in, out); };
-  auto returned = CompiledGraph(graph, nodes.order).Run(example_inputs, &observer);
-  if (outputs) *outputs = std::move(returned);
+  for (const Node* n : nodes.order) {
+    const std::vector<c10::IValue>* in = values.InputsOf(n);
+    if (!in) throw Error("ImportOpGraph: node " + std::string(n->kind().toQualString()) +
+                         " has no recorded run; record the graph after changing it (internal error)");
+    std::vector<c10::IValue> out;
+    for (const Value* v : n->outputs()) {
+      const c10::IValue* o = values.Find(v);
+      out.push_back(o ? *o : c10::IValue());
+    }
+    records[n] = Record(n, *in, out);
+  }
 
   const NodeGroups groups = GroupNodes(*graph, nodes, records);
   const std::vector<std::set<int>> succs = GroupEdges(graph, nodes, groups);

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/op_graph.h"
+#include "graph_pass/graph_values.h"
 
 namespace autograph {
 
@@ -17,5 +18,7 @@ namespace autograph {
 // `outputs`, when given, receives what the graph returned on the example inputs.
 OpGraph ImportOpGraph(std::shared_ptr<torch::jit::Graph> graph, const std::vector<c10::IValue>& example_inputs,
                       std::vector<c10::IValue>* outputs = nullptr);
+// The same from a recorded run (no run of its own).
+OpGraph ImportOpGraph(const GraphValues& values);
 
 }  // namespace autograph

@@ -5,27 +5,33 @@
 
 #include <unordered_map>
 
-#include "executor/compiled_graph.h"
-#include "graph_pass/top_level_nodes.h"
+#include "graph_pass/graph_values.h"
 
 namespace autograph {
 
 int PoolInChannelsLast(std::shared_ptr<torch::jit::Graph>& graph, const std::vector<c10::IValue>& example_inputs) {
+  bool any = false;
+  for (torch::jit::Node* n : graph->nodes()) any |= n->kind() == c10::aten::max_pool2d || n->kind() == c10::aten::avg_pool2d;
+  return any ? PoolInChannelsLast(graph, GraphValues::Record(graph, example_inputs)) : 0;
+}
+
+int PoolInChannelsLast(std::shared_ptr<torch::jit::Graph>& graph, const GraphValues& values) {
+  values.CheckFits(*graph, "PoolInChannelsLast");
   std::vector<torch::jit::Node*> pools;
   for (torch::jit::Node* n : graph->nodes())
     if (n->kind() == c10::aten::max_pool2d || n->kind() == c10::aten::avg_pool2d) pools.push_back(n);
   if (pools.empty()) return 0;
-  std::unordered_map<const torch::jit::Node*, bool> nchw;  // the input, as the example run saw it
-  for (const torch::jit::Node* n : pools) nchw[n] = false;
-  CompiledGraph::Observer observer = [&](const torch::jit::Node* n, const std::vector<c10::IValue>& in,
-                                         const std::vector<c10::IValue>&) {
-    auto it = nchw.find(n);
-    if (it == nchw.end() || in.empty() || !in[0].isTensor()) return;
-    const at::Tensor& x = in[0].toTensor();
-    it->second = x.layout() == c10::kStrided && x.dim() == 4 && x.is_contiguous() &&
-                 !x.is_contiguous(c10::MemoryFormat::ChannelsLast);  // 1x1 spatial: nothing to gain
-  };
-  CompiledGraph(graph, TopLevelNodesOf(*graph).order).Run(example_inputs, &observer);
+  std::unordered_map<const torch::jit::Node*, bool> nchw;  // the input, as the recorded run saw it
+  for (const torch::jit::Node* n : pools) {
+    const std::vector<c10::IValue>* in = values.InputsOf(n);
+    if (!in || in->empty() || !(*in)[0].isTensor()) {
+      nchw[n] = false;
+      continue;
+    }
+    const at::Tensor& x = (*in)[0].toTensor();
+    nchw[n] = x.layout() == c10::kStrided && x.dim() == 4 && x.is_contiguous() &&
+              !x.is_contiguous(c10::MemoryFormat::ChannelsLast);  // 1x1 spatial: nothing to gain
+  }
   int rewritten = 0;
   for (torch::jit::Node* n : pools) {
     if (!nchw.at(n)) continue;

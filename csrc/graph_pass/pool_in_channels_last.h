@@ -6,6 +6,8 @@
 // outputs are bit-identical). Pools inside oneDNN regions (prepack_onednn) are left to oneDNN.
 #include <ATen/core/ivalue.h>
 
+#include "graph_pass/graph_values.h"
+
 #include <memory>
 #include <vector>
 
@@ -19,5 +21,7 @@ namespace autograph {
 // run on `example_inputs` (made only when some pool exists), is a 4-d strided NCHW-contiguous tensor;
 // returns the pools rewritten.
 int PoolInChannelsLast(std::shared_ptr<torch::jit::Graph>& graph, const std::vector<c10::IValue>& example_inputs);
+// The same from the recorded run of `graph` (no run of its own).
+int PoolInChannelsLast(std::shared_ptr<torch::jit::Graph>& graph, const GraphValues& values);
 
 }  // namespace autograph

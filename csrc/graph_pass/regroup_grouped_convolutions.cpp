@@ -5,6 +5,7 @@
 #include <torch/csrc/jit/ir/ir.h>
 #include <torch/csrc/jit/passes/dead_code_elimination.h>
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <tuple>
@@ -14,6 +15,7 @@
 #include "executor/compiled_graph.h"
 #include "executor/run_timing.h"
 #include "graph_pass/constant_arguments.h"
+#include "graph_pass/graph_values.h"
 #include "graph_pass/top_level_nodes.h"
 
 namespace autograph {
@@ -129,9 +131,11 @@ at::Tensor BlockDiagonalWeight(const at::Tensor& weight, int64_t groups, int64_t
   return wide;
 }
 
-RegroupReport RegroupGroupedConvolutions(std::shared_ptr<torch::jit::Graph>& graph,
-                                         const std::vector<c10::IValue>& example_inputs,
-                                         const RegroupOptions& options) {
+namespace {
+
+// `input_of`: a convolution's input in the example run (asked before the graph changes).
+RegroupReport Regroup(std::shared_ptr<torch::jit::Graph>& graph, const std::vector<c10::IValue>& example_inputs,
+                      const std::function<at::Tensor(const Node*)>& input_of, const RegroupOptions& options) {
   if (options.force_groups < 0 || options.warmup < 0 || options.repeats < 1 || !(options.keep_below > 0) ||
       !(options.keep_graph_below >= 0))
     throw Error("RegroupOptions: force_groups >= 0, warmup >= 0, repeats >= 1, keep_below > 0 and keep_graph_below >= 0 "
@@ -150,14 +154,8 @@ RegroupReport RegroupGroupedConvolutions(std::shared_ptr<torch::jit::Graph>& gra
 
   // Each convolution's input on the example run (only timing needs it).
   std::vector<at::Tensor> inputs(convolutions.size());
-  if (options.force_groups == 0) {
-    CompiledGraph::Observer observer = [&](const Node* n, const std::vector<c10::IValue>& in,
-                                           const std::vector<c10::IValue>&) {
-      auto it = index.find(n);
-      if (it != index.end() && !in.empty() && in[0].isTensor()) inputs[it->second] = in[0].toTensor();
-    };
-    CompiledGraph(graph, nodes.order).Run(example_inputs, &observer);
-  }
+  if (options.force_groups == 0)
+    for (size_t i = 0; i < convolutions.size(); ++i) inputs[i] = input_of(convolutions[i].node);
 
   // Timed decisions are checked on the whole graph: keep the original to go back to.
   const bool check_graph = options.force_groups == 0 && options.keep_graph_below > 0;
@@ -202,6 +200,30 @@ RegroupReport RegroupGroupedConvolutions(std::shared_ptr<torch::jit::Graph>& gra
     }
   }
   return report;
+}
+
+}  // namespace
+
+RegroupReport RegroupGroupedConvolutions(std::shared_ptr<torch::jit::Graph>& graph,
+                                         const std::vector<c10::IValue>& example_inputs,
+                                         const RegroupOptions& options) {
+  std::optional<GraphValues> record;  // recorded when first asked, before the graph changes
+  auto input_of = [&](const Node* n) {
+    if (!record) record = GraphValues::Record(graph, example_inputs);
+    const std::vector<c10::IValue>* in = record->InputsOf(n);
+    return in && !in->empty() && (*in)[0].isTensor() ? (*in)[0].toTensor() : at::Tensor();
+  };
+  return Regroup(graph, example_inputs, input_of, options);
+}
+
+RegroupReport RegroupGroupedConvolutions(std::shared_ptr<torch::jit::Graph>& graph, const GraphValues& values,
+                                         const RegroupOptions& options) {
+  values.CheckFits(*graph, "RegroupGroupedConvolutions");
+  auto input_of = [&](const Node* n) {
+    const std::vector<c10::IValue>* in = values.InputsOf(n);
+    return in && !in->empty() && (*in)[0].isTensor() ? (*in)[0].toTensor() : at::Tensor();
+  };
+  return Regroup(graph, values.inputs(), input_of, options);
 }
 
 }  // namespace autograph

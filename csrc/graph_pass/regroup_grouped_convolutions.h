@@ -11,6 +11,8 @@
 // spreads to the f - 1 groups merged with its own (inf * 0 = NaN).
 #include <ATen/core/ivalue.h>
 
+#include "graph_pass/graph_values.h"
+
 #include <memory>
 #include <vector>
 
@@ -51,6 +53,9 @@ struct RegroupReport {
 // undoes the rewrites, `graph` is set to an unchanged copy of the original.
 RegroupReport RegroupGroupedConvolutions(std::shared_ptr<torch::jit::Graph>& graph,
                                          const std::vector<c10::IValue>& example_inputs,
+                                         const RegroupOptions& options = {});
+// The same with shapes from the recorded run of `graph` (no run of its own; timing still runs).
+RegroupReport RegroupGroupedConvolutions(std::shared_ptr<torch::jit::Graph>& graph, const GraphValues& values,
                                          const RegroupOptions& options = {});
 
 // The weight of the same convolution with groups / factor groups: block-diagonal, zeros elsewhere.

@@ -10,11 +10,12 @@
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <unordered_map>
 
 #include "core/operator_flops.h"
-#include "executor/compiled_graph.h"
+#include "graph_pass/graph_values.h"
 #include "graph_pass/stitchable_op.h"
 #include "graph_pass/top_level_nodes.h"
 
@@ -128,8 +129,7 @@ std::optional<at::Tensor> ConstantTensor(const Value* v) {
 // constants of shape [C, 1, ...] — what ATen computes for them anyway — where a stitchable operator
 // reads or writes them, so the planner can put them in one kernel with their activation. A batch norm
 // with no stitchable neighbour stays one kernel, and so does one whose two halves the planner then
-// leaves unstitched (RestoreUnstitchedBatchNorms). Runs the graph once (for input ranks) when some
-// batch norm qualifies.
+// leaves unstitched (RestoreUnstitchedBatchNorms). Input ranks and dtypes from the recorded run.
 struct DecomposedBatchNorm {
   Node* mul;
   Node* add;
@@ -137,7 +137,7 @@ struct DecomposedBatchNorm {
 };
 
 std::vector<DecomposedBatchNorm> DecomposeBatchNormsNextToStitchable(const std::shared_ptr<torch::jit::Graph>& graph,
-                                        const std::vector<c10::IValue>& example_inputs) {
+                                                                     const GraphValues& values) {
   std::vector<Node*> candidates;
   for (Node* n : graph->nodes()) {
     if (n->kind() != c10::aten::batch_norm || n->inputs().size() < 8) continue;
@@ -153,31 +153,18 @@ std::vector<DecomposedBatchNorm> DecomposeBatchNormsNextToStitchable(const std::
     if (neighbour) candidates.push_back(n);
   }
   if (candidates.empty()) return {};
-  std::unordered_map<const Value*, std::pair<int64_t, c10::ScalarType>> rank;  // and dtype
-  for (size_t i = 0; i < graph->inputs().size() && i < example_inputs.size(); ++i)
-    if (example_inputs[i].isTensor())
-      rank[graph->inputs()[i]] = {example_inputs[i].toTensor().dim(), example_inputs[i].toTensor().scalar_type()};
-  std::set<const Value*> wanted;
-  for (const Node* n : candidates) wanted.insert(n->input(0));
-  CompiledGraph::Observer observer = [&](const Node* n, const std::vector<c10::IValue>&,
-                                         const std::vector<c10::IValue>& out) {
-    for (size_t i = 0; i < out.size() && i < n->outputs().size(); ++i)
-      if (out[i].isTensor() && wanted.count(n->outputs()[i]))
-        rank[n->outputs()[i]] = {out[i].toTensor().dim(), out[i].toTensor().scalar_type()};
-  };
-  CompiledGraph(graph, TopLevelNodesOf(*graph).order).Run(example_inputs, &observer);
   std::vector<DecomposedBatchNorm> decomposed;
   for (Node* n : candidates) {
-    auto it = rank.find(n->input(0));
+    const at::Tensor input = values.TensorOf(n->input(0));
     const at::Tensor mean = *ConstantTensor(n->input(3)), var = *ConstantTensor(n->input(4));
     // Same dtype as the statistics: a half input with float statistics would come out float.
-    if (it == rank.end() || it->second.first < 2 || it->second.second != mean.scalar_type()) continue;
+    if (!input.defined() || input.dim() < 2 || input.scalar_type() != mean.scalar_type()) continue;
     const double eps = torch::jit::toIValue(n->input(7))->toDouble();
     at::Tensor scale = (var.to(at::kDouble) + eps).rsqrt();
     if (auto w = ConstantTensor(n->input(1))) scale = scale * w->to(at::kDouble);
     at::Tensor shift = -mean.to(at::kDouble) * scale;
     if (auto b = ConstantTensor(n->input(2))) shift = shift + b->to(at::kDouble);
-    std::vector<int64_t> shape(static_cast<size_t>(it->second.first) - 1, 1);
+    std::vector<int64_t> shape(static_cast<size_t>(input.dim()) - 1, 1);
     shape[0] = mean.numel();
     torch::jit::WithInsertPoint guard(n);
     Value* s = graph->insertConstant(scale.to(mean.scalar_type()).reshape(shape).contiguous());
@@ -225,12 +212,12 @@ void FunctionalizeStitchableChains(const std::shared_ptr<torch::jit::Graph>& gra
 // them, against the stitched kernel on the group's inputs.
 template <typename ValueOf>
 bool GroupPays(const StitchGroupJudge& judge, const std::vector<Node*>& members, const GroupProgram& g,
-               const std::unordered_map<const Node*, std::vector<c10::IValue>>& node_inputs, const ValueOf& value_of) {
+               const GraphValues& recorded, const ValueOf& value_of) {
   std::vector<std::pair<torch::jit::Operation, const std::vector<c10::IValue>*>> ops;
   for (Node* n : members) {
-    auto it = node_inputs.find(n);
-    if (it == node_inputs.end()) return true;  // not run in the example (cannot happen at top level): no evidence
-    ops.emplace_back(n->getOperation(), &it->second);
+    const std::vector<c10::IValue>* in = recorded.InputsOf(n);
+    if (!in) return true;  // not run in the example (cannot happen at top level): no evidence
+    ops.emplace_back(n->getOperation(), in);
   }
   std::vector<at::Tensor> inputs;
   for (const Value* v : g.inputs) inputs.push_back(value_of(v));
@@ -265,28 +252,6 @@ bool TouchesOpaqueLayout(const Node* n, const ValueOf& value_of) {
 }
 
 using ValueOf = std::function<at::Tensor(const Value*)>;
-
-// One run on the example inputs: every tensor value, and each node's inputs when a judge will time
-// groups on them.
-struct RecordedRun {
-  std::unordered_map<const Value*, at::Tensor> tensors;
-  std::unordered_map<const Node*, std::vector<c10::IValue>> node_inputs;
-};
-
-RecordedRun RecordRun(const std::shared_ptr<torch::jit::Graph>& graph, const std::vector<Node*>& order,
-                      const std::vector<c10::IValue>& example_inputs, bool keep_node_inputs) {
-  RecordedRun run;
-  for (size_t i = 0; i < graph->inputs().size() && i < example_inputs.size(); ++i)
-    if (example_inputs[i].isTensor()) run.tensors[graph->inputs()[i]] = example_inputs[i].toTensor();
-  CompiledGraph::Observer observer = [&](const Node* n, const std::vector<c10::IValue>& in,
-                                         const std::vector<c10::IValue>& out) {
-    for (size_t i = 0; i < out.size() && i < n->outputs().size(); ++i)
-      if (out[i].isTensor()) run.tensors[n->outputs()[i]] = out[i].toTensor();
-    if (keep_node_inputs) run.node_inputs[n] = in;
-  };
-  CompiledGraph(graph, order).Run(example_inputs, &observer);
-  return run;
-}
 
 // The planner's view: every top-level node, stitchable ones with their domain, and the tensors
 // between them (sizes, producers, consumers, pairs that must stay apart, in-place ordering).
@@ -376,19 +341,26 @@ void AddStitchTensors(const std::shared_ptr<torch::jit::Graph>& graph, const Top
 StitchReport StitchMemoryBoundOps(std::shared_ptr<torch::jit::Graph>& graph,
                                   const std::vector<c10::IValue>& example_inputs, const StitchPlanOptions& options,
                                   const StitchGroupJudge& judge) {
-  const std::vector<DecomposedBatchNorm> batch_norms = DecomposeBatchNormsNextToStitchable(graph, example_inputs);
+  return StitchMemoryBoundOps(graph, GraphValues::Record(graph, example_inputs), options, judge);
+}
+
+StitchReport StitchMemoryBoundOps(std::shared_ptr<torch::jit::Graph>& graph, const GraphValues& values,
+                                  const StitchPlanOptions& options, const StitchGroupJudge& judge) {
+  values.CheckFits(*graph, "StitchMemoryBoundOps");
+  const std::vector<DecomposedBatchNorm> batch_norms = DecomposeBatchNormsNextToStitchable(graph, values);
   FunctionalizeStitchableChains(graph);
   const TopLevelNodes nodes = TopLevelNodesOf(*graph);
   const std::vector<Node*>& order = nodes.order;
 
-  // 1. Shapes from a run on the example inputs.
-  RecordedRun run = RecordRun(graph, order, example_inputs, static_cast<bool>(judge));
-  std::unordered_map<const Value*, at::Tensor>& recorded = run.tensors;
+  // 1. Shapes, and the data a judge times groups on, from the recorded run; the graph runs again only
+  // when the two steps above made new nodes (their values, and pointers of destroyed ones, no longer fit).
+  std::optional<GraphValues> rerecorded;
+  if (!values.Fits(*graph)) rerecorded = GraphValues::Record(graph, values.inputs());
+  const GraphValues& recorded = rerecorded ? *rerecorded : values;
+  std::unordered_map<const Value*, at::Tensor> carried;  // stitched kernels' outputs: their members' values
   const ValueOf value_of = [&](const Value* v) -> at::Tensor {
-    auto it = recorded.find(v);
-    if (it != recorded.end()) return it->second;
-    auto c = torch::jit::toIValue(v);
-    return c && c->isTensor() ? c->toTensor() : at::Tensor();
+    auto it = carried.find(v);
+    return it != carried.end() ? it->second : recorded.TensorOf(v);
   };
 
   // 2. The planner's view.
@@ -398,7 +370,6 @@ StitchReport StitchMemoryBoundOps(std::shared_ptr<torch::jit::Graph>& graph,
   StitchReport report;
   report.candidates = view.candidates;
   const std::map<Node*, StitchableOp>& analysis = view.analysis;
-  const auto& node_inputs = run.node_inputs;
 
   // 3. Plan, then rewrite each group of two or more.
   std::set<Node*> stitched;
@@ -427,7 +398,7 @@ StitchReport StitchMemoryBoundOps(std::shared_ptr<torch::jit::Graph>& graph,
     if (members.size() < 2 || only_a_batch_norm(members)) continue;
     GroupProgram g = BuildProgram(members, analysis, graph->return_node());
     if (g.outputs.empty()) continue;
-    if (judge && !GroupPays(judge, members, g, node_inputs, value_of)) {
+    if (judge && !GroupPays(judge, members, g, recorded, value_of)) {
       report.groups_rejected++;
       continue;
     }
@@ -435,7 +406,7 @@ StitchReport StitchMemoryBoundOps(std::shared_ptr<torch::jit::Graph>& graph,
     stitched.insert(members.begin(), members.end());  // destroyed below: compared, never dereferenced
     Node* unpack = ReplaceWithStitched(graph, members, g);
     // Later groups may read these outputs: their recorded values carry over to the new values.
-    for (size_t i = 0; i < g.outputs.size(); ++i) recorded[unpack->output(i)] = recorded[g.outputs[i]];
+    for (size_t i = 0; i < g.outputs.size(); ++i) carried[unpack->output(i)] = value_of(g.outputs[i]);
     report.groups++;
     // ops_stitched counts the graph's own operators: a decomposed batch norm is one, whether both its
     // halves joined the group (one absorbed) or one did (none: the other half still runs).

@@ -10,6 +10,7 @@
 #include <memory>
 #include <vector>
 
+#include "graph_pass/graph_values.h"
 #include "stitch/plan_stitch_groups.h"
 
 namespace torch::jit {
@@ -37,6 +38,10 @@ using StitchGroupJudge = std::function<bool(const std::function<void()>& operato
 // groups `judge` (when given) rejects.
 StitchReport StitchMemoryBoundOps(std::shared_ptr<torch::jit::Graph>& graph,
                                   const std::vector<c10::IValue>& example_inputs,
+                                  const StitchPlanOptions& options = {}, const StitchGroupJudge& judge = nullptr);
+// The same with shapes and data from the recorded run of `graph` (it runs again only when batch
+// norms were split or in-place operators made functional first).
+StitchReport StitchMemoryBoundOps(std::shared_ptr<torch::jit::Graph>& graph, const GraphValues& values,
                                   const StitchPlanOptions& options = {}, const StitchGroupJudge& judge = nullptr);
 
 }  // namespace autograph

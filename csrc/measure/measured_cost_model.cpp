@@ -62,6 +62,20 @@ std::string DescribeStage(const OpGraph& graph, const Stage& stage) {
 
 MeasuredCostModel::MeasuredCostModel(const OpGraph& graph, std::vector<c10::IValue> inputs, MeasuredCostOptions options)
     : impl_(std::make_unique<Impl>()) {
+  Init(graph, std::move(options));
+  at::NoGradGuard no_grad;
+  impl_->values = RecordValues(graph, std::move(inputs));
+}
+
+MeasuredCostModel::MeasuredCostModel(const OpGraph& graph, const GraphValues& values, MeasuredCostOptions options)
+    : impl_(std::make_unique<Impl>()) {
+  if (!graph.graph() || values.graph() != graph.graph())
+    throw Error("MeasuredCostModel: the recorded values are of another graph than the OpGraph's (internal error)");
+  Init(graph, std::move(options));
+  impl_->values = values.values();
+}
+
+void MeasuredCostModel::Init(const OpGraph& graph, MeasuredCostOptions options) {
   Impl& m = *impl_;
   if (options.repeats < 1)
     throw Error("MeasuredCostOptions.repeats is " + std::to_string(options.repeats) + "; expected at least 1");
@@ -80,10 +94,6 @@ MeasuredCostModel::MeasuredCostModel(const OpGraph& graph, std::vector<c10::IVal
     if (m.options.flush_l2) settings += " l2-flushed";
   }
   m.device_key = settings.empty() ? m.device_id : m.device_id + " " + settings;
-  {
-    at::NoGradGuard no_grad;
-    m.values = RecordValues(graph, std::move(inputs));
-  }
   std::string path = m.options.cache_path;
   if (path == "none") path.clear();
   else if (path.empty()) path = CostCache::DefaultPath(m.device_id);

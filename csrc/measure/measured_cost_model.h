@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "graph_pass/graph_values.h"
 #include "search/cost/cost_model.h"
 
 namespace autograph {
@@ -37,6 +38,8 @@ class MeasuredCostModel : public CostModel {
   // the model. Throws autograph::Error when called with another graph, InputError when the inputs
   // do not fit the graph.
   MeasuredCostModel(const OpGraph& graph, std::vector<c10::IValue> inputs, MeasuredCostOptions options = {});
+  // The same from a recorded run of graph.graph() (no run of its own; Error for another graph's).
+  MeasuredCostModel(const OpGraph& graph, const GraphValues& values, MeasuredCostOptions options = {});
   ~MeasuredCostModel() override;  // flushes new entries to the disk cache; errors swallowed
   MeasuredCostModel(const MeasuredCostModel&) = delete;
   MeasuredCostModel& operator=(const MeasuredCostModel&) = delete;
@@ -56,6 +59,7 @@ class MeasuredCostModel : public CostModel {
   const std::string& cache_path() const;  // the disk cache in use, or "" when none
 
  private:
+  void Init(const OpGraph& graph, MeasuredCostOptions options);  // checks options, opens the disk cache
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/op_graph.h"
+#include "graph_pass/graph_values.h"  // ValueRecord
 
 namespace torch::jit {
 struct Value;
@@ -14,10 +15,8 @@ struct Value;
 
 namespace autograph {
 
-// Graph inputs and the outputs of every top-level node (constants are read from the graph).
-using ValueRecord = std::unordered_map<const torch::jit::Value*, c10::IValue>;
-
-// Runs graph.graph() once in graph order on `inputs` and keeps every value alive. A value written
+// Runs graph.graph() once in graph order on `inputs` and keeps every value alive (GraphValues::Record:
+// the driver records once and passes GraphValues::values() instead). A value written
 // in place later in the run shows the write (same shape and dtype). Throws InputError when the
 // inputs do not fit, Error when the OpGraph has no TorchScript graph.
 ValueRecord RecordValues(const OpGraph& graph, std::vector<c10::IValue> inputs);
