@@ -2,6 +2,7 @@
 #include "graph_pass/import_op_graph.h"
 
 #include <gtest/gtest.h>
+#include <algorithm>
 #include <torch/csrc/jit/ir/irparser.h>
 #include <torch/torch.h>
 
@@ -114,6 +115,33 @@ graph(%x : Tensor):
   torch::Tensor x = torch::randn({8});
   auto out = autograph::SequentialExecutor(g).Run({x});
   EXPECT_TRUE(torch::equal(out[0].toTensor(), torch::relu(x * x) + torch::sigmoid(x * x)));
+}
+
+TEST(ImportOpGraph, ViewAfterAnInPlaceWriteStandsAlone) {
+  // MobileNetV3's pattern (found by the torchvision corpus on lraspp_mobilenet_v3_large): hardswish_
+  // overwrites the conv's output, then size() reads that output. Joined to the conv's group, the size
+  // would have to run both before hardswish_ (its group's anchor does) and after it (the write
+  // orders it): a cycle. It stands alone, after the writer.
+  auto graph = Parse(R"IR(
+graph(%x : Tensor):
+  %zero : int = prim::Constant[value=0]()
+  %minus1 : int = prim::Constant[value=-1]()
+  %a : Tensor = aten::sigmoid(%x)
+  %b : Tensor = aten::hardswish_(%a)
+  %n : int = aten::size(%a, %zero)
+  %shape : int[] = prim::ListConstruct(%n, %minus1)
+  %c : Tensor = aten::view(%b, %shape)
+  %d : Tensor = aten::relu(%c)
+  return (%d))IR");
+  OpGraph g = autograph::ImportOpGraph(graph, {torch::randn({2, 3, 4})});
+  const std::vector<std::string> ops = Ops(g);
+  auto at = [&](const std::string& op) { return std::find(ops.begin(), ops.end(), op) - ops.begin(); };
+  ASSERT_LT(at("aten::size"), static_cast<long>(ops.size()));
+  EXPECT_LT(at("aten::sigmoid"), at("aten::hardswish_"));
+  EXPECT_LT(at("aten::hardswish_"), at("aten::size"));
+  EXPECT_EQ(g.node(at("aten::size")).kind, OpKind::View);
+  auto preds = g.preds(static_cast<int>(at("aten::size")));
+  EXPECT_NE(std::find(preds.begin(), preds.end(), at("aten::hardswish_")), preds.end());
 }
 
 TEST(ImportOpGraph, ControlFlowIsOneOpaqueOperator) {

@@ -71,6 +71,16 @@ void CountTorchScriptParts(const OpGraph& graph, OptimizeReport* report) {
 torch::jit::Module OptimizeModule(const torch::jit::Module& module, const OptimizeOptions& requested,
                                   OptimizeReport* report);
 
+torch::jit::Module Unchanged(const torch::jit::Module& module, const OptimizeOptions& options, const std::string& why,
+                             OptimizeReport* report) {
+  *report = OptimizeReport{};
+  report->method = options.search.method;
+  report->device = options.executor.device.str();
+  report->fallback = why;
+  TORCH_WARN("autograph: ", why, "; optimize returns the module unchanged");
+  return module;
+}
+
 }  // namespace
 
 torch::jit::Module optimize(const torch::jit::Module& module, const OptimizeOptions& options, OptimizeReport* report) {
@@ -80,12 +90,13 @@ torch::jit::Module optimize(const torch::jit::Module& module, const OptimizeOpti
     return OptimizeModule(module, options, report);
   } catch (const UnsupportedModelError& e) {
     // Nothing of it can be optimized: the user keeps the model as it is, and is told why once.
-    *report = OptimizeReport{};
-    report->method = options.search.method;
-    report->device = options.executor.device.str();
-    report->fallback = e.what();
-    TORCH_WARN("autograph: ", e.what(), "; optimize returns the module unchanged");
-    return module;
+    return Unchanged(module, options, e.what(), report);
+  } catch (const c10::Error& e) {
+    // A check inside autograph or libtorch failed on this model (autograph's own errors about the
+    // user's inputs and options are autograph::Error and reach the caller): our bug, not the user's;
+    // they keep a working model, and the message asks for a report.
+    return Unchanged(module, options, "internal error while optimizing (" + FirstLineOf(e) + "); please report it",
+                     report);
   }
 }
 

@@ -106,18 +106,32 @@ OpNode Record(const Node* node, const std::vector<c10::IValue>& inputs, const st
 }
 
 // Operators out of nodes: launching nodes anchor groups; views join their sole producer group, else
-// their sole consumer group, else stand alone.
+// their sole consumer group, else stand alone. A view that must keep its order with a node (around an
+// in-place write or a side effect) joins a group only if that node is in the group too: in its
+// producer's group it could have to run both before and after a writer that reads that producer
+// (hardswish_ after a conv, then the conv output's size()), a cycle.
 struct NodeGroups {
   std::vector<int> group;   // node position -> group
   std::vector<int> anchor;  // group -> position of its anchor node
 };
 
 NodeGroups GroupNodes(const torch::jit::Graph& graph, const TopLevelNodes& nodes,
-                      const std::unordered_map<const Node*, OpNode>& records) {
+                      const std::unordered_map<const Node*, OpNode>& records,
+                      const std::vector<std::pair<int, int>>& order_pairs) {
   const torch::jit::Block* top = graph.block();
   const std::vector<Node*>& order = nodes.order;
   const int n = static_cast<int>(order.size());
   NodeGroups g{std::vector<int>(n, -1), {}};
+  std::vector<std::vector<int>> partners(n);  // the positions each node must keep its order with
+  for (const auto& [earlier, later] : order_pairs) {
+    partners[earlier].push_back(later);
+    partners[later].push_back(earlier);
+  }
+  auto may_join = [&](int i, int group) {
+    for (int p : partners[i])
+      if (g.group[p] != group) return false;
+    return true;
+  };
   auto producer_group = [&](Value* v) -> int {  // -2: constant or graph input
     Node* p = v->node();
     if (p->kind() == c10::prim::Constant || p == graph.param_node()) return -2;
@@ -134,7 +148,7 @@ NodeGroups GroupNodes(const torch::jit::Graph& graph, const TopLevelNodes& nodes
     std::set<int> owners;
     for (Value* v : reads) owners.insert(producer_group(v));
     owners.erase(-2);
-    if (owners.size() == 1 && *owners.begin() >= 0) g.group[i] = *owners.begin();
+    if (owners.size() == 1 && *owners.begin() >= 0 && may_join(i, *owners.begin())) g.group[i] = *owners.begin();
   }
   for (int i = n - 1; i >= 0; --i) {
     if (g.group[i] >= 0) continue;
@@ -149,7 +163,7 @@ NodeGroups GroupNodes(const torch::jit::Graph& graph, const TopLevelNodes& nodes
         }
       }
     }
-    if (consumers.size() == 1 && !is_graph_output) {
+    if (consumers.size() == 1 && !is_graph_output && may_join(i, *consumers.begin())) {
       g.group[i] = *consumers.begin();
     } else {
       g.group[i] = static_cast<int>(g.anchor.size());
@@ -159,9 +173,17 @@ NodeGroups GroupNodes(const torch::jit::Graph& graph, const TopLevelNodes& nodes
   return g;
 }
 
-// Edges between groups: data dependences, plus ordering around in-place writes.
+// Pairs (earlier, later) of positions that must keep their order: around in-place writes and side
+// effects.
+std::vector<std::pair<int, int>> OrderPairs(const std::shared_ptr<torch::jit::Graph>& graph, const TopLevelNodes& nodes) {
+  std::vector<std::pair<int, int>> pairs = InPlaceOrderPairs(graph, nodes.order);
+  for (const auto& pair : SideEffectOrderPairs(nodes.order)) pairs.push_back(pair);
+  return pairs;
+}
+
+// Edges between groups: data dependences, plus the order pairs.
 std::vector<std::set<int>> GroupEdges(const std::shared_ptr<torch::jit::Graph>& graph, const TopLevelNodes& nodes,
-                                      const NodeGroups& g) {
+                                      const NodeGroups& g, const std::vector<std::pair<int, int>>& order_pairs) {
   const torch::jit::Block* top = graph->block();
   std::vector<std::set<int>> succs(g.anchor.size());
   auto add_edge = [&](int from, int to) {
@@ -176,9 +198,7 @@ std::vector<std::set<int>> GroupEdges(const std::shared_ptr<torch::jit::Graph>& 
       add_edge(g.group[nodes.position.at(TopLevel(p, top))], g.group[i]);
     }
   }
-  for (const auto& [earlier, later] : InPlaceOrderPairs(graph, nodes.order))
-    add_edge(g.group[earlier], g.group[later]);
-  for (const auto& [earlier, later] : SideEffectOrderPairs(nodes.order)) add_edge(g.group[earlier], g.group[later]);
+  for (const auto& [earlier, later] : order_pairs) add_edge(g.group[earlier], g.group[later]);
   return succs;
 }
 
@@ -230,8 +250,9 @@ OpGraph ImportOpGraph(const GraphValues& values) {
     records[n] = Record(n, *in, out);
   }
 
-  const NodeGroups groups = GroupNodes(*graph, nodes, records);
-  const std::vector<std::set<int>> succs = GroupEdges(graph, nodes, groups);
+  const std::vector<std::pair<int, int>> order_pairs = OrderPairs(graph, nodes);
+  const NodeGroups groups = GroupNodes(*graph, nodes, records, order_pairs);
+  const std::vector<std::set<int>> succs = GroupEdges(graph, nodes, groups, order_pairs);
   const std::vector<int> topo = TopologicalGroupOrder(succs, groups.anchor);
   std::vector<int> new_id(topo.size(), -1);
   for (size_t i = 0; i < topo.size(); ++i) new_id[topo[i]] = static_cast<int>(i);
