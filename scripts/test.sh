@@ -33,8 +33,11 @@ export AUTOGRAPH_CLI="$BUILD_DIR/autograph"
 status=0
 echo "== GoogleTest (ctest) =="
 (cd "$BUILD_DIR" && ctest --output-on-failure -j "${AUTOGRAPH_TEST_JOBS:-2}") 2>&1 | tee "$BUILD_DIR/ctest.log" |
-  grep -vE '^ *[0-9]+/[0-9]+ Test +#[0-9]+: .* Passed' || true
-[ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+  grep -vE '^ *[0-9]+/[0-9]+ Test +#[0-9]+: .* Passed'
+# ctest's own status, read at once: under pipefail a "|| true" here would run on every ctest failure
+# and leave PIPESTATUS describing `true` (a failed test passed this script until 2026-11-25).
+ctest_status=${PIPESTATUS[0]}
+[ "$ctest_status" -eq 0 ] || status=1
 gtest_summary=$(grep -E 'tests passed|tests failed' "$BUILD_DIR/ctest.log" | tail -n 1)
 gtest_skipped=$(grep -cE '\(Skipped\)$' "$BUILD_DIR/ctest.log")
 
