@@ -1,0 +1,363 @@
+"""Real-model corpus: every torchvision classification model (and its segmentation and detection
+models) exported to TorchScript, optimized by the `autograph` CLI with each method on the CPU, and
+the optimized module's outputs compared with the original's on a fresh input.
+
+    python bench/torchvision_corpus.py                      # the whole corpus -> bench/results/corpus-DATE-cpu/
+    python bench/torchvision_corpus.py --models resnet18,vit_b_16 --methods autograph
+    python bench/torchvision_corpus.py --quick              # the CI subset at small input sizes
+
+Each model runs in a worker process of its own, so a crash (of the export, the CLI or the optimized
+module) is recorded against that model and the corpus goes on. A row's status is one of
+  optimized    optimize succeeded and every output tensor matches (relative error below --tolerance)
+  fallback     optimize returned the module (partly or wholly) to TorchScript and said why; outputs match
+  mismatch     the optimized module's outputs differ from the original's (a bug)
+  failed       optimize exited non-zero, or the optimized module raised (a bug: refusal is not allowed)
+  crashed      a process died on a signal or ran past --timeout (a bug)
+  not-exported neither torch.jit.trace nor torch.jit.script accepts the model (torchvision's side)
+Weights are random (seeded), inputs drawn from N(0, 1); input sizes are the crop or resize size of
+each model's default weights (as the model card says), or the model's fixed image size.
+"""
+import argparse
+import csv
+import datetime
+import json
+import os
+import platform
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Tuple
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "python"))
+
+# Relative error = max |optimized - original| / max |original| over each output tensor. The optimized
+# module runs the same operators in float32, but BatchNorm folded into convolutions, prepacked oneDNN
+# weights and stitched kernels sum in another order; over a hundred layers that moves the outputs by
+# about 1e-6 to 1e-5 of their scale. A scheduling bug (a missing, repeated or misplaced operator)
+# moves them by order 1. 1e-3 keeps two decades of margin on both sides.
+TOLERANCE = 1e-3
+
+# The CI subset: small and quick models, each family's control flow and structures represented
+# (inverted residuals, channel shuffle, fire modules, squeeze-excitation, a dict-returning
+# segmentation model), at small input sizes.
+QUICK = {"squeezenet1_1": 96, "shufflenet_v2_x0_5": 96, "mobilenet_v3_small": 96, "lraspp_mobilenet_v3_large": 96}
+
+METHODS = ("autograph", "nimble")
+STATUSES = ("optimized", "fallback", "mismatch", "failed", "crashed", "not-exported")
+
+
+# --- model side (worker process) ---------------------------------------------------------------------
+
+def corpus_models(families: Tuple[str, ...] = ("classification", "segmentation", "detection")) -> List[Tuple[str, str]]:
+    import torchvision
+    from torchvision import models
+    modules = {"classification": models, "segmentation": models.segmentation, "detection": models.detection}
+    return [(name, family) for family in families for name in sorted(torchvision.models.list_models(module=modules[family]))]
+
+
+def default_size(name: str, model) -> int:
+    """The input size the model's default weights were made for (crop size, else resize size)."""
+    fixed = getattr(model, "image_size", None)  # vision transformers: positional embeddings fix it
+    if isinstance(fixed, int):
+        return fixed
+    from torchvision import models
+    transforms = models.get_model_weights(name).DEFAULT.transforms()
+    for attr in ("crop_size", "resize_size"):
+        size = getattr(transforms, attr, None)
+        if size:
+            return int(size[0])
+    return 224
+
+
+def build(name: str, family: str, size: Optional[int]):
+    """(model in eval mode, example inputs, check inputs, size) with seeded weights and inputs."""
+    import torch
+    from torchvision import models
+    torch.manual_seed(0)
+    kwargs = {"weights": None}
+    if family != "classification":
+        kwargs["weights_backbone"] = None  # random backbone too: nothing is downloaded
+    model = models.get_model(name, **kwargs).eval()
+    size = size or default_size(name, model)
+
+    def images(seed: int):
+        gen = torch.Generator().manual_seed(seed)
+        x = torch.randn(1, 3, size, size, generator=gen)
+        return ([x[0]],) if family == "detection" else (x,)
+
+    return model, images(100), images(101), size
+
+
+def export(model, inputs) -> Tuple[Any, str]:
+    """TorchScript of `model`: traced when tracing works, else scripted. Raises when neither does."""
+    import torch
+    errors = []
+    try:
+        with torch.no_grad():
+            traced = torch.jit.trace(model, inputs, strict=False, check_trace=False)
+            traced(*inputs)
+        return traced, "trace"
+    except Exception as e:  # noqa: BLE001 - any tracer failure sends us to scripting
+        errors.append(f"trace: {first_line(e)}")
+    try:
+        scripted = torch.jit.script(model)
+        with torch.no_grad():
+            scripted(*inputs)
+        return scripted, "script"
+    except Exception as e:  # noqa: BLE001
+        errors.append(f"script: {first_line(e)}")
+    raise RuntimeError("; ".join(errors))
+
+
+def first_line(e: BaseException) -> str:
+    text = str(e).strip().splitlines()
+    return (text[0] if text else type(e).__name__)[:300]
+
+
+def arg_spec(value) -> Any:
+    """NAME.json's description of one forward() argument."""
+    import torch
+    if isinstance(value, torch.Tensor):
+        return {"shape": list(value.shape), "dtype": str(value.dtype).replace("torch.", "")}
+    if isinstance(value, tuple):
+        return {"tuple": [arg_spec(v) for v in value]}
+    if isinstance(value, list):
+        return {"list": [arg_spec(v) for v in value]}
+    if isinstance(value, dict):
+        return {"dict": {k: arg_spec(v) for k, v in value.items()}}
+    return value
+
+
+def tensors_of(value, path="out") -> List[Tuple[str, Any]]:
+    """Every tensor inside a (nested) output, with where it is; non-tensor leaves as themselves."""
+    import torch
+    if isinstance(value, torch.Tensor):
+        return [(path, value)]
+    if isinstance(value, (tuple, list)):
+        return [t for i, v in enumerate(value) for t in tensors_of(v, f"{path}[{i}]")]
+    if isinstance(value, dict):
+        return [t for k, v in value.items() for t in tensors_of(v, f"{path}[{k!r}]")]
+    return [(path, value)]
+
+
+def compare(got, want) -> Tuple[float, str]:
+    """(largest relative error over the output tensors, what differs in structure or '')."""
+    import torch
+    g, w = tensors_of(got), tensors_of(want)
+    if [p for p, _ in g] != [p for p, _ in w]:
+        return float("inf"), f"structure differs: {[p for p, _ in g][:4]} vs {[p for p, _ in w][:4]}"
+    worst = 0.0
+    for (path, a), (_, b) in zip(g, w):
+        if isinstance(b, torch.Tensor):
+            if not isinstance(a, torch.Tensor) or a.shape != b.shape or a.dtype != b.dtype:
+                return float("inf"), f"{path}: {describe(a)} instead of {describe(b)}"
+            if b.numel() == 0:
+                continue
+            if not b.is_floating_point():
+                if not torch.equal(a, b):
+                    return float("inf"), f"{path}: integer values differ"
+                continue
+            scale = b.abs().max().item()
+            err = (a - b).abs().max().item()
+            worst = max(worst, err / scale if scale > 0 else err)
+        elif a != b:
+            return float("inf"), f"{path}: {a!r} instead of {b!r}"
+    return worst, ""
+
+
+def describe(t) -> str:
+    import torch
+    return f"{tuple(t.shape)} {t.dtype}" if isinstance(t, torch.Tensor) else type(t).__name__
+
+
+def worker(name: str, family: str, size: Optional[int], methods: List[str], cli: str, tolerance: float,
+           timeout: float, work: Path) -> Dict[str, Any]:
+    """Exports one model, optimizes it with each method through the CLI and checks the outputs."""
+    import torch
+    torch.set_num_threads(int(os.environ.get("AUTOGRAPH_CORPUS_THREADS", "2")))
+    import autograph
+    autograph.load_library()
+    result: Dict[str, Any] = {"model": name, "family": family, "rows": []}
+    t0 = time.perf_counter()
+    model, inputs, check, size = build(name, family, size)
+    result["size"] = size
+    try:
+        scripted, how = export(model, inputs)
+    except RuntimeError as e:
+        result["export"] = "none"
+        result["rows"] = [{"method": m, "status": "not-exported", "reason": str(e)} for m in methods]
+        return result
+    result["export"] = how
+    path = work / f"{name}.pt"
+    scripted.save(str(path))
+    (work / f"{name}.json").write_text(json.dumps({"inputs": [arg_spec(v) for v in inputs]}))
+    with torch.no_grad():
+        original = torch.jit.load(str(path))
+        want = original(*check)
+    result["export_s"] = round(time.perf_counter() - t0, 1)
+    del model, scripted
+    for method in methods:
+        result["rows"].append(optimize_and_check(cli, path, method, check, want, tolerance, timeout, work))
+    return result
+
+
+def optimize_and_check(cli: str, path: Path, method: str, check, want, tolerance: float, timeout: float,
+                       work: Path) -> Dict[str, Any]:
+    import torch
+    out = work / f"{path.stem}_{method}.pt"
+    row: Dict[str, Any] = {"method": method}
+    t0 = time.perf_counter()
+    try:
+        r = subprocess.run([cli, "optimize", str(path), "-o", str(out), "--method", method, "--json"],
+                           capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {**row, "status": "crashed", "reason": f"optimize ran past {timeout:.0f} s"}
+    row["optimize_s"] = round(time.perf_counter() - t0, 1)
+    if r.returncode < 0:
+        return {**row, "status": "crashed", "reason": f"optimize died on {signal.Signals(-r.returncode).name}"}
+    if r.returncode != 0:
+        return {**row, "status": "failed", "reason": last_line(r.stderr)}
+    report = json.loads(r.stdout)
+    left = report.get("left_to_torchscript") or []
+    row.update(operators=report.get("operators_before"), optimized_ops=report.get("operators_optimized"),
+               left_ops=sum(p.get("count", 0) for p in left), stages=report.get("stages"),
+               streams=report.get("streams"), chosen=report.get("chosen") or "")
+    reasons = [f"{p['op']} x{p['count']}: {p['reason']}" for p in left]
+    if report.get("fallback"):
+        reasons.insert(0, report["fallback"])
+    try:
+        with torch.no_grad():
+            got = torch.jit.load(str(out))(*check)
+    except Exception as e:  # noqa: BLE001 - an optimized module that raises is a failure to record
+        return {**row, "status": "failed", "reason": f"optimized module raised: {first_line(e)}"}
+    err, differs = compare(got, want)
+    row["rel_err"] = err
+    if differs or err > tolerance:
+        return {**row, "status": "mismatch", "reason": differs or f"relative error {err:.2e} > {tolerance:g}"}
+    return {**row, "status": "fallback" if reasons else "optimized", "reason": "; ".join(reasons)}
+
+
+def last_line(text: str) -> str:
+    lines = [l for l in text.strip().splitlines() if l.strip()]
+    return lines[-1][:300] if lines else "(no message)"
+
+
+# --- driver side -------------------------------------------------------------------------------------
+
+def run_model(name: str, family: str, size: Optional[int], methods: List[str], cli: str, tolerance: float,
+              timeout: float) -> Dict[str, Any]:
+    """One model in a worker process; a worker that dies or hangs becomes a `crashed` row."""
+    with tempfile.TemporaryDirectory(prefix=f"corpus_{name}_") as work:
+        cmd = [sys.executable, __file__, "--worker", name, "--family", family, "--methods", ",".join(methods),
+               "--cli", cli, "--tolerance", str(tolerance), "--timeout", str(timeout), "--work", work]
+        if size:
+            cmd += ["--size", str(size)]
+        budget = timeout * (len(methods) + 1) + 120
+        try:
+            r = subprocess.run(cmd, capture_output=True, text=True, timeout=budget)
+        except subprocess.TimeoutExpired:
+            return crashed(name, family, methods, f"worker ran past {budget:.0f} s")
+        lines = [l for l in r.stdout.splitlines() if l.startswith("{")]
+        if r.returncode != 0 or not lines:
+            why = (f"worker died on {signal.Signals(-r.returncode).name}" if r.returncode < 0
+                   else f"worker exited {r.returncode}: {last_line(r.stderr)}")
+            return crashed(name, family, methods, why)
+        return json.loads(lines[-1])
+
+
+def crashed(name: str, family: str, methods: List[str], why: str) -> Dict[str, Any]:
+    return {"model": name, "family": family, "rows": [{"method": m, "status": "crashed", "reason": why} for m in methods]}
+
+
+COLUMNS = ["model", "family", "size", "export", "method", "status", "operators", "optimized_ops", "left_ops",
+           "stages", "streams", "chosen", "rel_err", "optimize_s", "reason"]
+
+
+def flatten(results: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    return [{**{k: res.get(k, "") for k in ("model", "family", "size", "export")}, **row}
+            for res in results for row in res["rows"]]
+
+
+def write_table(rows: List[Dict[str, Any]], out: Path, command: str, seconds: float) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / "corpus.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=COLUMNS, extrasaction="ignore")
+        w.writeheader()
+        w.writerows(rows)
+    import torch
+    import torchvision
+    counts = {s: sum(r["status"] == s for r in rows) for s in STATUSES}
+    md = [f"# torchvision corpus on CPU, {datetime.date.today()}", "",
+          f"Command: `{command}`; {seconds / 60:.0f} min on {os.cpu_count()} cores ({platform.processor() or platform.machine()}), "
+          f"torch {torch.__version__}, torchvision {torchvision.__version__}, commit {git_commit()}.", "",
+          "Totals: " + ", ".join(f"{n} {s}" for s, n in counts.items()) + f" (of {len(rows)} rows).", "",
+          "| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
+    for r in rows:
+        cells = []
+        for c in COLUMNS:
+            v = r.get(c, "")
+            cells.append(f"{v:.1e}" if c == "rel_err" and isinstance(v, float) else str(v).replace("|", "/"))
+        md.append("| " + " | ".join(cells) + " |")
+    (out / "corpus.md").write_text("\n".join(md) + "\n")
+
+
+def git_commit() -> str:
+    r = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT)
+    return r.stdout.strip() or "unknown"
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--models", help="comma-separated torchvision names (default: the whole corpus)")
+    p.add_argument("--families", default="classification,segmentation,detection")
+    p.add_argument("--methods", default=",".join(METHODS))
+    p.add_argument("--quick", action="store_true", help="the CI subset at small input sizes")
+    p.add_argument("--size", type=int, help="input size for every model (default: each model's own)")
+    p.add_argument("--cli", default=os.environ.get("AUTOGRAPH_CLI", str(ROOT / "build" / "autograph")))
+    p.add_argument("--tolerance", type=float, default=TOLERANCE)
+    p.add_argument("--timeout", type=float, default=900, help="seconds per optimize run")
+    p.add_argument("--out", type=Path, help="results folder (default bench/results/corpus-DATE-cpu; none with --quick)")
+    p.add_argument("--worker", help=argparse.SUPPRESS)
+    p.add_argument("--family", help=argparse.SUPPRESS)
+    p.add_argument("--work", type=Path, help=argparse.SUPPRESS)
+    a = p.parse_args(argv)
+    methods = [m for m in a.methods.split(",") if m]
+    if a.worker:
+        print(json.dumps(worker(a.worker, a.family, a.size, methods, a.cli, a.tolerance, a.timeout, a.work)))
+        return 0
+    if not os.path.exists(a.cli):
+        p.error(f"{a.cli} not found: build first (scripts/build.sh) or pass --cli")
+    families = tuple(f for f in a.families.split(",") if f)
+    available = dict(corpus_models(families))
+    if a.quick:
+        chosen = [(n, available.get(n, "segmentation"), s) for n, s in QUICK.items()]
+    else:
+        names = a.models.split(",") if a.models else list(available)
+        unknown = [n for n in names if n not in available]
+        if unknown:
+            p.error(f"not torchvision {'/'.join(families)} models: {', '.join(unknown)}")
+        chosen = [(n, available[n], a.size) for n in names]
+    start = time.perf_counter()
+    results = []
+    for i, (name, family, size) in enumerate(chosen, 1):
+        res = run_model(name, family, size, methods, a.cli, a.tolerance, a.timeout)
+        results.append(res)
+        for row in res["rows"]:
+            print(f"[{i}/{len(chosen)}] {name:32} {row['method']:10} {row['status']:12} {row.get('reason', '')[:100]}",
+                  flush=True)
+    rows = flatten(results)
+    if a.out or not a.quick:
+        out = a.out or ROOT / "bench" / "results" / f"corpus-{datetime.date.today()}-cpu"
+        write_table(rows, out, " ".join(["python", "bench/torchvision_corpus.py", *(argv or sys.argv[1:])]),
+                    time.perf_counter() - start)
+        print(f"wrote {out}/corpus.md and corpus.csv")
+    bad = [r for r in rows if r["status"] in ("mismatch", "failed", "crashed")]
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
