@@ -89,6 +89,25 @@ def forward(self, x: Tensor) -> Tensor:
   EXPECT_TRUE(torch::allclose(optimized.forward({x}).toTensor(), model.forward({x}).toTensor(), 1e-5, 1e-5));
 }
 
+// print() is a vararg operator: it reads its input count from the stack, as the interpreter pushes
+// it (found from Python: a scripted model with a print failed with "expected int").
+TEST_P(Fallback, PrintRunsWhereTheOriginalRunsIt) {
+  torch::NoGradGuard no_grad;
+  torch::jit::Module model = Scripted(R"(
+def forward(self, x: Tensor) -> Tensor:
+    a = torch.relu(torch.matmul(x, self.w))
+    print("autograph fallback test:", a.size(0))
+    return a + 1
+)");
+  autograph::OptimizeReport report;
+  torch::jit::Module optimized = autograph::optimize(model, Options(GetParam()), &report);
+  EXPECT_TRUE(report.fallback.empty()) << report.fallback;
+  ASSERT_EQ(report.left_to_torchscript.size(), 1u);
+  EXPECT_EQ(report.left_to_torchscript[0].op, "prim::Print");
+  const at::Tensor x = torch::randn({4, 8});
+  EXPECT_TRUE(torch::allclose(optimized.forward({x}).toTensor(), model.forward({x}).toTensor(), 1e-5, 1e-5));
+}
+
 // Two independent branches each mark what they computed: the marks order the graph, so the optimized
 // module (which would otherwise put the branches on two streams, i.e. two CPU threads) marks in the
 // original's order on every run.

@@ -54,13 +54,14 @@ void DefineForward(torch::jit::Module& optimized, const torch::jit::Module& orig
 void CountTorchScriptParts(const OpGraph& graph, OptimizeReport* report) {
   std::map<std::pair<std::string, std::string>, int> parts;
   for (const OpNode& n : graph.nodes()) {
-    if (n.kind == OpKind::View) continue;  // launches nothing either way
     bool effects = false;
     for (torch::jit::Node* node : n.jit_nodes) effects = effects || HasOrderedSideEffects(node);
     if (n.kind == OpKind::ControlFlow) {
       ++parts[{n.op, "control flow: the TorchScript interpreter runs it, as one operator of the schedule"}];
-    } else if (effects) {
+    } else if (effects) {  // a print reads no tensor (a "view"), yet keeps its place
       ++parts[{n.op, "side effects: runs alone, where the original runs it"}];
+    } else if (n.kind == OpKind::View) {
+      continue;  // launches nothing either way
     } else {
       ++report->operators_optimized;
     }

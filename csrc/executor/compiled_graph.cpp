@@ -57,6 +57,20 @@ torch::jit::Operation InterpretedOperation(Node* node, std::vector<Value*>* inpu
   });
 }
 
+// A registered operator's Operation. One with a vararg schema and a fixed Operation (prim::Print,
+// prim::format, ...) reads how many inputs it got from the top of the stack, as the interpreter pushes
+// it; operators that make their Operation from the node (prim::BroadcastMKLDNNTensors) know it already.
+torch::jit::Operation OperationOf(Node* node) {
+  torch::jit::Operation op = node->getOperation();
+  const torch::jit::Operator& registered = node->getOperator();
+  if (!registered.hasOperation() || !registered.schema().is_vararg()) return op;
+  const int64_t count = static_cast<int64_t>(node->inputs().size());
+  return torch::jit::Operation([op, count](torch::jit::Stack& stack) mutable {
+    stack.emplace_back(count);
+    op(stack);
+  });
+}
+
 // The interpreter builds lists and tuples itself (no registered operator does): the same here.
 torch::jit::Operation PlumbingOperation(const Node* node) {
   const size_t num_inputs = node->inputs().size(), num_outputs = node->outputs().size();
@@ -129,7 +143,7 @@ CompiledGraph::CompiledGraph(std::shared_ptr<Graph> graph, const std::vector<Nod
     Step step{nullptr, {}, {}, n};
     std::vector<Value*> inputs(n->inputs().begin(), n->inputs().end());
     step.operation = PlumbingOperation(n);
-    if (!step.operation && n->blocks().empty() && n->maybeOperator()) step.operation = n->getOperation();
+    if (!step.operation && n->blocks().empty() && n->maybeOperator()) step.operation = OperationOf(n);
     if (!step.operation) step.operation = InterpretedOperation(n, &inputs);  // blocks, or interpreter-only prims
     for (Value* v : inputs) {
       TORCH_CHECK(slot.count(v), "CompiledGraph: ", Describe(n), " runs before its input %", v->debugName(),

@@ -128,6 +128,7 @@ NodeGroups GroupNodes(const torch::jit::Graph& graph, const TopLevelNodes& nodes
     partners[later].push_back(earlier);
   }
   auto may_join = [&](int i, int group) {
+    if (HasOrderedSideEffects(order[i])) return false;  // a print reads no tensor, yet runs on its own
     for (int p : partners[i])
       if (g.group[p] != group) return false;
     return true;
