@@ -42,6 +42,23 @@ INSTANTIATE_TEST_SUITE_P(Zoo, GraphSerialization,
                                            "nasnet_a_large", "nasnet_a_mobile", "randwire", "rnntc_sru",
                                            "bert_base"));
 
+TEST(GraphSerialization, ScopesOfATraceInThisProcessAreDropped) {
+  // torch.jit.trace in the same process leaves "scope: __module.a" on each node, which the IR parser
+  // does not read back (found by autograph.optimize from Python: saving such a module failed to load).
+  auto graph = std::make_shared<torch::jit::Graph>();
+  torch::jit::parseIR("graph(%x : Tensor):\n  %y : Tensor = aten::relu(%x)\n  return (%y)\n", graph.get());
+  auto root = c10::make_intrusive<torch::jit::Scope>();
+  for (torch::jit::Node* n : graph->nodes()) n->setScope(root->push(c10::Symbol::scope("__module.a")));
+  ASSERT_NE(graph->toString(false).find("scope:"), std::string::npos);
+  auto serialized = autograph::SerializeGraph(*graph);
+  EXPECT_EQ(serialized.ir.find("scope:"), std::string::npos) << serialized.ir;
+  auto restored = autograph::DeserializeGraph(serialized);
+  at::Tensor x = torch::randn({3});
+  torch::jit::Stack stack{x};
+  torch::jit::InterpreterState(torch::jit::Code(restored, "restored")).run(stack);
+  EXPECT_TRUE(stack.at(0).toTensor().equal(torch::relu(x)));
+}
+
 TEST(GraphSerializationErrors, MismatchedConstantsAreRejected) {
   auto graph = std::make_shared<torch::jit::Graph>();
   torch::jit::parseIR("graph(%x : Tensor):\n  %y : Tensor = aten::relu(%x)\n  return (%y)\n", graph.get());

@@ -42,6 +42,9 @@ void MakeParseable(torch::jit::Graph& graph, SerializedGraph* out) {
   for (torch::jit::Value* v : graph.inputs()) fix(v);
   std::vector<torch::jit::Node*> constants;
   ForEachNode(graph.block(), [&](torch::jit::Node* n) {
+    // A graph traced in this process names each node's module ("scope: __module.a"), which the IR
+    // parser does not read back.
+    n->setScope(c10::make_intrusive<torch::jit::Scope>());
     for (torch::jit::Value* v : n->outputs()) fix(v);
     for (torch::jit::Block* b : n->blocks())
       for (torch::jit::Value* v : b->inputs()) fix(v);
