@@ -175,7 +175,7 @@ def describe(t) -> str:
 
 
 def worker(name: str, family: str, size: Optional[int], methods: List[str], cli: str, tolerance: float,
-           timeout: float, work: Path) -> Dict[str, Any]:
+           timeout: float, work: Path, extra: List[str]) -> Dict[str, Any]:
     """Exports one model, optimizes it with each method through the CLI and checks the outputs."""
     import torch
     torch.set_num_threads(int(os.environ.get("AUTOGRAPH_CORPUS_THREADS", "2")))
@@ -201,18 +201,18 @@ def worker(name: str, family: str, size: Optional[int], methods: List[str], cli:
     result["export_s"] = round(time.perf_counter() - t0, 1)
     del model, scripted
     for method in methods:
-        result["rows"].append(optimize_and_check(cli, path, method, check, want, tolerance, timeout, work))
+        result["rows"].append(optimize_and_check(cli, path, method, check, want, tolerance, timeout, work, extra))
     return result
 
 
 def optimize_and_check(cli: str, path: Path, method: str, check, want, tolerance: float, timeout: float,
-                       work: Path) -> Dict[str, Any]:
+                       work: Path, extra: List[str]) -> Dict[str, Any]:
     import torch
     out = work / f"{path.stem}_{method}.pt"
     row: Dict[str, Any] = {"method": method}
     t0 = time.perf_counter()
     try:
-        r = subprocess.run([cli, "optimize", str(path), "-o", str(out), "--method", method, "--json"],
+        r = subprocess.run([cli, "optimize", str(path), "-o", str(out), "--method", method, "--json", *extra],
                            capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         return {**row, "status": "crashed", "reason": f"optimize ran past {timeout:.0f} s"}
@@ -251,11 +251,12 @@ def last_line(text: str) -> str:
 # --- driver side -------------------------------------------------------------------------------------
 
 def run_model(name: str, family: str, size: Optional[int], methods: List[str], cli: str, tolerance: float,
-              timeout: float) -> Dict[str, Any]:
+              timeout: float, extra: Tuple[str, ...] = ()) -> Dict[str, Any]:
     """One model in a worker process; a worker that dies or hangs becomes a `crashed` row."""
     with tempfile.TemporaryDirectory(prefix=f"corpus_{name}_") as work:
         cmd = [sys.executable, __file__, "--worker", name, "--family", family, "--methods", ",".join(methods),
-               "--cli", cli, "--tolerance", str(tolerance), "--timeout", str(timeout), "--work", work]
+               "--cli", cli, "--tolerance", str(tolerance), "--timeout", str(timeout), "--work", work,
+               f"--optimize-args={' '.join(extra)}"]
         if size:
             cmd += ["--size", str(size)]
         budget = timeout * (len(methods) + 1) + 120
@@ -284,7 +285,7 @@ def flatten(results: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
             for res in results for row in res["rows"]]
 
 
-def write_table(rows: List[Dict[str, Any]], out: Path, command: str, seconds: float) -> None:
+def write_table(rows: List[Dict[str, Any]], out: Path, command: str, seconds: float, done: int, total: int) -> None:
     out.mkdir(parents=True, exist_ok=True)
     with open(out / "corpus.csv", "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=COLUMNS, extrasaction="ignore")
@@ -296,7 +297,8 @@ def write_table(rows: List[Dict[str, Any]], out: Path, command: str, seconds: fl
     md = [f"# torchvision corpus on CPU, {datetime.date.today()}", "",
           f"Command: `{command}`; {seconds / 60:.0f} min on {os.cpu_count()} cores ({platform.processor() or platform.machine()}), "
           f"torch {torch.__version__}, torchvision {torchvision.__version__}, commit {git_commit()}.", "",
-          "Totals: " + ", ".join(f"{n} {s}" for s, n in counts.items()) + f" (of {len(rows)} rows).", "",
+          f"Models: {done} of {total}" + ("" if done == total else " (the run was stopped here)") + ". Totals: " +
+          ", ".join(f"{n} {s}" for s, n in counts.items()) + f" (of {len(rows)} rows).", "",
           "| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
     for r in rows:
         cells = []
@@ -322,14 +324,18 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--cli", default=os.environ.get("AUTOGRAPH_CLI", str(ROOT / "build" / "autograph")))
     p.add_argument("--tolerance", type=float, default=TOLERANCE)
     p.add_argument("--timeout", type=float, default=900, help="seconds per optimize run")
+    p.add_argument("--optimize-args", default="",
+                   help='more arguments for every `autograph optimize`, e.g. "--no-check-rewrites --verify 0" '
+                        "(every rewrite kept, the best predicted schedule: more code exercised, minutes less per model)")
     p.add_argument("--out", type=Path, help="results folder (default bench/results/corpus-DATE-cpu; none with --quick)")
     p.add_argument("--worker", help=argparse.SUPPRESS)
     p.add_argument("--family", help=argparse.SUPPRESS)
     p.add_argument("--work", type=Path, help=argparse.SUPPRESS)
     a = p.parse_args(argv)
     methods = [m for m in a.methods.split(",") if m]
+    extra = a.optimize_args.split()
     if a.worker:
-        print(json.dumps(worker(a.worker, a.family, a.size, methods, a.cli, a.tolerance, a.timeout, a.work)))
+        print(json.dumps(worker(a.worker, a.family, a.size, methods, a.cli, a.tolerance, a.timeout, a.work, extra)))
         return 0
     if not os.path.exists(a.cli):
         p.error(f"{a.cli} not found: build first (scripts/build.sh) or pass --cli")
@@ -344,18 +350,19 @@ def main(argv: Optional[List[str]] = None) -> int:
             p.error(f"not torchvision {'/'.join(families)} models: {', '.join(unknown)}")
         chosen = [(n, available[n], a.size) for n in names]
     start = time.perf_counter()
+    out = a.out or (None if a.quick else ROOT / "bench" / "results" / f"corpus-{datetime.date.today()}-cpu")
+    command = " ".join(["python", "bench/torchvision_corpus.py", *(argv or sys.argv[1:])])
     results = []
     for i, (name, family, size) in enumerate(chosen, 1):
-        res = run_model(name, family, size, methods, a.cli, a.tolerance, a.timeout)
+        res = run_model(name, family, size, methods, a.cli, a.tolerance, a.timeout, tuple(extra))
         results.append(res)
         for row in res["rows"]:
             print(f"[{i}/{len(chosen)}] {name:32} {row['method']:10} {row['status']:12} {row.get('reason', '')[:100]}",
                   flush=True)
+        if out:  # after every model: a long run that is stopped keeps what it measured
+            write_table(flatten(results), out, command, time.perf_counter() - start, done=i, total=len(chosen))
     rows = flatten(results)
-    if a.out or not a.quick:
-        out = a.out or ROOT / "bench" / "results" / f"corpus-{datetime.date.today()}-cpu"
-        write_table(rows, out, " ".join(["python", "bench/torchvision_corpus.py", *(argv or sys.argv[1:])]),
-                    time.perf_counter() - start)
+    if out:
         print(f"wrote {out}/corpus.md and corpus.csv")
     bad = [r for r in rows if r["status"] in ("mismatch", "failed", "crashed")]
     return 1 if bad else 0
