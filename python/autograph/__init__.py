@@ -1,43 +1,28 @@
-"""Python entry points of autograph: load the LibTorch extension and call its ops.
+"""autograph from Python: optimize a model for inference, or compile it with torch.compile.
 
-    import autograph
-    autograph.load_library()                 # torch.ops.autograph.* and torch.classes.autograph.*
-    stats = autograph.inspect(scripted_module, [torch.randn(1, 3, 224, 224)])
+    import autograph, torch, torchvision
+    model = torchvision.models.resnet50().eval()
+    x = torch.randn(1, 3, 224, 224)
+    optimized, report = autograph.optimize(model, [x])      # a TorchScript module and the plan's report
+    torch.jit.save(optimized, "resnet50_opt.pt"); again = autograph.load("resnet50_opt.pt")
+    compiled = torch.compile(model, backend="autograph")     # Dynamo backend, registered on import
 
-The library is found through $AUTOGRAPH_LIBRARY, else build/libautograph.so of this checkout.
+The LibTorch extension is found in the package (pip install .), through $AUTOGRAPH_LIBRARY, or in
+build/ of a checkout.
 """
 import json
 import os
 import tempfile
-from pathlib import Path
 from typing import Sequence, Union
 
 import torch
 
-__all__ = ["library_path", "load_library", "inspect"]
+from ._library import library_path, load_library
+from .api import load, optimize, substitute
+from .errors import Error, InputError, UnsupportedModelError
 
-_loaded = False
-
-
-def library_path() -> str:
-    env = os.environ.get("AUTOGRAPH_LIBRARY")
-    if env:
-        return env
-    root = Path(__file__).resolve().parents[2]
-    return str(root / os.environ.get("AUTOGRAPH_BUILD_DIR", "build") / "libautograph.so")
-
-
-def load_library() -> None:
-    """Registers autograph's TorchScript ops and classes (idempotent)."""
-    global _loaded
-    if _loaded:
-        return
-    path = library_path()
-    if not os.path.exists(path):
-        raise FileNotFoundError(f"autograph: {path} not found; build it with scripts/build.sh "
-                                "or point AUTOGRAPH_LIBRARY at libautograph.so")
-    torch.ops.load_library(path)
-    _loaded = True
+__all__ = ["optimize", "substitute", "inspect", "load", "library_path", "load_library", "Error", "InputError",
+           "UnsupportedModelError"]
 
 
 def inspect(model: Union[str, os.PathLike, torch.jit.ScriptModule],
@@ -51,3 +36,14 @@ def inspect(model: Union[str, os.PathLike, torch.jit.ScriptModule],
         path = os.path.join(tmp, "model.pt")
         torch.jit.save(model, path)
         return json.loads(torch.ops.autograph.inspect(path, list(example_inputs)))
+
+
+def _register_dynamo_backend() -> None:
+    try:
+        from . import dynamo
+        dynamo.register()
+    except ImportError:  # a torch without Dynamo: optimize and the rest still work
+        pass
+
+
+_register_dynamo_backend()

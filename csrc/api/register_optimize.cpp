@@ -1,0 +1,73 @@
+// autograph::optimize and autograph::substitute for Python (torch.ops.autograph.optimize): a
+// ScriptModule in (an `Any` argument carries the module's object), the new module and the report
+// JSON out. python/autograph wraps them as autograph.optimize / autograph.substitute.
+#include <nlohmann/json.hpp>
+#include <torch/library.h>
+#include <torch/script.h>
+
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "api/options_from_json.h"
+#include "autograph/error.h"
+#include "autograph/optimize.h"
+#include "autograph/substitute.h"
+
+namespace autograph {
+namespace {
+
+torch::jit::Module ModuleOf(const c10::IValue& module) {
+  if (!module.isObject() || !module.toObjectRef().type()->is_module())
+    throw InputError("expected a TorchScript module (torch.jit.ScriptModule), got " + module.type()->str());
+  return torch::jit::Module(module.toObject());
+}
+
+OptimizeOptions OptionsOf(const std::vector<c10::IValue>& example_inputs, const std::string& options_json) {
+  nlohmann::json json = nlohmann::json::parse(options_json, nullptr, /*allow_exceptions=*/false);
+  if (json.is_discarded()) throw InputError("options are not JSON: " + options_json);
+  OptimizeOptions options = OptimizeOptionsFromJson(json);
+  options.example_inputs = example_inputs;
+  return options;
+}
+
+// Python sees InputError and UnsupportedModelError as ValueError, the rest as RuntimeError; the
+// message starts with the error's kind so that autograph's Python side can raise its own types.
+template <typename Body>
+std::tuple<c10::IValue, std::string> Translated(const Body& body) {
+  try {
+    return body();
+  } catch (const InputError& e) {
+    TORCH_CHECK_VALUE(false, "autograph InputError: ", e.what());
+  } catch (const UnsupportedModelError& e) {
+    TORCH_CHECK_VALUE(false, "autograph UnsupportedModelError: ", e.what());
+  } catch (const Error& e) {
+    TORCH_CHECK(false, "autograph Error: ", e.what());
+  }
+}
+
+std::tuple<c10::IValue, std::string> OptimizeOp(c10::IValue module, std::vector<c10::IValue> example_inputs,
+                                                std::string options_json) {
+  return Translated([&]() -> std::tuple<c10::IValue, std::string> {
+    OptimizeReport report;
+    torch::jit::Module optimized = optimize(ModuleOf(module), OptionsOf(example_inputs, options_json), &report);
+    return {optimized._ivalue(), ReportToJson(report).dump()};
+  });
+}
+
+std::tuple<c10::IValue, std::string> SubstituteOp(c10::IValue module, std::vector<c10::IValue> example_inputs,
+                                                  std::string options_json) {
+  return Translated([&]() -> std::tuple<c10::IValue, std::string> {
+    OptimizeReport report;
+    torch::jit::Module substituted = substitute(ModuleOf(module), OptionsOf(example_inputs, options_json), &report);
+    return {substituted._ivalue(), ReportToJson(report).dump()};
+  });
+}
+
+}  // namespace
+}  // namespace autograph
+
+TORCH_LIBRARY_FRAGMENT(autograph, m) {
+  m.def("optimize(Any module, Any[] example_inputs, str options) -> (Any, str)", &autograph::OptimizeOp);
+  m.def("substitute(Any module, Any[] example_inputs, str options) -> (Any, str)", &autograph::SubstituteOp);
+}

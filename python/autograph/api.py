@@ -1,0 +1,120 @@
+"""autograph.optimize / substitute / load: a model in, an optimized TorchScript module and its report out."""
+import contextlib
+import json
+import os
+from typing import Any, Dict, Optional, Sequence, Tuple, Union
+
+import torch
+
+from ._library import load_library
+from .errors import Error, UnsupportedModelError, translate
+
+Model = Union[torch.nn.Module, torch.jit.ScriptModule, str, "os.PathLike[str]"]
+
+
+def optimize(model: Model, example_inputs: Union[Sequence[Any], torch.Tensor], *, method: str = "autograph",
+             device: Optional[Union[str, torch.device]] = None, **options: Any) -> Tuple[torch.jit.ScriptModule, Dict[str, Any]]:
+    """Optimizes `model` for inference on `example_inputs` (one per forward() argument: tensors, or tuples,
+    lists and dicts of them, numbers, bools, None).
+
+    `model` is an nn.Module (traced in eval mode with the example inputs; scripted when tracing fails), a
+    ScriptModule, or the path of a saved one. `method` is the scheduler (autograph; the baselines sequential,
+    greedy, nimble, ios); `device` where to plan and run (default: the example inputs' device). `options`
+    are the C++ OptimizeOptions by name: max_streams, cuda_graph, substitutions, fuse_attention,
+    merge_linears, regroup_convolutions, fold_conv_relu, prepack_onednn, channels_last_pools, stitch,
+    check_rewrites, merge, alpha, block_ops, block_states, r, budget, time_limit, verify, ios_r, ios_s,
+    ios_block, cost, device_model, cost_cache (see README).
+
+    Returns the optimized ScriptModule (save it with torch.jit.save, load it with autograph.load) and the
+    report as a dict (the keys of `autograph optimize --json`). A model autograph cannot take apart
+    comes back unchanged with report["fallback"] saying why.
+    """
+    return _run("optimize", model, example_inputs, method, device, options)
+
+
+def substitute(model: Model, example_inputs: Union[Sequence[Any], torch.Tensor], *,
+               device: Optional[Union[str, torch.device]] = None, **options: Any) -> Tuple[torch.jit.ScriptModule, Dict[str, Any]]:
+    """The graph substitutions alone (merged linears, regrouped convolutions, conv+relu folds, fused
+    attention), run by TorchScript's own executor: the "TASO + JIT" baseline. Arguments as optimize."""
+    return _run("substitute", model, example_inputs, None, device, options)
+
+
+def load(path: Union[str, "os.PathLike[str]"], map_location: Optional[Union[str, torch.device]] = None) -> torch.jit.ScriptModule:
+    """Loads a module that autograph.optimize (or the CLI) wrote, after registering autograph's ops."""
+    load_library()
+    return torch.jit.load(os.fspath(path), map_location=map_location)
+
+
+def to_script_module(model: Model, example_inputs: Sequence[Any]) -> torch.jit.ScriptModule:
+    """A ScriptModule for `model`: as it is, loaded from a path, or traced (else scripted) from an nn.Module."""
+    if isinstance(model, (str, os.PathLike)):
+        return load(model)
+    if isinstance(model, torch.jit.ScriptModule):
+        return model
+    if not isinstance(model, torch.nn.Module):
+        raise UnsupportedModelError(f"expected an nn.Module, a ScriptModule or a path, got {type(model).__name__}")
+    errors = []
+    with _eval_mode(model), torch.no_grad():
+        try:
+            return torch.jit.trace(model, tuple(example_inputs), strict=False, check_trace=False)
+        except Exception as e:  # noqa: BLE001 - any tracer failure: try scripting
+            errors.append(f"tracing failed: {_first_line(e)}")
+        try:
+            return torch.jit.script(model)
+        except Exception as e:  # noqa: BLE001
+            errors.append(f"scripting failed: {_first_line(e)}")
+    raise UnsupportedModelError(f"cannot turn {type(model).__name__} into TorchScript: " + "; ".join(errors) +
+                                ". Pass a ScriptModule you made yourself, or make forward() traceable")
+
+
+def _run(what: str, model: Model, example_inputs, method: Optional[str], device, options: Dict[str, Any]):
+    inputs = [example_inputs] if isinstance(example_inputs, torch.Tensor) else list(example_inputs)
+    module = to_script_module(model, inputs)
+    settings = dict(options)
+    if method is not None:
+        settings["method"] = method
+    settings["device"] = str(torch.device(device)) if device is not None else _device_of(inputs)
+    load_library()
+    op = getattr(torch.ops.autograph, what)
+    try:
+        result, report = op(module, inputs, json.dumps(settings))
+    except (RuntimeError, ValueError) as e:
+        raise translate(e) from None
+    if not isinstance(result, torch.jit.ScriptModule):
+        result = torch.jit._recursive.wrap_cpp_module(result)
+    return result, json.loads(report)
+
+
+def _device_of(inputs) -> str:
+    for t in _tensors(inputs):
+        return "cuda" if t.is_cuda else "cpu"
+    return "cpu"
+
+
+def _tensors(value):
+    if isinstance(value, torch.Tensor):
+        yield value
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            yield from _tensors(v)
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from _tensors(v)
+
+
+@contextlib.contextmanager
+def _eval_mode(model: torch.nn.Module):
+    training = model.training
+    model.eval()
+    try:
+        yield
+    finally:
+        model.train(training)
+
+
+def _first_line(e: BaseException) -> str:
+    lines = str(e).strip().splitlines()
+    return lines[0] if lines else type(e).__name__
+
+
+__all__ = ["optimize", "substitute", "load", "to_script_module", "Error"]

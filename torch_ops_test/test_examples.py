@@ -1,0 +1,24 @@
+"""examples/: each script runs on the CPU as a user would run it, on small sizes, and checks its own
+outputs against eager PyTorch (it exits non-zero when they differ)."""
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.parametrize("script,args", [
+    ("optimize_torchvision.py", ["--model", "mobilenet_v3_small", "--size", "96", "--device", "cpu"]),
+    ("compile_bert.py", ["--layers", "1", "--length", "16"]),
+    ("save_and_reload.py", []),
+])
+def test_example_runs(script, args, tmp_path):
+    if script == "save_and_reload.py":
+        args = ["--out", str(tmp_path / "squeezenet_autograph.pt")]
+    r = subprocess.run([sys.executable, str(ROOT / "examples" / script), *args], capture_output=True, text=True,
+                       timeout=600, cwd=tmp_path, env={**os.environ})
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "error" in r.stdout  # each prints its measured error
