@@ -20,6 +20,11 @@ Command AddCalibrateCommand(CLI::App& app);
 // Markdown table of the host time each executor adds per operator (tools/host_overhead.cpp).
 std::string MeasureHostOverhead();
 
+// Runs `module` on `inputs` three times, then once under PyTorch's profiler, and saves that run as a
+// Chrome / Perfetto trace at `path` (tools/trace_run.cpp). Throws Error when it cannot be written.
+void WriteTrace(torch::jit::Module& module, const std::vector<c10::IValue>& inputs, c10::Device device,
+                const std::string& path);
+
 // --input-shape / --dtype, shared by the commands that run a model.
 struct InputOptions {
   std::vector<std::string> shapes;

@@ -24,6 +24,7 @@ struct OptimizeCommandOptions {
   int max_streams = 8;
   bool cuda_graph = true, json = false;
   int measure_runs = 0;
+  std::string trace;
   std::string device_model, cost, cost_cache;
   int r = -1, s = 8, block = -1, verify = 3;
   int64_t block_states = -1;
@@ -100,8 +101,12 @@ int RunOptimize(const OptimizeCommandOptions& o) {
     measured = MeasureMilliseconds(optimized, inputs, o.measure_runs, options.executor.device);
   }
 
+  if (!o.trace.empty()) WriteTrace(optimized, InputsOn(options.example_inputs, options.executor.device),
+                                   options.executor.device, o.trace);
+
   nlohmann::json result = ReportToJson(report);
   result["model"] = o.model;
+  if (!o.trace.empty()) result["trace"] = o.trace;
   result["measured_ms"] = measured;
   result["output"] = o.output;
   if (o.json) {
@@ -125,6 +130,7 @@ int RunOptimize(const OptimizeCommandOptions& o) {
       std::cout << "candidate " << c.name << ": " << c.measured_ms << " ms" << (c.name == report.chosen ? " (kept)" : "")
                 << "\n";
     if (!measured.is_null()) std::cout << "measured: " << measured.get<double>() << " ms\n";
+    if (!o.trace.empty()) std::cout << "trace of one run: " << o.trace << " (chrome://tracing or ui.perfetto.dev)\n";
   }
   return 0;
 }
@@ -193,6 +199,9 @@ Command AddOptimizeCommand(CLI::App& app) {
                 "Default on (cuda only): replay the multi-stream run as a CUDA Graph");
   cmd->add_option("--measure", o->measure_runs, "Time N runs of the optimized module (median ms in measured_ms)");
   cmd->add_flag("--json", o->json, "One JSON object on stdout");
+  cmd->add_option("--trace", o->trace,
+                  "Write a Chrome / Perfetto trace (JSON) of one run of the optimized module: each operator's "
+                  "start and end on its thread or CUDA stream");
   AddInputOptions(cmd, &o->inputs);
   return [o] { return RunOptimize(*o); };
 }

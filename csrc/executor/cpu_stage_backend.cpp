@@ -6,6 +6,7 @@
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <ATen/ThreadLocalState.h>
+#include <ATen/record_function.h>
 #include <c10/core/thread_pool.h>
 
 #include <condition_variable>
@@ -96,18 +97,18 @@ class CpuStageBackend : public StageBackend {
     for (size_t s = 0; s < plan.stages.size(); ++s) {
       const auto& groups = plan.stages[s];
       if (groups.size() == 1) {
-        RunGroup(groups[0], table, stack);
+        RunGroup(groups[0], table, stack, s, 0);
       } else {
         const int threads = at::get_num_threads(), n = static_cast<int>(groups.size());
         StageLatch latch(n - 1);
         for (size_t g = 1; g < groups.size(); ++g) {
-          pool_->run([this, &groups, g, &table, &latch, &caller_state, share = ThreadShare(threads, n, g)] {
+          pool_->run([this, &groups, s, g, &table, &latch, &caller_state, share = ThreadShare(threads, n, g)] {
             std::exception_ptr error;
             try {
               at::ThreadLocalStateGuard state_guard(caller_state);
               IntraOpThreadsGuard threads_guard(share);
               torch::jit::Stack own_stack;
-              RunGroup(groups[g], table, own_stack);
+              RunGroup(groups[g], table, own_stack, s, g);
             } catch (...) {
               error = std::current_exception();
             }
@@ -117,7 +118,7 @@ class CpuStageBackend : public StageBackend {
         std::exception_ptr error;
         try {
           IntraOpThreadsGuard threads_guard(ThreadShare(threads, n, 0));
-          RunGroup(groups[0], table, stack);
+          RunGroup(groups[0], table, stack, s, 0);
         } catch (...) {
           error = std::current_exception();
         }
@@ -131,7 +132,11 @@ class CpuStageBackend : public StageBackend {
   }
 
  private:
-  void RunGroup(const StagePlan::GroupSteps& group, CompiledGraph::Table& table, torch::jit::Stack& stack) const {
+  void RunGroup(const StagePlan::GroupSteps& group, CompiledGraph::Table& table, torch::jit::Stack& stack, size_t stage,
+                size_t index) const {
+    // Under PyTorch's profiler (autograph optimize --trace, torch.profiler) each group is one labelled
+    // range on its thread, around the ATen operators it runs; the label is built only then.
+    RECORD_USER_SCOPE("autograph stage " + std::to_string(stage) + " group " + std::to_string(index));
     for (size_t i = group.begin; i < group.end;) {
       const size_t next = plan_->Run(i, table, stack);  // one node, or a Merge stage's merged kernel
       for (; i < next; ++i)
