@@ -14,6 +14,8 @@ module) is recorded against that model and the corpus goes on. A row's status is
   failed       optimize exited non-zero, or the optimized module raised (a bug: refusal is not allowed)
   crashed      a process died on a signal or ran past --timeout (a bug)
   not-exported neither torch.jit.trace nor torch.jit.script accepts the model (torchvision's side)
+Models that call ops of a Python extension (torchvision::nms) are optimized in the worker through
+autograph.optimize (column api = python): the CLI cannot load such a library.
 Weights are random (seeded), inputs drawn from N(0, 1); input sizes are the crop or resize size of
 each model's default weights (as the model card says), or the model's fixed image size.
 """
@@ -201,27 +203,39 @@ def worker(name: str, family: str, size: Optional[int], methods: List[str], cli:
     result["export_s"] = round(time.perf_counter() - t0, 1)
     del model, scripted
     for method in methods:
-        result["rows"].append(optimize_and_check(cli, path, method, check, want, tolerance, timeout, work, extra))
+        result["rows"].append(optimize_and_check(cli, path, method, inputs, check, want, tolerance, timeout, work, extra))
     return result
 
 
-def optimize_and_check(cli: str, path: Path, method: str, check, want, tolerance: float, timeout: float,
+def optimize_and_check(cli: str, path: Path, method: str, inputs, check, want, tolerance: float, timeout: float,
                        work: Path, extra: List[str]) -> Dict[str, Any]:
     import torch
     out = work / f"{path.stem}_{method}.pt"
-    row: Dict[str, Any] = {"method": method}
+    # Ops of a Python extension (torchvision::nms in the detection models) load only into a Python
+    # process (torchvision's library needs libpython): such models go through autograph.optimize here,
+    # as their users would; every other model through the CLI.
+    api = "python" if "torchvision::" in str(torch.jit.load(str(path)).inlined_graph) else "cli"
+    row: Dict[str, Any] = {"method": method, "api": api}
     t0 = time.perf_counter()
-    try:
-        r = subprocess.run([cli, "optimize", str(path), "-o", str(out), "--method", method, "--json", *extra],
-                           capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return {**row, "status": "crashed", "reason": f"optimize ran past {timeout:.0f} s"}
+    if api == "python":
+        import autograph
+        try:
+            optimized, report = autograph.optimize(str(path), list(inputs), method=method, **python_options(extra))
+            torch.jit.save(optimized, str(out))
+        except autograph.Error as e:
+            return {**row, "status": "failed", "reason": first_line(e)}
+    else:
+        try:
+            r = subprocess.run([cli, "optimize", str(path), "-o", str(out), "--method", method, "--json", *extra],
+                               capture_output=True, text=True, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return {**row, "status": "crashed", "reason": f"optimize ran past {timeout:.0f} s"}
+        if r.returncode < 0:
+            return {**row, "status": "crashed", "reason": f"optimize died on {signal.Signals(-r.returncode).name}"}
+        if r.returncode != 0:
+            return {**row, "status": "failed", "reason": last_line(r.stderr)}
+        report = json.loads(r.stdout)
     row["optimize_s"] = round(time.perf_counter() - t0, 1)
-    if r.returncode < 0:
-        return {**row, "status": "crashed", "reason": f"optimize died on {signal.Signals(-r.returncode).name}"}
-    if r.returncode != 0:
-        return {**row, "status": "failed", "reason": last_line(r.stderr)}
-    report = json.loads(r.stdout)
     left = report.get("left_to_torchscript") or []
     row.update(operators=report.get("operators_before"), optimized_ops=report.get("operators_optimized"),
                left_ops=sum(p.get("count", 0) for p in left), stages=report.get("stages"),
@@ -241,6 +255,22 @@ def optimize_and_check(cli: str, path: Path, method: str, check, want, tolerance
     if differs or err > tolerance:
         return {**row, "status": "mismatch", "reason": differs or f"relative error {err:.2e} > {tolerance:g}"}
     return {**row, "status": "fallback" if reasons else "optimized", "reason": "; ".join(reasons)}
+
+
+def python_options(flags: List[str]) -> Dict[str, Any]:
+    """autograph.optimize's options for CLI flags: --no-check-rewrites -> check_rewrites=False, --verify 0 -> verify=0."""
+    options: Dict[str, Any] = {}
+    i = 0
+    while i < len(flags):
+        name = flags[i].lstrip("-").replace("-", "_")
+        if name.startswith("no_"):
+            options[name[3:]] = False
+            i += 1
+        else:
+            value = flags[i + 1]
+            options[name] = int(value) if value.lstrip("-").isdigit() else float(value) if value.replace(".", "", 1).isdigit() else value
+            i += 2
+    return options
 
 
 def last_line(text: str) -> str:
@@ -276,7 +306,7 @@ def crashed(name: str, family: str, methods: List[str], why: str) -> Dict[str, A
     return {"model": name, "family": family, "rows": [{"method": m, "status": "crashed", "reason": why} for m in methods]}
 
 
-COLUMNS = ["model", "family", "size", "export", "method", "status", "operators", "optimized_ops", "left_ops",
+COLUMNS = ["model", "family", "size", "export", "api", "method", "status", "operators", "optimized_ops", "left_ops",
            "stages", "streams", "chosen", "rel_err", "optimize_s", "reason"]
 
 
@@ -309,6 +339,21 @@ def write_table(rows: List[Dict[str, Any]], out: Path, command: str, seconds: fl
     (out / "corpus.md").write_text("\n".join(md) + "\n")
 
 
+def earlier_results(path: Path) -> List[Dict[str, Any]]:
+    """The per-model results of an earlier run's table (for --resume)."""
+    if not path.exists():
+        return []
+    results: Dict[str, Dict[str, Any]] = {}
+    with open(path, newline="") as f:
+        for row in csv.DictReader(f):
+            res = results.setdefault(row["model"], {k: row[k] for k in ("model", "family", "size", "export")} | {"rows": []})
+            entry = {k: v for k, v in row.items() if k not in ("model", "family", "size", "export") and v != ""}
+            if "rel_err" in entry:
+                entry["rel_err"] = float(entry["rel_err"])
+            res["rows"].append(entry)
+    return list(results.values())
+
+
 def git_commit() -> str:
     r = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT)
     return r.stdout.strip() or "unknown"
@@ -327,6 +372,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--optimize-args", default="",
                    help='more arguments for every `autograph optimize`, e.g. "--no-check-rewrites --verify 0" '
                         "(every rewrite kept, the best predicted schedule: more code exercised, minutes less per model)")
+    p.add_argument("--resume", action="store_true",
+                   help="keep the models already in OUT/corpus.csv and run only the others")
     p.add_argument("--out", type=Path, help="results folder (default bench/results/corpus-DATE-cpu; none with --quick)")
     p.add_argument("--worker", help=argparse.SUPPRESS)
     p.add_argument("--family", help=argparse.SUPPRESS)
@@ -352,7 +399,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     start = time.perf_counter()
     out = a.out or (None if a.quick else ROOT / "bench" / "results" / f"corpus-{datetime.date.today()}-cpu")
     command = " ".join(["python", "bench/torchvision_corpus.py", *(argv or sys.argv[1:])])
-    results = []
+    results = earlier_results(out / "corpus.csv") if a.resume and out else []
+    done_before = {r["model"] for r in results}
+    chosen = [c for c in chosen if c[0] not in done_before]
     for i, (name, family, size) in enumerate(chosen, 1):
         res = run_model(name, family, size, methods, a.cli, a.tolerance, a.timeout, tuple(extra))
         results.append(res)
@@ -360,7 +409,8 @@ def main(argv: Optional[List[str]] = None) -> int:
             print(f"[{i}/{len(chosen)}] {name:32} {row['method']:10} {row['status']:12} {row.get('reason', '')[:100]}",
                   flush=True)
         if out:  # after every model: a long run that is stopped keeps what it measured
-            write_table(flatten(results), out, command, time.perf_counter() - start, done=i, total=len(chosen))
+            write_table(flatten(results), out, command, time.perf_counter() - start, done=len(results),
+                        total=len(results) + len(chosen) - i)
     rows = flatten(results)
     if out:
         print(f"wrote {out}/corpus.md and corpus.csv")
