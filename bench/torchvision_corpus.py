@@ -25,6 +25,7 @@ import datetime
 import json
 import os
 import platform
+import shlex
 import signal
 import subprocess
 import sys
@@ -325,7 +326,7 @@ def write_table(rows: List[Dict[str, Any]], out: Path, command: str, seconds: fl
     import torchvision
     counts = {s: sum(r["status"] == s for r in rows) for s in STATUSES}
     md = [f"# torchvision corpus on CPU, {datetime.date.today()}", "",
-          f"Command: `{command}`; {seconds / 60:.0f} min on {os.cpu_count()} cores ({platform.processor() or platform.machine()}), "
+          f"Command (the last, with --resume: earlier rows kept): `{command}`; {seconds / 60:.0f} min on {os.cpu_count()} cores ({platform.processor() or platform.machine()}), "
           f"torch {torch.__version__}, torchvision {torchvision.__version__}, commit {git_commit()}.", "",
           f"Models: {done} of {total}" + ("" if done == total else " (the run was stopped here)") + ". Totals: " +
           ", ".join(f"{n} {s}" for s, n in counts.items()) + f" (of {len(rows)} rows).", "",
@@ -398,7 +399,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         chosen = [(n, available[n], a.size) for n in names]
     start = time.perf_counter()
     out = a.out or (None if a.quick else ROOT / "bench" / "results" / f"corpus-{datetime.date.today()}-cpu")
-    command = " ".join(["python", "bench/torchvision_corpus.py", *(argv or sys.argv[1:])])
+    command = shlex.join(["python", "bench/torchvision_corpus.py", *(argv or sys.argv[1:])])
     results = earlier_results(out / "corpus.csv") if a.resume and out else []
     done_before = {r["model"] for r in results}
     chosen = [c for c in chosen if c[0] not in done_before]
