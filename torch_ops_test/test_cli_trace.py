@@ -8,7 +8,10 @@ import subprocess
 def test_trace_shows_operators_on_their_threads_and_the_schedule_groups(cli, zoo, tmp_path):
     trace = tmp_path / "trace.json"
     r = subprocess.run([cli, "optimize", str(zoo / "squeezenet.pt"), "-o", str(tmp_path / "sq.pt"), "--method", "nimble",
-                        "--max-streams", "2", "--input-shape", "1,3,64,64", "--no-stitch", "--trace", str(trace), "--json"],
+                        "--max-streams", "2", "--input-shape", "1,3,64,64",
+                        # no rewrites: which ones a timed check keeps varies from run to run, and a kept
+                        # prepack_onednn runs convolutions as oneDNN calls that the profiler names otherwise
+                        "--no-substitutions", "--no-stitch", "--no-check-rewrites", "--trace", str(trace), "--json"],
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     report = json.loads(r.stdout)
