@@ -201,21 +201,21 @@ def worker(name: str, family: str, size: Optional[int], methods: List[str], cli:
     with torch.no_grad():
         original = torch.jit.load(str(path))
         want = original(*check)
-    result["export_s"] = round(time.perf_counter() - t0, 1)
-    del model, scripted
-    for method in methods:
-        result["rows"].append(optimize_and_check(cli, path, method, inputs, check, want, tolerance, timeout, work, extra))
-    return result
-
-
-def optimize_and_check(cli: str, path: Path, method: str, inputs, check, want, tolerance: float, timeout: float,
-                       work: Path, extra: List[str]) -> Dict[str, Any]:
-    import torch
-    out = work / f"{path.stem}_{method}.pt"
     # Ops of a Python extension (torchvision::nms in the detection models) load only into a Python
     # process (torchvision's library needs libpython): such models go through autograph.optimize here,
     # as their users would; every other model through the CLI.
-    api = "python" if "torchvision::" in str(torch.jit.load(str(path)).inlined_graph) else "cli"
+    api = "python" if "torchvision::" in str(original.inlined_graph) else "cli"
+    result["export_s"] = round(time.perf_counter() - t0, 1)
+    del model, scripted
+    for method in methods:
+        result["rows"].append(optimize_and_check(cli, path, method, api, inputs, check, want, tolerance, timeout, work, extra))
+    return result
+
+
+def optimize_and_check(cli: str, path: Path, method: str, api: str, inputs, check, want, tolerance: float,
+                       timeout: float, work: Path, extra: List[str]) -> Dict[str, Any]:
+    import torch
+    out = work / f"{path.stem}_{method}.pt"
     row: Dict[str, Any] = {"method": method, "api": api}
     t0 = time.perf_counter()
     if api == "python":

@@ -31,12 +31,18 @@ OptimizeOptions OptionsOf(const std::vector<c10::IValue>& example_inputs, const 
   return options;
 }
 
+// Runs optimize or substitute (same signature) and returns the new module and the report JSON.
 // Python sees InputError and UnsupportedModelError as ValueError, the rest as RuntimeError; the
 // message starts with the error's kind so that autograph's Python side can raise its own types.
-template <typename Body>
-std::tuple<c10::IValue, std::string> Translated(const Body& body) {
+using Driver = torch::jit::Module (*)(const torch::jit::Module&, const OptimizeOptions&, OptimizeReport*);
+
+template <Driver run>
+std::tuple<c10::IValue, std::string> DriverOp(c10::IValue module, std::vector<c10::IValue> example_inputs,
+                                              std::string options_json) {
   try {
-    return body();
+    OptimizeReport report;
+    torch::jit::Module result = run(ModuleOf(module), OptionsOf(example_inputs, options_json), &report);
+    return {result._ivalue(), ReportToJson(report).dump()};
   } catch (const InputError& e) {
     TORCH_CHECK_VALUE(false, "autograph InputError: ", e.what());
   } catch (const UnsupportedModelError& e) {
@@ -46,28 +52,11 @@ std::tuple<c10::IValue, std::string> Translated(const Body& body) {
   }
 }
 
-std::tuple<c10::IValue, std::string> OptimizeOp(c10::IValue module, std::vector<c10::IValue> example_inputs,
-                                                std::string options_json) {
-  return Translated([&]() -> std::tuple<c10::IValue, std::string> {
-    OptimizeReport report;
-    torch::jit::Module optimized = optimize(ModuleOf(module), OptionsOf(example_inputs, options_json), &report);
-    return {optimized._ivalue(), ReportToJson(report).dump()};
-  });
-}
-
-std::tuple<c10::IValue, std::string> SubstituteOp(c10::IValue module, std::vector<c10::IValue> example_inputs,
-                                                  std::string options_json) {
-  return Translated([&]() -> std::tuple<c10::IValue, std::string> {
-    OptimizeReport report;
-    torch::jit::Module substituted = substitute(ModuleOf(module), OptionsOf(example_inputs, options_json), &report);
-    return {substituted._ivalue(), ReportToJson(report).dump()};
-  });
-}
-
 }  // namespace
 }  // namespace autograph
 
 TORCH_LIBRARY_FRAGMENT(autograph, m) {
-  m.def("optimize(Any module, Any[] example_inputs, str options) -> (Any, str)", &autograph::OptimizeOp);
-  m.def("substitute(Any module, Any[] example_inputs, str options) -> (Any, str)", &autograph::SubstituteOp);
+  m.def("optimize(Any module, Any[] example_inputs, str options) -> (Any, str)", &autograph::DriverOp<&autograph::optimize>);
+  m.def("substitute(Any module, Any[] example_inputs, str options) -> (Any, str)",
+        &autograph::DriverOp<&autograph::substitute>);
 }
