@@ -59,6 +59,54 @@ TEST(GraphSerialization, ScopesOfATraceInThisProcessAreDropped) {
   EXPECT_TRUE(stack.at(0).toTensor().equal(torch::relu(x)));
 }
 
+TEST(GraphSerialization, ConstantListsOfTensorsRoundTrip) {
+  // A trace keeps the indices of x[:, idx] as a constant Tensor?[] whose elements the IR prints as
+  // "<Tensors>" or as tensor text (found on torchvision's swin_v2: its optimized modules saved but did not load).
+  auto graph = std::make_shared<torch::jit::Graph>();
+  torch::jit::parseIR("graph(%x : Tensor):\n  %y : Tensor = aten::relu(%x)\n  return (%y)\n", graph.get());
+  torch::jit::Node* relu = graph->nodes().front();
+  at::Tensor idx = torch::tensor({2, 0, 1}, torch::kLong);
+  at::Tensor other = torch::randn({3, 3});
+  torch::jit::Value* indices;
+  torch::jit::Value* tensors;
+  {
+    torch::jit::WithInsertPoint guard(relu);
+    c10::List<std::optional<at::Tensor>> optional_list;
+    optional_list.push_back(std::nullopt);
+    optional_list.push_back(idx);
+    indices = graph->insertConstant(optional_list);
+    c10::List<at::Tensor> list;
+    list.push_back(other);
+    list.push_back(other * 2);
+    tensors = graph->insertConstant(list);
+  }
+  torch::jit::WithInsertPoint guard(graph->return_node());
+  torch::jit::Value* indexed = graph->insert(c10::aten::index, {relu->output(), indices});
+  torch::jit::Value* stacked = graph->insert(c10::aten::stack, {tensors});
+  torch::jit::Value* sum = graph->insert(c10::aten::add, {indexed, stacked});
+  graph->return_node()->replaceInput(0, sum);
+  {
+    auto reparsed = std::make_shared<torch::jit::Graph>();
+    EXPECT_ANY_THROW(torch::jit::parseIR(graph->toString(false), reparsed.get())) << "the IR prints what it cannot parse";
+  }
+
+  auto serialized = autograph::SerializeGraph(*graph);
+  EXPECT_EQ(serialized.tensor_constants.size(), 3u) << "idx and the two tensors; None is not stored";
+  auto restored = autograph::DeserializeGraph(serialized);
+  EXPECT_EQ(restored->inputs().size(), 1u);
+  at::Tensor x = torch::randn({2, 3, 3});
+  torch::jit::Stack a{x}, b{x};
+  torch::jit::InterpreterState(torch::jit::Code(graph, "original")).run(a);
+  torch::jit::InterpreterState(torch::jit::Code(restored, "restored")).run(b);
+  EXPECT_TRUE(a.at(0).toTensor().equal(b.at(0).toTensor()));
+  EXPECT_TRUE(b.at(0).toTensor().equal(torch::relu(x).index({torch::indexing::Slice(), idx}) +
+                                        torch::stack({other, other * 2})));
+
+  // A list layout that takes more tensors than were saved is refused, not read past the end.
+  serialized.tensor_constants.pop_back();
+  EXPECT_THROW(autograph::DeserializeGraph(serialized), autograph::Error);
+}
+
 TEST(GraphSerializationErrors, MismatchedConstantsAreRejected) {
   auto graph = std::make_shared<torch::jit::Graph>();
   torch::jit::parseIR("graph(%x : Tensor):\n  %y : Tensor = aten::relu(%x)\n  return (%y)\n", graph.get());

@@ -7,6 +7,7 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <cctype>
 
 #include "autograph/error.h"
@@ -21,6 +22,25 @@ bool IsTensorConstant(const torch::jit::Node* n) {
   return n->kind() == c10::prim::Constant && n->output()->type()->kind() == c10::TypeKind::TensorType &&
          n->hasAttribute(c10::attr::value);
 }
+
+// A constant list of tensors (Tensor[]) or of optional tensors (Tensor?[], as a trace keeps the
+// indices of x[:, idx]): the IR prints its elements as "<Tensor>", which does not parse back.
+bool IsTensorListConstant(const torch::jit::Node* n) {
+  if (n->kind() != c10::prim::Constant || !n->hasAttribute(c10::attr::value)) return false;
+  auto list = n->output()->type()->cast<c10::ListType>();
+  if (!list) return false;
+  const c10::TypePtr& element = list->getElementType();
+  if (element->kind() == c10::TypeKind::TensorType) return true;
+  auto optional = element->cast<c10::OptionalType>();
+  return optional && optional->getElementType()->kind() == c10::TypeKind::TensorType;
+}
+
+// A lifted list constant's layout: its element type, then one letter per element, 't' a tensor
+// (the next of tensor_constants) and 'n' None.
+constexpr const char* kTensorListLayout = "tensor_list:";
+constexpr const char* kOptionalTensorListLayout = "optional_tensor_list:";
+
+bool StartsWith(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
 
 template <typename F>
 void ForEachNode(torch::jit::Block* block, const F& f) {
@@ -48,9 +68,29 @@ void MakeParseable(torch::jit::Graph& graph, SerializedGraph* out) {
     for (torch::jit::Value* v : n->outputs()) fix(v);
     for (torch::jit::Block* b : n->blocks())
       for (torch::jit::Value* v : b->inputs()) fix(v);
-    if (IsTensorConstant(n)) constants.push_back(n);
+    if (IsTensorConstant(n) || IsTensorListConstant(n)) constants.push_back(n);
   });
   for (torch::jit::Node* n : constants) {
+    if (IsTensorListConstant(n)) {
+      const bool optional = n->output()->type()->expectRef<c10::ListType>().getElementType()->kind() ==
+                            c10::TypeKind::OptionalType;
+      std::string layout = optional ? kOptionalTensorListLayout : kTensorListLayout;
+      for (const c10::IValue& element : torch::jit::toIValue(n->output())->toListRef()) {
+        if (element.isNone()) {
+          layout += 'n';
+          continue;
+        }
+        const at::Tensor& t = element.toTensor();
+        if (t.is_mkldnn()) throw Error("cannot save the program: a constant list holds a oneDNN tensor");
+        out->tensor_constants.push_back(t);
+        layout += 't';
+      }
+      out->constant_layouts.push_back(layout);
+      torch::jit::Value* input = graph.addInput()->setType(n->output()->type());
+      n->output()->replaceAllUsesWith(input);
+      n->destroy();
+      continue;
+    }
     const at::Tensor& t = n->t(c10::attr::value);
     std::string layout;
     if (t.is_mkldnn()) {
@@ -110,27 +150,62 @@ std::shared_ptr<torch::jit::Graph> DeserializeGraph(const SerializedGraph& seria
   } catch (const std::exception& e) {
     throw Error("corrupted program: its graph does not parse (" + FirstLineOf(e) + ")");
   }
-  const size_t lifted = serialized.tensor_constants.size();
+  // One lifted input per layout (a list constant's input takes one tensor per 't' of its layout);
+  // before layouts were saved, one per tensor constant.
+  const std::vector<std::string>& layouts = serialized.constant_layouts;
+  const size_t lifted = layouts.empty() ? serialized.tensor_constants.size() : layouts.size();
   if (graph->inputs().size() < lifted) {
-    throw Error("corrupted program: " + std::to_string(lifted) + " tensor constants for a graph of " +
+    throw Error("corrupted program: " + std::to_string(lifted) + " lifted constants for a graph of " +
                 std::to_string(graph->inputs().size()) + " inputs");
   }
-  if (!serialized.constant_layouts.empty() && serialized.constant_layouts.size() != lifted) {
-    throw Error("corrupted program: " + std::to_string(serialized.constant_layouts.size()) + " constant layouts for " +
-                std::to_string(lifted) + " tensor constants");
+  size_t tensors_needed = 0;
+  for (size_t i = 0; i < lifted; ++i) {
+    const std::string layout = layouts.empty() ? "" : layouts[i];
+    if (StartsWith(layout, kTensorListLayout) || StartsWith(layout, kOptionalTensorListLayout))
+      tensors_needed += std::count(layout.begin() + layout.find(':') + 1, layout.end(), 't');
+    else
+      ++tensors_needed;
+  }
+  if (tensors_needed != serialized.tensor_constants.size()) {
+    throw Error("corrupted program: " + std::to_string(serialized.tensor_constants.size()) +
+                " tensor constants where its constant layouts take " + std::to_string(tensors_needed));
   }
   // The lifted inputs become constants again, at the top of the graph.
   const size_t first = graph->inputs().size() - lifted;
   torch::jit::WithInsertPoint guard(graph->block()->nodes().front());
+  size_t next_tensor = 0;
   for (size_t i = 0; i < lifted; ++i) {
-    torch::jit::Value* constant = graph->insertConstant(serialized.tensor_constants[i]);
-    graph->inputs()[first + i]->replaceAllUsesWith(constant);
-    const std::string layout = i < serialized.constant_layouts.size() ? serialized.constant_layouts[i] : "";
+    const std::string layout = layouts.empty() ? "" : layouts[i];
+    torch::jit::Value* input = graph->inputs()[first + i];
+    const bool optional_list = StartsWith(layout, kOptionalTensorListLayout);
+    if (optional_list || StartsWith(layout, kTensorListLayout)) {
+      const std::string pattern = layout.substr(layout.find(':') + 1);
+      c10::TypePtr element = optional_list ? c10::TypePtr(c10::OptionalType::create(c10::TensorType::get()))
+                                           : c10::TypePtr(c10::TensorType::get());
+      c10::impl::GenericList list(element);
+      for (char c : pattern) {
+        if (c == 't') {
+          list.push_back(serialized.tensor_constants[next_tensor++]);
+        } else if (c == 'n' && optional_list) {
+          list.push_back(c10::IValue());
+        } else {
+          throw Error("corrupted program: constant layout '" + layout + "'");
+        }
+      }
+      torch::jit::Node* node = graph->insertNode(graph->create(c10::prim::Constant));
+      node->ival_(c10::attr::value, c10::IValue(std::move(list)));
+      node->output()->setType(c10::ListType::create(element));
+      input->replaceAllUsesWith(node->output());
+      continue;
+    }
+    torch::jit::Value* constant = graph->insertConstant(serialized.tensor_constants[next_tensor]);
+    input->replaceAllUsesWith(constant);
     if (!layout.empty()) {
       torch::jit::Node* node = constant->node();
-      node->t_(c10::attr::value, RestoreLayout(serialized.tensor_constants[i], layout, constant));
+      node->t_(c10::attr::value, RestoreLayout(serialized.tensor_constants[next_tensor], layout, constant));
       constant->setType(c10::TensorType::get());  // a oneDNN tensor has no strides to refine with
     }
+    ++next_tensor;
   }
   for (size_t i = graph->inputs().size(); i-- > first;) graph->eraseInput(i);
   return graph;
