@@ -9,8 +9,7 @@ from pathlib import Path
 import torch
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "python"))  # not needed once pip-installed
-sys.path.insert(0, str(ROOT))             # models/ of this checkout
+sys.path.insert(0, str(ROOT))  # models/ of this checkout: the BERT
 import autograph  # noqa: E402,F401  (registers the "autograph" backend)
 from models.hf_style_bert import HfStyleBert, example_inputs  # noqa: E402
 

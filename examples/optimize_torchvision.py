@@ -3,15 +3,12 @@
     python examples/optimize_torchvision.py [--model resnet50] [--size 224] [--device cuda]
 """
 import argparse
-import sys
 import time
-from pathlib import Path
 
 import torch
 import torchvision
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))  # not needed once pip-installed
-import autograph  # noqa: E402
+import autograph
 
 
 def median_ms(fn, x, runs=20):

@@ -10,13 +10,10 @@ from pathlib import Path
 import torch
 import torchvision
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "python"))  # not needed once pip-installed
-import autograph  # noqa: E402
+import autograph
 
 RELOAD = """
-import sys, torch
-sys.path.insert(0, {python!r})
+import torch
 import autograph
 model = autograph.load({path!r})        # registers autograph's ops, then torch.jit.load
 torch.manual_seed(1)
@@ -37,7 +34,7 @@ def main():
     print(f"saved {a.out}: {report['method']} schedule, {report['stages']} stages")
 
     result = a.out.with_suffix(".result.pt")
-    script = RELOAD.format(python=str(ROOT / "python"), path=str(a.out), result=str(result))
+    script = RELOAD.format(path=str(a.out), result=str(result))
     subprocess.run([sys.executable, "-c", script], check=True)
     torch.manual_seed(1)
     x = torch.randn(2, 3, 128, 128)

@@ -7,7 +7,8 @@
 #    packages, or .deps/ from scripts/bundle_deps.sh).
 #  - Otherwise (the CPU machines, CI): Debian packages for the build (apt, when missing) and a venv
 #    outside the clone (AUTOGRAPH_VENV, default ~/.cache/autograph/venv) with torch 2.11.0 and
-#    torchvision 0.26.0 — the GPU machines' versions — plus numpy, pytest and lizard (scripts/check_source.py)
+#    torchvision 0.26.0 — the GPU machines' versions — plus numpy, pytest, lizard (scripts/check_source.py)
+#    and scikit-build-core (pip install of the package, tested by scripts/test.sh)
 #    from PyPI.
 set -euo pipefail
 
@@ -69,7 +70,7 @@ if [ ! -x "$VENV/bin/python" ]; then
   mkdir -p "$(dirname "$VENV")"
   "$PY" -m venv "$VENV"
 fi
-want="torch==$TORCH_VERSION torchvision==$TORCHVISION_VERSION numpy pytest lizard"
+want="torch==$TORCH_VERSION torchvision==$TORCHVISION_VERSION numpy pytest lizard scikit-build-core"
 stamp="$VENV/.autograph-stamp"
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   log "installing into venv: $want (first time: several minutes, a few GB)"

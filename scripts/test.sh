@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Set up (idempotent), build, export the model zoo if missing, run GoogleTest (ctest) and pytest, and
-# check the source layout (scripts/check_source.py).
+# Set up (idempotent), build, export the model zoo if missing, run GoogleTest (ctest) and pytest, install
+# the Python package with pip (editable, then not) and test what it installed, and check the source
+# layout (scripts/check_source.py).
 # Prints both summaries; exits non-zero on any failure.
 # Usage: scripts/test.sh [--no-skips]
 #   --no-skips: a skipped test counts as a failure (scripts/gpu_check.sh on a GPU, where every CUDA
@@ -48,12 +49,55 @@ echo "== pytest =="
 pytest_summary=$(grep -E '[0-9]+ (passed|failed|error|skipped)' "$BUILD_DIR/pytest.log" | tail -n 1 | tr -d '=' | sed 's/^ *//; s/ *$//')
 pytest_skipped=$(echo "$pytest_summary" | grep -oE '[0-9]+ skipped' | cut -d' ' -f1)
 
+echo "== installed package (pip install) =="
+# As a user installs it: a venv that has torch (the test venv's packages through a .pth file, so no
+# second torch), `pip install -e .` and then `pip install .`, both building in this build directory
+# (scikit-build-core; nothing recompiles); then the package's own tests and the examples, run from
+# outside the checkout against what pip installed.
+package_summary="not run"
+package_ok=0
+if ! "$PYTHON" -c 'import scikit_build_core' 2>/dev/null; then
+  package_summary="skipped: scikit-build-core is not installed beside torch (scripts/setup.sh installs it)"
+  echo "$package_summary"
+else
+  pkg_venv=${AUTOGRAPH_PACKAGE_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/autograph/venv-package}
+  [ -x "$pkg_venv/bin/python" ] || "$PYTHON" -m venv "$pkg_venv"
+  base=$("$PYTHON" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+  echo "$base" > "$("$pkg_venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/autograph_test_base.pth"
+  # Same configuration as scripts/build.sh gave this build directory, or CMake would rebuild it.
+  pip_install() {
+    "$pkg_venv/bin/python" -m pip install -q --no-build-isolation -Cbuild-dir="$BUILD_DIR" \
+      -Ccmake.define.AUTOGRAPH_BUILD_TESTS=ON -Ccmake.define.AUTOGRAPH_DEPS_PREFIX="${AUTOGRAPH_DEPS_PREFIX:-}" "$@" "$root"
+  }
+  pkg_log=$BUILD_DIR/package.log
+  if ! pip_install -e > "$pkg_log" 2>&1; then
+    package_summary="pip install -e . failed (see $pkg_log)"
+  elif ! (cd /tmp && env -u AUTOGRAPH_LIBRARY -u AUTOGRAPH_CLI "$pkg_venv/bin/python" -c "
+import autograph, os
+assert os.path.samefile(os.path.dirname(autograph.__file__), '$root/python/autograph'), autograph.__file__
+autograph.load_library()
+print('pip install -e .: autograph from', os.path.dirname(autograph.__file__), 'with', autograph.library_path())") 2>&1 | tee -a "$pkg_log"; then
+    package_summary="the editable install does not import (see $pkg_log)"
+  elif ! pip_install >> "$pkg_log" 2>&1; then
+    package_summary="pip install . failed (see $pkg_log)"
+  else
+    (cd /tmp && env -u AUTOGRAPH_LIBRARY -u AUTOGRAPH_CLI AUTOGRAPH_TEST_INSTALLED=1 "$pkg_venv/bin/python" -m pytest -q -rs \
+       -p no:cacheprovider --rootdir="$root" -c "$root/pytest.ini" "$root/torch_ops_test/test_installed_package.py" \
+       "$root/torch_ops_test/test_examples.py") 2>&1 | tee -a "$pkg_log"
+    pkg_pytest=${PIPESTATUS[0]}
+    package_summary=$(grep -E '[0-9]+ (passed|failed|error)' "$pkg_log" | tail -n 1 | tr -d '=' | sed 's/^ *//; s/ *$//')
+    [ "$pkg_pytest" -eq 0 ] && package_ok=1
+  fi
+  [ "$package_ok" -eq 1 ] || status=1
+fi
+
 echo "== source layout =="
 "$PYTHON" scripts/check_source.py || status=1
 
 echo "== summary =="
 echo "ctest:  ${gtest_summary:-no summary (see $BUILD_DIR/ctest.log)}, $gtest_skipped skipped"
 echo "pytest: ${pytest_summary:-no summary (see $BUILD_DIR/pytest.log)}"
+echo "installed package: $package_summary"
 if [ $no_skips -eq 1 ] && [ $((gtest_skipped + ${pytest_skipped:-0})) -gt 0 ]; then
   echo "skipped tests with --no-skips: $gtest_skipped GoogleTest, ${pytest_skipped:-0} pytest (listed above)"
   status=1

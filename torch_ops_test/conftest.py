@@ -6,9 +6,14 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-for p in (ROOT, ROOT / "python"):
+# AUTOGRAPH_TEST_INSTALLED=1 (scripts/test.sh, after `pip install .`): the tests import the installed
+# package, not python/ of the checkout, and find its library and CLI without environment variables.
+INSTALLED = os.environ.get("AUTOGRAPH_TEST_INSTALLED") == "1"
+for p in (ROOT,) if INSTALLED else (ROOT, ROOT / "python"):
     if str(p) not in sys.path:
         sys.path.insert(0, str(p))
+# The installed package's own checks run only against an installed package.
+collect_ignore = [] if INSTALLED else ["test_installed_package.py"]
 
 
 def _build_dir() -> Path:
@@ -17,7 +22,11 @@ def _build_dir() -> Path:
 
 @pytest.fixture(scope="session")
 def cli() -> str:
-    path = os.environ.get("AUTOGRAPH_CLI", str(_build_dir() / "autograph"))
+    if INSTALLED:
+        import autograph._library
+        path = autograph._library.cli_path()
+    else:
+        path = os.environ.get("AUTOGRAPH_CLI", str(_build_dir() / "autograph"))
     assert os.path.exists(path), f"{path} missing: build first (scripts/build.sh)"
     return path
 

@@ -8,6 +8,10 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+# The examples import autograph as a user does: the installed package (AUTOGRAPH_TEST_INSTALLED=1),
+# else python/ of this checkout.
+ENV = dict(os.environ) if os.environ.get("AUTOGRAPH_TEST_INSTALLED") == "1" else \
+    {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT / "python"), os.environ.get("PYTHONPATH")]))}
 
 
 @pytest.mark.parametrize("script,args", [
@@ -19,6 +23,6 @@ def test_example_runs(script, args, tmp_path):
     if script == "save_and_reload.py":
         args = ["--out", str(tmp_path / "squeezenet_autograph.pt")]
     r = subprocess.run([sys.executable, str(ROOT / "examples" / script), *args], capture_output=True, text=True,
-                       timeout=600, cwd=tmp_path, env={**os.environ})
+                       timeout=600, cwd=tmp_path, env=ENV)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "error" in r.stdout  # each prints its measured error

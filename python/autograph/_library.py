@@ -1,22 +1,56 @@
-"""Finding and loading libautograph.so (the TorchScript ops and classes of autograph)."""
+"""Finding and loading libautograph.so (the TorchScript ops and classes of autograph) and the CLI."""
 import os
 from pathlib import Path
+from typing import Optional
 
 import torch
 
 _loaded = False
+_HERE = Path(__file__).resolve().parent
+
+
+def _installed(relative: str) -> Optional[Path]:
+    """A file that `pip install` put inside the package (autograph/lib/..., autograph/bin/...).
+
+    Beside this file after a normal install; after `pip install -e .` the Python files are the
+    checkout's and the built files sit in site-packages, where the distribution's record names them.
+    """
+    beside = _HERE / relative
+    if beside.exists():
+        return beside
+    try:
+        from importlib import metadata
+        dist = metadata.distribution("autograph")
+    except Exception:  # not installed: a checkout on sys.path
+        return None
+    for f in dist.files or []:
+        if f.as_posix() == f"autograph/{relative}":
+            path = Path(dist.locate_file(f))
+            if path.exists():
+                return path
+    return None
+
+
+def _checkout_build(name: str) -> Path:
+    return _HERE.parents[1] / os.environ.get("AUTOGRAPH_BUILD_DIR", "build") / name
 
 
 def library_path() -> str:
-    """$AUTOGRAPH_LIBRARY, else the library installed inside this package, else build/ of the checkout."""
+    """$AUTOGRAPH_LIBRARY, else the library installed with this package, else build/ of the checkout."""
     env = os.environ.get("AUTOGRAPH_LIBRARY")
     if env:
         return env
-    here = Path(__file__).resolve().parent
-    installed = here / "lib" / "libautograph.so"
-    if installed.exists():
-        return str(installed)
-    return str(here.parents[1] / os.environ.get("AUTOGRAPH_BUILD_DIR", "build") / "libautograph.so")
+    installed = _installed("lib/libautograph.so")
+    return str(installed if installed else _checkout_build("libautograph.so"))
+
+
+def cli_path() -> str:
+    """$AUTOGRAPH_CLI, else the `autograph` executable installed with this package, else build/."""
+    env = os.environ.get("AUTOGRAPH_CLI")
+    if env:
+        return env
+    installed = _installed("bin/autograph")
+    return str(installed if installed else _checkout_build("autograph"))
 
 
 def load_library() -> None:
@@ -26,7 +60,8 @@ def load_library() -> None:
         return
     path = library_path()
     if not os.path.exists(path):
-        raise FileNotFoundError(f"autograph: {path} not found; install the package (pip install .), build it "
-                                "with scripts/build.sh, or point AUTOGRAPH_LIBRARY at libautograph.so")
+        raise FileNotFoundError(f"autograph: {path} not found; install the package (pip install --no-build-isolation .), "
+                                "build it with scripts/build.sh, or point AUTOGRAPH_LIBRARY at libautograph.so")
     torch.ops.load_library(path)
     _loaded = True
+
