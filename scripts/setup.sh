@@ -8,7 +8,8 @@
 #  - Otherwise (the CPU machines, CI): Debian packages for the build (apt, when missing) and a venv
 #    outside the clone (AUTOGRAPH_VENV, default ~/.cache/autograph/venv) with torch 2.11.0 and
 #    torchvision 0.26.0 — the GPU machines' versions — plus numpy, pytest, lizard (scripts/check_source.py)
-#    and scikit-build-core (pip install of the package, tested by scripts/test.sh)
+#    scikit-build-core (pip install of the package, tested by scripts/test.sh) and cairosvg (the
+#    timeline test renders its SVG to PNG)
 #    from PyPI.
 set -euo pipefail
 
@@ -50,9 +51,10 @@ if command -v "$PY" >/dev/null && [ "$(version_of "$PY" torch)" = "$TORCH_VERSIO
 fi
 
 # --- Debian packages --------------------------------------------------------------------------
-# binutils and xz-utils: ar and xz, for unpacking .deps/ without dpkg (scripts/deps_env.sh).
+# binutils and xz-utils: ar and xz, for unpacking .deps/ without dpkg (scripts/deps_env.sh); libcairo2:
+# what cairosvg draws with.
 APT_PACKAGES=(g++ cmake ninja-build ccache libgtest-dev libcli11-dev nlohmann-json3-dev
-              libboost-graph-dev libglpk-dev python3-venv binutils xz-utils)
+              libboost-graph-dev libglpk-dev python3-venv binutils xz-utils libcairo2)
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
@@ -70,7 +72,7 @@ if [ ! -x "$VENV/bin/python" ]; then
   mkdir -p "$(dirname "$VENV")"
   "$PY" -m venv "$VENV"
 fi
-want="torch==$TORCH_VERSION torchvision==$TORCHVISION_VERSION numpy pytest lizard scikit-build-core"
+want="torch==$TORCH_VERSION torchvision==$TORCHVISION_VERSION numpy pytest lizard scikit-build-core cairosvg"
 stamp="$VENV/.autograph-stamp"
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   log "installing into venv: $want (first time: several minutes, a few GB)"

@@ -4,13 +4,18 @@
 #include <torch/script.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "autograph/error.h"
 #include "autograph/model_loading.h"
 #include "autograph/optimize.h"
+#include "api/timeline_svg.h"
 #include "commands.h"
 #include "progress_bar.h"
 
@@ -24,7 +29,7 @@ struct OptimizeCommandOptions {
   int max_streams = 8;
   bool cuda_graph = true, json = false;
   int measure_runs = 0;
-  std::string trace;
+  std::string trace, timeline;
   std::string device_model, cost, cost_cache;
   int r = -1, s = 8, block = -1, verify = 3;
   int64_t block_states = -1;
@@ -54,8 +59,14 @@ double MeasureMilliseconds(torch::jit::Module& module, const std::vector<c10::IV
   return times[times.size() / 2];
 }
 
-int RunOptimize(const OptimizeCommandOptions& o) {
-  torch::jit::Module module = LoadModule(o.model);
+void WriteTextFile(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+  out.close();
+  if (!out) throw Error("cannot write '" + path + "': " + std::strerror(errno));
+}
+
+OptimizeOptions OptionsOf(const OptimizeCommandOptions& o) {
   OptimizeOptions options;
   options.executor.device = c10::Device(o.device);
   options.example_inputs = MakeExampleInputs(ResolveInputSpecs(o.model, o.inputs));  // optimize moves them
@@ -85,6 +96,12 @@ int RunOptimize(const OptimizeCommandOptions& o) {
   options.substitutions.channels_last_pools = o.pools && o.substitutions;
   options.substitutions.check_rewrites = o.check_rewrites;
   options.substitutions.stitch = o.stitch;
+  return options;
+}
+
+int RunOptimize(const OptimizeCommandOptions& o) {
+  torch::jit::Module module = LoadModule(o.model);
+  OptimizeOptions options = OptionsOf(o);
   ProgressBar progress(o.method + " search");
   options.search.progress = [&progress](int done, int total) { progress.Update(done, total); };
   OptimizeReport report;
@@ -104,9 +121,17 @@ int RunOptimize(const OptimizeCommandOptions& o) {
   if (!o.trace.empty()) WriteTrace(optimized, InputsOn(options.example_inputs, options.executor.device),
                                    options.executor.device, o.trace);
 
+  if (!o.timeline.empty()) {
+    if (report.timeline.stages.empty())
+      throw Error("no timeline to draw: optimize returned the model unchanged (" + report.fallback + ")");
+    const std::string name = std::filesystem::path(o.model).filename().string();
+    WriteTextFile(o.timeline, TimelineSvg(report.timeline, name + ": " + report.method + " schedule on " + report.device));
+  }
+
   nlohmann::json result = ReportToJson(report);
   result["model"] = o.model;
   if (!o.trace.empty()) result["trace"] = o.trace;
+  if (!o.timeline.empty()) result["timeline_svg"] = o.timeline;
   result["measured_ms"] = measured;
   result["output"] = o.output;
   if (o.json) {
@@ -131,6 +156,7 @@ int RunOptimize(const OptimizeCommandOptions& o) {
                 << "\n";
     if (!measured.is_null()) std::cout << "measured: " << measured.get<double>() << " ms\n";
     if (!o.trace.empty()) std::cout << "trace of one run: " << o.trace << " (chrome://tracing or ui.perfetto.dev)\n";
+    if (!o.timeline.empty()) std::cout << "timeline of the schedule: " << o.timeline << "\n";
   }
   return 0;
 }
@@ -202,6 +228,9 @@ Command AddOptimizeCommand(CLI::App& app) {
   cmd->add_option("--trace", o->trace,
                   "Write a Chrome / Perfetto trace (JSON) of one run of the optimized module: each operator's "
                   "start and end on its thread or CUDA stream");
+  cmd->add_option("--timeline", o->timeline,
+                  "Write the kept schedule as an SVG picture: stages x streams, each operator a box as wide as "
+                  "its predicted time, merged and stitched kernels marked");
   AddInputOptions(cmd, &o->inputs);
   return [o] { return RunOptimize(*o); };
 }

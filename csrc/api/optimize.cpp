@@ -10,6 +10,7 @@
 #include "api/apply_rewrites.h"
 #include "api/plan_schedule.h"
 #include "api/prepare_module.h"
+#include "api/timeline.h"
 #include "autograph/error.h"
 #include "autograph/optimize.h"
 #include "autograph/program.h"
@@ -17,6 +18,8 @@
 #include "graph_pass/import_op_graph.h"
 #include "graph_pass/merge_sibling_linears.h"
 #include "graph_pass/top_level_nodes.h"
+#include "search/cost/analytical_cost_model.h"
+#include "search/cost/device_model.h"
 
 namespace autograph {
 
@@ -159,6 +162,9 @@ torch::jit::Module OptimizeModule(const torch::jit::Module& module, const Optimi
     report->streams = schedule.max_groups();
     report->search_seconds = search_seconds;
     report->schedule = schedule;
+    // Drawn with the analytical model whatever the method planned with: it needs no device time.
+    AnalyticalCostModel analytical(DeviceModel::ByName(DeviceModelName(options)));
+    report->timeline = BuildTimeline(graph, schedule, analytical);
     CountTorchScriptParts(graph, report);
   }
   return optimized;

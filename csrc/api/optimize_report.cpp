@@ -67,7 +67,8 @@ nlohmann::json ReportToJson(const OptimizeReport& report) {
           {"ops_stitched", report.ops_stitched},
           {"memory_bound_before", report.memory_bound_before},
           {"memory_bound_after", report.memory_bound_after},
-          {"schedule", ScheduleToJson(report.schedule)}};
+          {"schedule", ScheduleToJson(report.schedule)},
+          {"timeline", report.timeline.stages.empty() ? nlohmann::json(nullptr) : TimelineToJson(report.timeline)}};
 }
 
 }  // namespace autograph

@@ -1,6 +1,7 @@
 // autograph::optimize and autograph::substitute for Python (torch.ops.autograph.optimize): a
 // ScriptModule in (an `Any` argument carries the module's object), the new module and the report
-// JSON out. python/autograph wraps them as autograph.optimize / autograph.substitute.
+// JSON out. python/autograph wraps them as autograph.optimize / autograph.substitute. And
+// autograph::timeline_svg, which draws a report's timeline.
 #include <nlohmann/json.hpp>
 #include <torch/library.h>
 #include <torch/script.h>
@@ -10,6 +11,8 @@
 #include <vector>
 
 #include "api/options_from_json.h"
+#include "api/timeline.h"
+#include "api/timeline_svg.h"
 #include "autograph/error.h"
 #include "autograph/optimize.h"
 #include "autograph/substitute.h"
@@ -52,6 +55,17 @@ std::tuple<c10::IValue, std::string> DriverOp(c10::IValue module, std::vector<c1
   }
 }
 
+// A report's "timeline" drawn as SVG (autograph.optimize puts it in report["timeline"]["svg"]).
+std::string TimelineSvgOp(std::string timeline_json, std::string title) {
+  nlohmann::json json = nlohmann::json::parse(timeline_json, nullptr, /*allow_exceptions=*/false);
+  if (json.is_discarded() || !json.is_object()) TORCH_CHECK_VALUE(false, "autograph InputError: the timeline is not a JSON object");
+  try {
+    return TimelineSvg(TimelineFromJson(json), title);
+  } catch (const Error& e) {
+    TORCH_CHECK_VALUE(false, "autograph InputError: ", e.what());
+  }
+}
+
 }  // namespace
 }  // namespace autograph
 
@@ -59,4 +73,5 @@ TORCH_LIBRARY_FRAGMENT(autograph, m) {
   m.def("optimize(Any module, Any[] example_inputs, str options) -> (Any, str)", &autograph::DriverOp<&autograph::optimize>);
   m.def("substitute(Any module, Any[] example_inputs, str options) -> (Any, str)",
         &autograph::DriverOp<&autograph::substitute>);
+  m.def("timeline_svg(str timeline, str title) -> str", &autograph::TimelineSvgOp);
 }

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "api/timeline.h"
 #include "core/schedule.h"
 #include "measure/fastest_schedule.h"
 
@@ -64,10 +65,11 @@ struct OptimizeReport {
   int ops_stitched = 0;    // memory-intensive operators they replace
   int memory_bound_before = 0, memory_bound_after = 0;  // memory-bound kernels per run, before and after
   Schedule schedule;
+  Timeline timeline;  // the kept schedule in time (optimize; empty when it fell back)
 };
 
 // Every field by its name, times in ms (null where not measured or predicted), "schedule" as
-// ScheduleToJson writes it.
+// ScheduleToJson writes it, "timeline" as TimelineToJson does (null when it has no stages).
 nlohmann::json ReportToJson(const OptimizeReport& report);
 
 }  // namespace autograph

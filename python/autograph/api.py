@@ -26,10 +26,17 @@ def optimize(model: Model, example_inputs: Union[Sequence[Any], torch.Tensor], *
     ios_block, cost, device_model, cost_cache (see README).
 
     Returns the optimized ScriptModule (save it with torch.jit.save, load it with autograph.load) and the
-    report as a dict (the keys of `autograph optimize --json`). A model autograph cannot take apart
-    comes back unchanged with report["fallback"] saying why.
+    report as a dict (the keys of `autograph optimize --json`). report["timeline"] is the kept schedule in
+    time (stages, and each stream's operators with their predicted start and duration), and
+    report["timeline"]["svg"] the same drawn as an SVG picture (what `autograph optimize --timeline`
+    writes). A model autograph cannot take apart comes back unchanged with report["fallback"] saying
+    why (and report["timeline"] None).
     """
-    return _run("optimize", model, example_inputs, method, device, options)
+    module, report = _run("optimize", model, example_inputs, method, device, options)
+    if report.get("timeline"):
+        title = f"{_name_of(model)}: {report['method']} schedule on {report['device']}"
+        report["timeline"]["svg"] = torch.ops.autograph.timeline_svg(json.dumps(report["timeline"]), title)
+    return module, report
 
 
 def substitute(model: Model, example_inputs: Union[Sequence[Any], torch.Tensor], *,
@@ -83,6 +90,14 @@ def _run(what: str, model: Model, example_inputs, method: Optional[str], device,
     if not isinstance(result, torch.jit.ScriptModule):
         result = torch.jit._recursive.wrap_cpp_module(result)
     return result, json.loads(report)
+
+
+def _name_of(model: Model) -> str:
+    if isinstance(model, (str, os.PathLike)):
+        return os.path.basename(os.fspath(model))
+    if isinstance(model, torch.jit.ScriptModule):
+        return model.original_name
+    return type(model).__name__
 
 
 def _device_of(inputs) -> str:
