@@ -74,6 +74,15 @@ def test_svg_parses_with_one_rect_per_bar(tmp_path):
     charts = [g for g in svg.iter(f"{SVG_NS}g") if g.get("class") == "chart"]
     assert [(g.get("data-device"), g.get("data-batch")) for g in charts] == [("cpu", "1"), ("cuda", "8")]
     assert sum(e.get("class") == "baseline" for e in svg.iter(f"{SVG_NS}line")) == 2
+    try:  # rendered as a user's viewer would (CairoSVG, installed by scripts/setup.sh)
+        import cairosvg
+    except ImportError:
+        return
+    png = tmp_path / "speedup.png"
+    cairosvg.svg2png(url=str(tmp_path / "speedup.svg"), write_to=str(png))
+    head = png.read_bytes()[:24]
+    assert head[:8] == b"\x89PNG\r\n\x1a\n"
+    assert int.from_bytes(head[16:20], "big") == round(float(svg.get("width")))
 
 
 @pytest.mark.parametrize("make, needle", [
