@@ -35,22 +35,22 @@ def _checkout_build(name: str) -> Path:
     return _HERE.parents[1] / os.environ.get("AUTOGRAPH_BUILD_DIR", "build") / name
 
 
+def _find(env: str, relative: str) -> str:
+    """$env, else the file installed with this package, else build/ of the checkout."""
+    if os.environ.get(env):
+        return os.environ[env]
+    installed = _installed(relative)
+    return str(installed if installed else _checkout_build(Path(relative).name))
+
+
 def library_path() -> str:
     """$AUTOGRAPH_LIBRARY, else the library installed with this package, else build/ of the checkout."""
-    env = os.environ.get("AUTOGRAPH_LIBRARY")
-    if env:
-        return env
-    installed = _installed("lib/libautograph.so")
-    return str(installed if installed else _checkout_build("libautograph.so"))
+    return _find("AUTOGRAPH_LIBRARY", "lib/libautograph.so")
 
 
 def cli_path() -> str:
     """$AUTOGRAPH_CLI, else the `autograph` executable installed with this package, else build/."""
-    env = os.environ.get("AUTOGRAPH_CLI")
-    if env:
-        return env
-    installed = _installed("bin/autograph")
-    return str(installed if installed else _checkout_build("autograph"))
+    return _find("AUTOGRAPH_CLI", "bin/autograph")
 
 
 def load_library() -> None:
