@@ -64,10 +64,13 @@ else
   [ -x "$pkg_venv/bin/python" ] || "$PYTHON" -m venv "$pkg_venv"
   base=$("$PYTHON" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
   echo "$base" > "$("$pkg_venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/autograph_test_base.pth"
-  # Same configuration as scripts/build.sh gave this build directory, or CMake would rebuild it.
+  # Same configuration as scripts/build.sh gave this build directory (its build type: Release in CI
+  # and on the GPU machines), or CMake would rebuild it.
+  build_type=$(sed -n 's|^CMAKE_BUILD_TYPE:[A-Z]*=||p' "$BUILD_DIR/CMakeCache.txt")
   pip_install() {
     "$pkg_venv/bin/python" -m pip install -q --no-build-isolation -Cbuild-dir="$BUILD_DIR" \
-      -Ccmake.define.AUTOGRAPH_BUILD_TESTS=ON -Ccmake.define.AUTOGRAPH_DEPS_PREFIX="${AUTOGRAPH_DEPS_PREFIX:-}" "$@" "$root"
+      ${build_type:+-Ccmake.build-type="$build_type"} -Ccmake.define.AUTOGRAPH_BUILD_TESTS=ON \
+      -Ccmake.define.AUTOGRAPH_DEPS_PREFIX="${AUTOGRAPH_DEPS_PREFIX:-}" "$@" "$root"
   }
   pkg_log=$BUILD_DIR/package.log
   if ! pip_install -e > "$pkg_log" 2>&1; then
