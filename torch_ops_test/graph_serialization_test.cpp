@@ -102,9 +102,17 @@ TEST(GraphSerialization, ConstantListsOfTensorsRoundTrip) {
   EXPECT_TRUE(b.at(0).toTensor().equal(torch::relu(x).index({torch::indexing::Slice(), idx}) +
                                         torch::stack({other, other * 2})));
 
-  // A list layout that takes more tensors than were saved is refused, not read past the end.
-  serialized.tensor_constants.pop_back();
-  EXPECT_THROW(autograph::DeserializeGraph(serialized), autograph::Error);
+  // Corrupted layouts are refused, never read past the end: more tensors than were saved, None in a
+  // list of plain tensors, an unknown element letter, a list of another type than its input's.
+  auto corrupted = serialized;
+  corrupted.tensor_constants.pop_back();
+  EXPECT_THROW(autograph::DeserializeGraph(corrupted), autograph::Error);
+  for (const std::string& layout : {"tensor_list:tnt", "tensor_list:txt", "optional_tensor_list:ntt", ""}) {
+    corrupted = serialized;
+    for (std::string& l : corrupted.constant_layouts)
+      if (l.rfind("tensor_list:", 0) == 0) l = layout;
+    EXPECT_THROW(autograph::DeserializeGraph(corrupted), autograph::Error) << layout;
+  }
 }
 
 TEST(GraphSerializationErrors, MismatchedConstantsAreRejected) {

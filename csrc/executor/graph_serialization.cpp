@@ -192,12 +192,17 @@ std::shared_ptr<torch::jit::Graph> DeserializeGraph(const SerializedGraph& seria
           throw Error("corrupted program: constant layout '" + layout + "'");
         }
       }
+      const c10::TypePtr type = c10::ListType::create(element);
+      if (*input->type() != *type)
+        throw Error("corrupted program: constant layout '" + layout + "' for an input of type " + input->type()->str());
       torch::jit::Node* node = graph->insertNode(graph->create(c10::prim::Constant));
       node->ival_(c10::attr::value, c10::IValue(std::move(list)));
-      node->output()->setType(c10::ListType::create(element));
+      node->output()->setType(type);
       input->replaceAllUsesWith(node->output());
       continue;
     }
+    if (input->type()->kind() != c10::TypeKind::TensorType)
+      throw Error("corrupted program: a tensor constant for an input of type " + input->type()->str());
     torch::jit::Value* constant = graph->insertConstant(serialized.tensor_constants[next_tensor]);
     input->replaceAllUsesWith(constant);
     if (!layout.empty()) {
