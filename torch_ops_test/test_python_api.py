@@ -2,6 +2,7 @@
 with eager. Float32 on the same CPU kernels, BatchNorm folded: relative error bounded by 1e-4 of the
 output's scale (rounding; a wrong schedule moves outputs by order 1)."""
 import warnings
+from typing import Tuple
 
 import pytest
 import torch
@@ -75,6 +76,28 @@ def test_substitute(model):
     assert "linears_merged" in report
     with torch.no_grad():
         _close(substituted(x), model(x))
+
+
+class WithDefaults(torch.nn.Module):
+    def forward(self, x: torch.Tensor, pair: Tuple[torch.Tensor, torch.Tensor], scale: float = 2.0):
+        return {"y": torch.relu(x) * scale + pair[0], "z": torch.sigmoid(pair[1])}
+
+
+@pytest.mark.parametrize("entry", ["optimize", "substitute"])
+def test_argument_names_and_defaults_are_kept(entry, tmp_path):
+    # Found in review: substitute's module took its schema from the rewritten graph, so a call that
+    # relied on a default failed ("missing value for argument 'scale'").
+    scripted = torch.jit.script(WithDefaults())
+    x = torch.randn(2, 8)
+    module, _ = getattr(autograph, entry)(scripted, [x, (x, x), 2.0])
+    assert str(module.forward.schema).split("self, ")[1] == str(scripted.forward.schema).split("self, ")[1]
+    torch.jit.save(module, str(tmp_path / "m.pt"))
+    again = autograph.load(tmp_path / "m.pt")
+    with torch.no_grad():
+        want = scripted(x, (x, x))
+        for got in (module(x, (x, x)), again(x, pair=(x, x))):
+            for key in want:
+                _close(got[key], want[key])
 
 
 def test_bad_options_and_models_are_typed_errors(model):

@@ -29,18 +29,13 @@ namespace {
 // types, defaults) packed into one tuple for autograph::call, and what that returns cast back to the
 // original's return type. So any structure in and out passes through exactly as the original has it.
 void DefineForward(torch::jit::Module& optimized, const torch::jit::Module& original) {
-  const c10::FunctionSchema& schema = original.get_method("forward").function().getSchema();
-  if (schema.returns().size() != 1 || schema.is_vararg())
-    throw UnsupportedModelError("forward has the schema " + c10::toString(schema) +
-                                "; autograph needs one return value and no variable arguments");
+  c10::FunctionSchema schema = ForwardSchemaFor(original, optimized._ivalue()->type());
   auto graph = std::make_shared<torch::jit::Graph>();
   torch::jit::Value* self = graph->addInput("self")->setType(optimized._ivalue()->type());
-  std::vector<c10::Argument> arguments = {schema.arguments()[0].cloneWithType(optimized._ivalue()->type())};
   std::vector<torch::jit::Value*> values;
   for (size_t i = 1; i < schema.arguments().size(); ++i) {
     const c10::Argument& a = schema.arguments()[i];
     values.push_back(graph->addInput(a.name())->setType(a.type()));
-    arguments.push_back(a);
   }
   torch::jit::WithInsertPoint guard(graph->block());
   torch::jit::Value* packed = graph->insertNode(graph->createTuple(values))->output();
@@ -49,7 +44,7 @@ void DefineForward(torch::jit::Module& optimized, const torch::jit::Module& orig
   graph->registerOutput(graph->insertUncheckedCast(result, schema.returns()[0].type()));
   auto* forward = optimized._ivalue()->compilation_unit()->create_function(
       c10::QualifiedName(*optimized.type()->name(), "forward"), graph);
-  forward->setSchema(schema.cloneWithArguments(std::move(arguments)));
+  forward->setSchema(std::move(schema));
   optimized.type()->addMethod(forward);
 }
 

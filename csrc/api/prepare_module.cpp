@@ -24,4 +24,14 @@ PreparedModule PrepareModule(const torch::jit::Module& module, const OptimizeOpt
   return prepared;
 }
 
+c10::FunctionSchema ForwardSchemaFor(const torch::jit::Module& original, const c10::TypePtr& self_type) {
+  const c10::FunctionSchema& schema = original.get_method("forward").function().getSchema();
+  if (schema.returns().size() != 1 || schema.is_vararg())
+    throw UnsupportedModelError("forward has the schema " + c10::toString(schema) +
+                                "; autograph needs one return value and no variable arguments");
+  std::vector<c10::Argument> arguments = schema.arguments();
+  arguments[0] = arguments[0].cloneWithType(self_type);
+  return schema.cloneWithArguments(std::move(arguments));
+}
+
 }  // namespace autograph

@@ -59,6 +59,10 @@ torch::jit::Module substitute(const torch::jit::Module& module, const OptimizeOp
   self->setType(substituted._ivalue()->type());
   auto* forward = substituted._ivalue()->compilation_unit()->create_function(
       c10::QualifiedName(*substituted.type()->name(), "forward"), graph);
+  // The original's schema, so that argument names and defaults stay as the user's model has them
+  // (the lowered graph keeps forward's arguments one for one).
+  c10::FunctionSchema schema = ForwardSchemaFor(module, substituted._ivalue()->type());
+  if (schema.arguments().size() == graph->inputs().size()) forward->setSchema(std::move(schema));
   substituted.type()->addMethod(forward);
 
   if (report) {
