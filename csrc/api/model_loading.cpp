@@ -24,7 +24,12 @@ torch::jit::Module LoadModule(const std::string& path) {
   try {
     return torch::jit::load(path);
   } catch (const std::exception& e) {
-    throw ModelLoadError("'" + path + "' is not a loadable TorchScript file (" + FirstLineOf(e) +
+    const std::string first = FirstLineOf(e);
+    if (first.find("Unknown builtin op") != std::string::npos)  // a custom operator's library is not loaded
+      throw ModelLoadError("'" + path + "' calls an operator this process does not know (" + first +
+                           "); load the library that registers it first: autograph --load-library LIB.so, "
+                           "or torch.ops.load_library(LIB.so) in Python");
+    throw ModelLoadError("'" + path + "' is not a loadable TorchScript file (" + first +
                          "); save models with torch.jit.save(torch.jit.script(m) or torch.jit.trace(m, x), path)");
   }
 }
