@@ -36,8 +36,10 @@ class Program : public torch::CustomClassHolder {
   // version 1 or 2 loads, but one with merge stages says to re-optimize (ValidateSchedule's message).
   // 4: the graph's inputs may be any TorchScript values (tuples, lists, dicts, numbers, None); the
   // signature lists the tensors inside them, and optimized modules call autograph::call.
+  // 5: constant lists of tensors (Tensor[], Tensor?[]) are lifted like tensor constants, their
+  // elements among the tensor constants and their shape in the layout ("optional_tensor_list:nt").
   // A build that reads fewer versions refuses newer ones with a clear message.
-  static constexpr int64_t kFormatVersion = 4;
+  static constexpr int64_t kFormatVersion = 5;
   static constexpr int64_t kOldestFormatVersion = 1;
   // (format version, graph IR, tensor constants in node order, JSON of operators/edges/schedule/inputs)
   using State = std::tuple<int64_t, std::string, std::vector<at::Tensor>, std::string>;
