@@ -123,7 +123,9 @@ int RunOptimize(const OptimizeCommandOptions& o) {
 
   if (!o.timeline.empty()) {
     if (report.timeline.stages.empty())
-      throw Error("no timeline to draw: optimize returned the model unchanged (" + report.fallback + ")");
+      throw Error("no timeline to draw: " + (report.fallback.empty()
+                                                  ? std::string("see the warning above")
+                                                  : "optimize returned the model unchanged (" + report.fallback + ")"));
     const std::string name = std::filesystem::path(o.model).filename().string();
     WriteTextFile(o.timeline, TimelineSvg(report.timeline, name + ": " + report.method + " schedule on " + report.device));
   }
