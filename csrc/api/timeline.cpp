@@ -12,8 +12,7 @@ namespace autograph {
 namespace {
 
 OpKind KindFromString(const std::string& s) {
-  for (OpKind k : {OpKind::ComputeBound, OpKind::MemoryBound, OpKind::View, OpKind::ControlFlow})
-    if (s == ToString(k)) return k;
+  if (std::optional<OpKind> kind = OpKindFromString(s)) return *kind;
   throw Error("timeline: unknown operator kind '" + s + "'");
 }
 

@@ -22,6 +22,12 @@ const char* ToString(OpKind kind) {
   return "unknown";
 }
 
+std::optional<OpKind> OpKindFromString(const std::string& name) {
+  for (OpKind k : {OpKind::ComputeBound, OpKind::MemoryBound, OpKind::View, OpKind::ControlFlow})
+    if (name == ToString(k)) return k;
+  return std::nullopt;
+}
+
 std::string OpLabel(const OpGraph& graph, int id) {
   std::string label = "op " + std::to_string(id);
   if (!graph.node(id).op.empty()) label += " (" + graph.node(id).op + ")";

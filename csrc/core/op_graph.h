@@ -25,6 +25,8 @@ enum class OpKind {
   ControlFlow,   // prim::If / prim::Loop, run opaquely by the TorchScript interpreter
 };
 const char* ToString(OpKind kind);
+// The inverse of ToString; nullopt for a name that is no kind.
+std::optional<OpKind> OpKindFromString(const std::string& name);
 
 // "[1,3,224,224]": how messages print a shape.
 std::string ShapeString(c10::IntArrayRef shape);

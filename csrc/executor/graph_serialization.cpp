@@ -7,7 +7,6 @@
 
 #include <ATen/ATen.h>
 
-#include <algorithm>
 #include <cctype>
 
 #include "autograph/error.h"
@@ -158,22 +157,18 @@ std::shared_ptr<torch::jit::Graph> DeserializeGraph(const SerializedGraph& seria
     throw Error("corrupted program: " + std::to_string(lifted) + " lifted constants for a graph of " +
                 std::to_string(graph->inputs().size()) + " inputs");
   }
-  size_t tensors_needed = 0;
-  for (size_t i = 0; i < lifted; ++i) {
-    const std::string layout = layouts.empty() ? "" : layouts[i];
-    if (StartsWith(layout, kTensorListLayout) || StartsWith(layout, kOptionalTensorListLayout))
-      tensors_needed += std::count(layout.begin() + layout.find(':') + 1, layout.end(), 't');
-    else
-      ++tensors_needed;
-  }
-  if (tensors_needed != serialized.tensor_constants.size()) {
-    throw Error("corrupted program: " + std::to_string(serialized.tensor_constants.size()) +
-                " tensor constants where its constant layouts take " + std::to_string(tensors_needed));
-  }
   // The lifted inputs become constants again, at the top of the graph.
   const size_t first = graph->inputs().size() - lifted;
   torch::jit::WithInsertPoint guard(graph->block()->nodes().front());
+  // The next saved tensor, for a layout that takes one: counted against what was saved, so a
+  // layout that asks for more is refused instead of read past the end.
   size_t next_tensor = 0;
+  auto take_tensor = [&]() -> const at::Tensor& {
+    if (next_tensor >= serialized.tensor_constants.size())
+      throw Error("corrupted program: its constant layouts take more than its " +
+                  std::to_string(serialized.tensor_constants.size()) + " tensor constants");
+    return serialized.tensor_constants[next_tensor++];
+  };
   for (size_t i = 0; i < lifted; ++i) {
     const std::string layout = layouts.empty() ? "" : layouts[i];
     torch::jit::Value* input = graph->inputs()[first + i];
@@ -185,7 +180,7 @@ std::shared_ptr<torch::jit::Graph> DeserializeGraph(const SerializedGraph& seria
       c10::impl::GenericList list(element);
       for (char c : pattern) {
         if (c == 't') {
-          list.push_back(serialized.tensor_constants[next_tensor++]);
+          list.push_back(take_tensor());
         } else if (c == 'n' && optional_list) {
           list.push_back(c10::IValue());
         } else {
@@ -203,15 +198,18 @@ std::shared_ptr<torch::jit::Graph> DeserializeGraph(const SerializedGraph& seria
     }
     if (input->type()->kind() != c10::TypeKind::TensorType)
       throw Error("corrupted program: a tensor constant for an input of type " + input->type()->str());
-    torch::jit::Value* constant = graph->insertConstant(serialized.tensor_constants[next_tensor]);
+    const at::Tensor& dense = take_tensor();
+    torch::jit::Value* constant = graph->insertConstant(dense);
     input->replaceAllUsesWith(constant);
     if (!layout.empty()) {
       torch::jit::Node* node = constant->node();
-      node->t_(c10::attr::value, RestoreLayout(serialized.tensor_constants[next_tensor], layout, constant));
+      node->t_(c10::attr::value, RestoreLayout(dense, layout, constant));
       constant->setType(c10::TensorType::get());  // a oneDNN tensor has no strides to refine with
     }
-    ++next_tensor;
   }
+  if (next_tensor != serialized.tensor_constants.size())
+    throw Error("corrupted program: " + std::to_string(serialized.tensor_constants.size()) +
+                " tensor constants where its constant layouts take " + std::to_string(next_tensor));
   for (size_t i = graph->inputs().size(); i-- > first;) graph->eraseInput(i);
   return graph;
 }

@@ -71,8 +71,7 @@ MergeCandidate MergeCandidateFromJson(const nlohmann::json& json, const torch::j
 }
 
 OpKind KindFromString(const std::string& name) {
-  for (OpKind k : {OpKind::ComputeBound, OpKind::MemoryBound, OpKind::View, OpKind::ControlFlow})
-    if (name == ToString(k)) return k;
+  if (std::optional<OpKind> kind = OpKindFromString(name)) return *kind;
   throw Error("corrupted program: unknown operator kind '" + name + "'");
 }
 
