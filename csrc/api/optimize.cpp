@@ -129,7 +129,7 @@ torch::jit::Module OptimizeModule(const torch::jit::Module& module, const Optimi
   OpGraph graph = ImportOpGraph(recorded);
 
   auto start = std::chrono::steady_clock::now();
-  Schedule schedule = PlanSchedule(graph, recorded, options, report);
+  Schedule schedule = PlanSchedule(graph, recorded.inputs(), &recorded, options, report);
   const double search_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   ValidateSchedule(schedule, graph);
 

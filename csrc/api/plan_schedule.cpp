@@ -26,32 +26,37 @@ namespace autograph {
 namespace {
 
 // The cost model asked for; by default measured on CUDA, analytical on CPU.
-std::string CostModelName(const OptimizeOptions& options) {
+// (Analytical for an exported program, whose stages the measured model cannot cut out yet.)
+std::string CostModelName(const OptimizeOptions& options, const GraphValues* values) {
   if (!options.cost.model.empty()) return options.cost.model;
-  return options.executor.device.is_cuda() ? "measured" : "analytical";
+  return options.executor.device.is_cuda() && values ? "measured" : "analytical";
 }
 
-std::unique_ptr<CostModel> MakeCostModel(const OpGraph& graph, const GraphValues& values,
+std::unique_ptr<CostModel> MakeCostModel(const OpGraph& graph, const GraphValues* values,
                                          const OptimizeOptions& options) {
-  const std::string name = CostModelName(options);
+  const std::string name = CostModelName(options, values);
   if (name == "analytical") {
     return std::make_unique<AnalyticalCostModel>(DeviceModel::ByName(DeviceModelName(options)));
   }
   if (name == "measured") {
+    if (!values)
+      throw InputError("cost 'measured' is not available for exported programs yet (stages are measured on "
+                       "TorchScript graphs); use cost='analytical' — the search's best candidates are still "
+                       "measured whole on the device — or optimize the TorchScript model");
     MeasuredCostOptions measured;
     measured.device = options.executor.device;
     measured.cache_path = options.cost.cache;
     measured.cuda_graph = options.executor.cuda_graph;  // stages timed the way the program will run them
-    return std::make_unique<MeasuredCostModel>(graph, values, measured);
+    return std::make_unique<MeasuredCostModel>(graph, *values, measured);
   }
   throw Error("unknown cost model '" + name + "': use analytical or measured");
 }
 
 // Seconds for a search: the option, or when it is negative 60 with measured costs (every new stage
 // runs on the device) and none with analytical ones.
-double SearchTimeLimit(const OptimizeOptions& options) {
+double SearchTimeLimit(const OptimizeOptions& options, const CostModel& cost) {
   if (options.search.time_limit >= 0) return options.search.time_limit;
-  return CostModelName(options) == "measured" ? 60.0 : 0.0;
+  return dynamic_cast<const MeasuredCostModel*>(&cost) ? 60.0 : 0.0;
 }
 
 // On-board verification: the measured latency of the whole run decides (a cost model sees stages one
@@ -94,7 +99,7 @@ Schedule PlanIos(const OpGraph& graph, CostModel& cost, const OptimizeOptions& o
   blockwise.block_ops = options.search.ios_block;
   if (options.search.merge) blockwise.ios.merge_classes = MergeableClasses(graph);
   // Measured costs run every distinct stage on the device: by default the search gets 60 s.
-  blockwise.time_limit_seconds = SearchTimeLimit(options);
+  blockwise.time_limit_seconds = SearchTimeLimit(options, cost);
   blockwise.progress = options.search.progress;
   BlockwiseIosStats stats;
   Schedule schedule = BlockwiseIosSchedule(graph, cost, blockwise, &stats);
@@ -118,7 +123,7 @@ Schedule PlanAutograph(const OpGraph& graph, const std::vector<c10::IValue>& inp
   plan.search.budget = options.search.budget;
   plan.search.candidates = std::max(1, options.search.verify);
   if (options.search.merge) plan.search.merge_classes = MergeableClasses(graph);
-  plan.time_limit_seconds = SearchTimeLimit(options);
+  plan.time_limit_seconds = SearchTimeLimit(options, cost);
   plan.progress = options.search.progress;
   AutographStats stats;
   std::vector<RankedSchedule> ranked = AutographPlan(graph, cost, plan, &stats);
@@ -141,8 +146,8 @@ std::string DeviceModelName(const OptimizeOptions& options) {
   return options.executor.device.is_cuda() ? "h100" : "cpu";
 }
 
-Schedule PlanSchedule(const OpGraph& graph, const GraphValues& values, const OptimizeOptions& options,
-                      OptimizeReport* report) {
+Schedule PlanSchedule(const OpGraph& graph, const std::vector<c10::IValue>& inputs, const GraphValues* values,
+                      const OptimizeOptions& options, OptimizeReport* report) {
   if (options.search.max_streams < 1) throw Error("max_streams must be at least 1");
   report->method = options.search.method;
   if (options.search.method == "sequential") return SequentialSchedule(graph);
@@ -153,7 +158,7 @@ Schedule PlanSchedule(const OpGraph& graph, const GraphValues& values, const Opt
   std::unique_ptr<CostModel> cost = MakeCostModel(graph, values, options);
   report->cost = cost->name();
   Schedule schedule = options.search.method == "ios" ? PlanIos(graph, *cost, options, report)
-                                               : PlanAutograph(graph, values.inputs(), *cost, options, report);
+                                               : PlanAutograph(graph, inputs, *cost, options, report);
   if (auto* measured = dynamic_cast<MeasuredCostModel*>(cost.get())) {
     report->stages_measured = measured->measurements();
     report->cost_cache_hits = measured->cache_hits();

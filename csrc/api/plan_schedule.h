@@ -18,10 +18,12 @@ namespace autograph {
 // preset (h100 on CUDA, cpu on CPU).
 std::string DeviceModelName(const OptimizeOptions& options);
 
-// `values`: the recorded run of graph.graph() on the example inputs on options.device (measured costs
-// time stages on its values; on-board verification runs the graph on its inputs). Throws
-// autograph::Error for an unknown method or cost, or bad knobs.
-Schedule PlanSchedule(const OpGraph& graph, const GraphValues& values, const OptimizeOptions& options,
-                      OptimizeReport* report);
+// `inputs`: the graph's inputs on options.device, which on-board verification runs it on. `values`:
+// the recorded run of graph.graph() on them (measured costs time stages on its values); null for a
+// graph over an exported program, which the measured cost model cannot cut stages out of yet (the
+// analytical model ranks, measurement of whole candidates decides). Throws autograph::Error for an
+// unknown method or cost, or bad knobs.
+Schedule PlanSchedule(const OpGraph& graph, const std::vector<c10::IValue>& inputs, const GraphValues* values,
+                      const OptimizeOptions& options, OptimizeReport* report);
 
 }  // namespace autograph

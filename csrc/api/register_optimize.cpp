@@ -10,6 +10,7 @@
 #include <tuple>
 #include <vector>
 
+#include "api/optimize_exported.h"
 #include "api/options_from_json.h"
 #include "api/timeline.h"
 #include "api/timeline_svg.h"
@@ -55,6 +56,25 @@ std::tuple<c10::IValue, std::string> DriverOp(c10::IValue module, std::vector<c1
   }
 }
 
+// The export path: an exported program's ATen graph (JSON, python/autograph/export.py) and its tensors
+// (weights, then example inputs) in; the program text for autograph::execute and the report JSON out.
+std::tuple<std::string, std::string> OptimizeExportedOp(std::string graph_json, std::vector<at::Tensor> tensors,
+                                                        std::string options_json) {
+  try {
+    nlohmann::json graph = nlohmann::json::parse(graph_json, nullptr, /*allow_exceptions=*/false);
+    if (graph.is_discarded()) throw Error("malformed exported graph: not JSON");
+    OptimizeReport report;
+    std::string program = OptimizeExported(graph, tensors, OptionsOf({}, options_json), &report);
+    return {std::move(program), ReportToJson(report).dump()};
+  } catch (const InputError& e) {
+    TORCH_CHECK_VALUE(false, "autograph InputError: ", e.what());
+  } catch (const UnsupportedModelError& e) {
+    TORCH_CHECK_VALUE(false, "autograph UnsupportedModelError: ", e.what());
+  } catch (const Error& e) {
+    TORCH_CHECK(false, "autograph Error: ", e.what());
+  }
+}
+
 // A report's "timeline" drawn as SVG (autograph.optimize puts it in report["timeline"]["svg"]).
 std::string TimelineSvgOp(std::string timeline_json, std::string title) {
   nlohmann::json json = nlohmann::json::parse(timeline_json, nullptr, /*allow_exceptions=*/false);
@@ -73,5 +93,6 @@ TORCH_LIBRARY_FRAGMENT(autograph, m) {
   m.def("optimize(Any module, Any[] example_inputs, str options) -> (Any, str)", &autograph::DriverOp<&autograph::optimize>);
   m.def("substitute(Any module, Any[] example_inputs, str options) -> (Any, str)",
         &autograph::DriverOp<&autograph::substitute>);
+  m.def("optimize_exported(str graph, Tensor[] tensors, str options) -> (str, str)", &autograph::OptimizeExportedOp);
   m.def("timeline_svg(str timeline, str title) -> str", &autograph::TimelineSvgOp);
 }

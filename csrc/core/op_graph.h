@@ -65,12 +65,21 @@ struct OpNode {
   MergeCandidate merge;
   torch::jit::Node* anchor = nullptr;           // the node that launches the work
   std::vector<torch::jit::Node*> jit_nodes;     // anchor + folded nodes, in graph order
+  // An OpGraph over an AtenGraph (an exported program) instead: the indices of its nodes, anchor
+  // included, in graph order.
+  std::vector<int> aten_nodes;
+  int aten_anchor = -1;
+  // The steps the executor runs for this operator: its TorchScript or its ATen nodes.
+  size_t num_steps() const { return jit_nodes.size() + aten_nodes.size(); }
 };
+
+class AtenGraph;
 
 class OpGraph {
  public:
   OpGraph() = default;
   explicit OpGraph(std::shared_ptr<torch::jit::Graph> graph) : graph_(std::move(graph)) {}
+  explicit OpGraph(std::shared_ptr<const AtenGraph> graph) : aten_graph_(std::move(graph)) {}
 
   int AddNode(OpNode node);  // assigns node.id
   void AddEdge(int from, int to);  // from < to required; duplicates ignored
@@ -85,9 +94,12 @@ class OpGraph {
 
   // The lowered TorchScript graph that the nodes' jit_nodes point into.
   const std::shared_ptr<torch::jit::Graph>& graph() const { return graph_; }
+  // Or the exported program's ATen graph that the nodes' aten_nodes index (exactly one of the two is set).
+  const std::shared_ptr<const AtenGraph>& aten_graph() const { return aten_graph_; }
 
  private:
   std::shared_ptr<torch::jit::Graph> graph_;
+  std::shared_ptr<const AtenGraph> aten_graph_;
   std::vector<OpNode> nodes_;
   std::vector<std::vector<int>> preds_, succs_;
 };

@@ -40,6 +40,18 @@ bool IsConvolutionOp(const std::string& op) {
          op.rfind("aten::cudnn_convolution", 0) == 0 || op == "prim::mkldnn_convolution";
 }
 
+bool IsComputeBoundOp(const std::string& op) {
+  static const std::set<std::string> ops = {
+      "aten::conv1d", "aten::conv2d", "aten::conv3d", "aten::_convolution", "aten::convolution",
+      "aten::_convolution_mode", "aten::conv_transpose1d", "aten::conv_transpose2d", "aten::conv_transpose3d",
+      "aten::linear", "aten::matmul", "aten::mm", "aten::bmm", "aten::addmm", "aten::baddbmm", "aten::addbmm",
+      "aten::einsum", "aten::lstm", "aten::gru", "aten::rnn_tanh", "aten::rnn_relu",
+      "aten::scaled_dot_product_attention", "aten::cudnn_convolution_relu", "aten::cudnn_convolution_add_relu",
+      "prim::mkldnn_convolution"};
+  // The exported program's attention kernels (_scaled_dot_product_flash_attention_for_cpu, ...).
+  return ops.count(op) > 0 || op.rfind("aten::_scaled_dot_product_", 0) == 0;
+}
+
 double EstimateFlops(const std::string& op, const std::vector<c10::IValue>& inputs,
                      const std::vector<c10::IValue>& outputs) {
   auto out = Tensors(outputs);
@@ -64,7 +76,7 @@ double EstimateFlops(const std::string& op, const std::vector<c10::IValue>& inpu
     if (!a || a->dim() == 0 || out.empty()) return 0;
     return 2.0 * static_cast<double>(out[0].numel()) * static_cast<double>(a->size(-1));
   }
-  if (op == "aten::scaled_dot_product_attention") {
+  if (op == "aten::scaled_dot_product_attention" || op.rfind("aten::_scaled_dot_product_", 0) == 0) {
     // q [..., L, E], k [..., S, E], v [..., S, Ev]: two GEMMs and a softmax over L x S scores.
     const at::Tensor *q = tensor_arg(0), *k = tensor_arg(1), *v = tensor_arg(2);
     if (!q || !k || !v || q->dim() < 2 || k->dim() < 2 || v->dim() < 2 || q->numel() == 0) return 0;

@@ -17,6 +17,10 @@ double EstimateFlops(const std::string& op, const std::vector<c10::IValue>& inpu
 // convolution, and cuDNN's fused cudnn_convolution_relu / cudnn_convolution_add_relu.
 bool IsConvolutionOp(const std::string& op);
 
+// A compute-bound operator (convolutions, GEMMs, attention, recurrent layers): the analytical cost
+// model charges it by FLOPs; every other operator that launches work is memory-bound.
+bool IsComputeBoundOp(const std::string& op);
+
 // Every defined tensor inside an IValue (tensors, tensor lists, tuples, generic lists, dict values),
 // depth first, in order.
 void CollectTensors(const c10::IValue& value, std::vector<at::Tensor>* out);

@@ -10,6 +10,8 @@
 #include <unordered_set>
 
 #include "autograph/error.h"
+#include "core/aten_graph.h"
+#include "executor/aten_operation.h"
 
 namespace autograph {
 
@@ -159,11 +161,44 @@ CompiledGraph::CompiledGraph(std::shared_ptr<Graph> graph, const std::vector<Nod
   for (Value* out : graph_->outputs()) output_slots_.push_back(slot_of(out));
 
   kept_.assign(initial_table_.size(), false);
-  for (int s : output_slots_) kept_[s] = true;
-  for (int s : input_slots_) kept_[s] = true;  // the caller's tensors
   for (const auto& [v, s] : slot)
     if (v->node()->kind() == c10::prim::Constant) kept_[s] = true;
+  FinishConstruction();
+}
+
+CompiledGraph::CompiledGraph(std::shared_ptr<const AtenGraph> graph, const std::vector<int>& order)
+    : aten_graph_(std::move(graph)) {
+  const AtenGraph& g = *aten_graph_;
+  initial_table_.assign(g.values.size(), c10::IValue());  // value ids are slots
+  kept_.assign(g.values.size(), false);
+  input_slots_ = g.inputs;
+  output_slots_ = g.outputs;
+  std::vector<bool> ready(g.values.size(), false), placed(g.nodes.size(), false);
+  for (int v : g.inputs) ready[v] = true;
+  for (int n : order) {
+    TORCH_CHECK(n >= 0 && n < static_cast<int>(g.nodes.size()) && !placed[n],
+                "CompiledGraph: order lists a node twice or one that does not exist: ", n);
+    placed[n] = true;
+    Step step{nullptr, {}, g.nodes[n].outputs, nullptr, n};
+    step.operation = torch::jit::Operation(AtenStepOf(g, n, &step.inputs));
+    for (int v : step.inputs)
+      TORCH_CHECK(ready[v], "CompiledGraph: ", g.Describe(n), " runs before its input (value ", v, ") is produced");
+    for (int v : step.outputs) ready[v] = true;
+    steps_.push_back(std::move(step));
+  }
+  TORCH_CHECK(steps_.size() == g.nodes.size(), "CompiledGraph: order lists ", steps_.size(), " of ", g.nodes.size(),
+              " nodes");
+  FinishConstruction();
+}
+
+void CompiledGraph::FinishConstruction() {
+  for (int s : output_slots_) kept_[s] = true;
+  for (int s : input_slots_) kept_[s] = true;  // the caller's tensors
   sequential_release_ = PlanReleases(std::vector<int>(steps_.size(), 0), std::vector<int>(steps_.size(), 0), 1);
+}
+
+std::string CompiledGraph::DescribeStep(const Step& step) const {
+  return step.node ? Describe(step.node) : aten_graph_->Describe(step.aten_node);
 }
 
 CompiledGraph::ReleasePlan CompiledGraph::PlanReleases(const std::vector<int>& group_of_step,
@@ -193,7 +228,8 @@ CompiledGraph::ReleasePlan CompiledGraph::PlanReleases(const std::vector<int>& g
 CompiledGraph::Table CompiledGraph::NewTable(std::vector<c10::IValue> inputs) const {
   if (inputs.size() != input_slots_.size()) {
     std::string names;
-    for (torch::jit::Value* v : graph_->inputs()) names += (names.empty() ? "" : ", ") + v->debugName();
+    if (graph_)
+      for (torch::jit::Value* v : graph_->inputs()) names += (names.empty() ? "" : ", ") + v->debugName();
     throw InputError("the model takes " + std::to_string(input_slots_.size()) + " input(s) (" + names + "), got " +
                      std::to_string(inputs.size()) + "; pass one example input per forward() argument");
   }
@@ -209,10 +245,10 @@ void CompiledGraph::RunStep(size_t index, Table& table, torch::jit::Stack& stack
   try {
     step.operation(stack);
   } catch (const std::exception& e) {
-    throw InputError("running " + Describe(step.node) + " failed: " + FirstLineOf(e) +
+    throw InputError("running " + DescribeStep(step) + " failed: " + FirstLineOf(e) +
                      "; check that the inputs match what the model expects (shape, dtype, device)");
   }
-  TORCH_CHECK(stack.size() == step.outputs.size(), "CompiledGraph: ", Describe(step.node), " returned ",
+  TORCH_CHECK(stack.size() == step.outputs.size(), "CompiledGraph: ", DescribeStep(step), " returned ",
               stack.size(), " values, expected ", step.outputs.size());
   for (size_t i = 0; i < step.outputs.size(); ++i) table[step.outputs[i]] = std::move(stack[i]);
 }

@@ -2,7 +2,8 @@
 // A TorchScript graph compiled for direct execution: every node resolved once to a
 // torch::jit::Operation reading and writing slots of a value table, constants pre-filled. No
 // interpreter on the hot path; nodes with blocks (prim::If, prim::Loop) and interpreter-only
-// prims run as one opaque step through the TorchScript interpreter.
+// prims run as one opaque step through the TorchScript interpreter. Or an exported program's
+// AtenGraph, each node a boxed dispatcher call (no TorchScript at all), its values the table's slots.
 #include <ATen/core/ivalue.h>
 #include <ATen/core/stack.h>
 
@@ -17,6 +18,8 @@ struct Node;
 
 namespace autograph {
 
+class AtenGraph;
+
 class CompiledGraph {
  public:
   using Table = std::vector<c10::IValue>;
@@ -27,6 +30,9 @@ class CompiledGraph {
   // `order` lists every node of graph's top-level block except prim::Constant, each once, in an
   // order that respects data dependences (the graph's own order, or a schedule's).
   CompiledGraph(std::shared_ptr<torch::jit::Graph> graph, const std::vector<torch::jit::Node*>& order);
+  // `order` lists every node of the AtenGraph once, in an order that respects data dependences.
+  // Throws UnsupportedModelError when a node's operator is not registered or its arguments do not fit.
+  CompiledGraph(std::shared_ptr<const AtenGraph> graph, const std::vector<int>& order);
 
   // Sequential run in `order`, releasing each intermediate after its last use. Thread-safe: each
   // call has its own value table. Throws InputError when the number of inputs is wrong or a node
@@ -48,7 +54,7 @@ class CompiledGraph {
                            int num_phases) const;
   const std::vector<int>& step_inputs(size_t step) const { return steps_[step].inputs; }
   const std::vector<int>& step_outputs(size_t step) const { return steps_[step].outputs; }
-  torch::jit::Node* step_node(size_t step) const { return steps_[step].node; }
+  torch::jit::Node* step_node(size_t step) const { return steps_[step].node; }  // null for an AtenGraph
 
   size_t num_inputs() const { return input_slots_.size(); }
   size_t num_steps() const { return steps_.size(); }
@@ -61,15 +67,19 @@ class CompiledGraph {
     std::vector<int> inputs;   // slots pushed, in order
     std::vector<int> outputs;  // slots popped into
     torch::jit::Node* node;
+    int aten_node = -1;  // the AtenGraph node instead
   };
+  std::string DescribeStep(const Step& step) const;
 
   std::shared_ptr<torch::jit::Graph> graph_;
+  std::shared_ptr<const AtenGraph> aten_graph_;
   Table initial_table_;  // constants filled in, everything else None
   std::vector<bool> kept_;  // constants and graph outputs: never released
   std::vector<int> input_slots_;
   std::vector<int> output_slots_;
   std::vector<Step> steps_;
   ReleasePlan sequential_release_;
+  void FinishConstruction();  // kept slots and the sequential release plan
 };
 
 }  // namespace autograph

@@ -144,7 +144,7 @@ class StagePlanBuilder {
     for (const auto& group : stage.groups) {
       const OpNode& op = graph_.node(group[0]);
       ops.push_back(op.id);
-      num_steps += op.jit_nodes.size();
+      num_steps += op.num_steps();
       before_anchors += std::find(op.jit_nodes.begin(), op.jit_nodes.end(), op.anchor) - op.jit_nodes.begin();
     }
     StagePlan::OpSync sync;
@@ -161,6 +161,8 @@ class StagePlanBuilder {
   // The merged kernel that replaces the anchors of `ops`, side by side from step `begin`.
   void AddMergedKernel(const std::vector<int>& ops, size_t s, size_t begin) {
     const CompiledGraph& compiled = plan_.compiled;
+    // (An exported program's operators carry no merge candidates, so no search merges them.)
+    TORCH_CHECK(graph_.graph(), "StagePlan: a Merge stage in a plan over an exported program (internal error)");
     StagePlan::MergedSteps kernel;
     kernel.begin = begin;
     kernel.end = kernel.begin + ops.size();
@@ -204,7 +206,7 @@ class StagePlanBuilder {
         StagePlan::OpSync sync;
         sync.begin = step_;
         sync.stream = range.stream;
-        sync.end = step_ + graph_.node(op).jit_nodes.size();
+        sync.end = step_ + graph_.node(op).num_steps();
         ClaimSteps(sync.begin, sync.end, s, op);
         step_ = sync.end;
         AddSync(std::move(sync), {op});
@@ -267,10 +269,24 @@ class StagePlanBuilder {
   int group_id_ = 0;
 };
 
+// The same over an exported program's ATen graph: each operator's nodes, group by group.
+std::vector<int> AtenScheduleOrder(const OpGraph& graph, const Schedule& schedule) {
+  ValidateSchedule(schedule, graph);
+  std::vector<int> order;
+  for (const Stage& stage : schedule.stages)
+    for (const auto& group : stage.groups)
+      for (int op : group) order.insert(order.end(), graph.node(op).aten_nodes.begin(), graph.node(op).aten_nodes.end());
+  return order;
+}
+
+CompiledGraph CompileInScheduleOrder(const OpGraph& graph, const Schedule& schedule) {
+  if (graph.aten_graph()) return CompiledGraph(graph.aten_graph(), AtenScheduleOrder(graph, schedule));
+  return CompiledGraph(graph.graph(), ScheduleOrder(graph, schedule));
+}
+
 }  // namespace
 
-StagePlan::StagePlan(const OpGraph& graph, const Schedule& schedule)
-    : compiled(graph.graph(), ScheduleOrder(graph, schedule)) {
+StagePlan::StagePlan(const OpGraph& graph, const Schedule& schedule) : compiled(CompileInScheduleOrder(graph, schedule)) {
   StagePlanBuilder builder(graph, *this);
   for (size_t s = 0; s < schedule.stages.size(); ++s) builder.AddStage(s, schedule.stages[s]);
   builder.Finish();

@@ -36,16 +36,6 @@ const std::set<c10::Symbol>& HostReadKinds() {
   return kinds;
 }
 
-bool IsComputeBound(const std::string& op) {
-  static const std::set<std::string> ops = {
-      "aten::conv1d", "aten::conv2d", "aten::conv3d", "aten::_convolution", "aten::convolution",
-      "aten::_convolution_mode", "aten::conv_transpose1d", "aten::conv_transpose2d", "aten::conv_transpose3d",
-      "aten::linear", "aten::matmul", "aten::mm", "aten::bmm", "aten::addmm", "aten::baddbmm", "aten::addbmm",
-      "aten::einsum", "aten::lstm", "aten::gru", "aten::rnn_tanh", "aten::rnn_relu",
-      "aten::scaled_dot_product_attention", "aten::cudnn_convolution_relu", "aten::cudnn_convolution_add_relu",
-      "prim::mkldnn_convolution"};
-  return ops.count(op) > 0;
-}
 
 TensorMeta MetaOf(const at::Tensor& t) {
   return TensorMeta{t.sizes().vec(), t.scalar_type()};
@@ -82,7 +72,7 @@ OpNode Record(const Node* node, const std::vector<c10::IValue>& inputs, const st
   } else if (!WritesAnInput(node) && !outs.empty() && AllOutputsAliasInputs(ins, outs)) {
     r.kind = OpKind::View;  // decided by what really happened: reshape that copied is a kernel
   } else {
-    r.kind = IsComputeBound(op) ? OpKind::ComputeBound : OpKind::MemoryBound;
+    r.kind = IsComputeBoundOp(op) ? OpKind::ComputeBound : OpKind::MemoryBound;
   }
 
   for (const auto& t : ins) r.inputs.push_back(MetaOf(t));

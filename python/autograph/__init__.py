@@ -47,3 +47,17 @@ def _register_dynamo_backend() -> None:
 
 
 _register_dynamo_backend()
+
+
+def _register_export_ops() -> None:
+    """autograph::execute's fake kernel, so that torch.export.load and AOTInductor can trace programs
+    that call it. Without the built library (a checkout not built yet) nothing is registered here; the
+    first call that needs it says where the library was looked for."""
+    try:
+        from .export import register_fake
+        register_fake()
+    except FileNotFoundError:
+        pass
+
+
+_register_export_ops()

@@ -7,16 +7,25 @@ from typing import Any, Dict, Optional, Sequence, Tuple, Union
 import torch
 
 from ._library import load_library
-from .errors import Error, UnsupportedModelError, translate
+from .errors import Error, InputError, UnsupportedModelError, translate
 
 Model = Union[torch.nn.Module, torch.jit.ScriptModule, str, "os.PathLike[str]"]
 
 
-def optimize(model: Model, example_inputs: Union[Sequence[Any], torch.Tensor], *, method: str = "autograph",
-             device: Optional[Union[str, torch.device]] = None, **options: Any) -> Tuple[torch.jit.ScriptModule, Dict[str, Any]]:
+def optimize(model: Model, example_inputs: Union[Sequence[Any], torch.Tensor, None] = None, *, method: str = "autograph",
+             device: Optional[Union[str, torch.device]] = None, ir: Optional[str] = None,
+             dynamic_shapes: Any = None, **options: Any):
     """Optimizes `model` for inference on `example_inputs` (one per forward() argument: tensors, or tuples,
     lists and dicts of them, numbers, bools, None).
 
+    The export path: `model` a torch.export.ExportedProgram (example inputs optional: the program's
+    own by default), or an nn.Module with ir="export" (exported here with torch.export.export, strict=False,
+    `dynamic_shapes` passed on). Returns an optimized ExportedProgram — save it with torch.export.save,
+    load it with torch.export.load after `import autograph` — and the report. Its graph calls
+    autograph::execute; no TorchScript is involved. Only the scheduling is done on this path so far (no
+    substitutions or stitching; cost="analytical" ranks, on-board verification measures).
+
+    The TorchScript path (ir=None or "torchscript"):
     `model` is an nn.Module (traced in eval mode with the example inputs; scripted when tracing fails), a
     ScriptModule, or the path of a saved one. `method` is the scheduler (autograph; the baselines sequential,
     greedy, nimble, ios); `device` where to plan and run (default: the example inputs' device). `options`
@@ -32,6 +41,26 @@ def optimize(model: Model, example_inputs: Union[Sequence[Any], torch.Tensor], *
     writes). A model autograph cannot take apart comes back unchanged with report["fallback"] saying
     why (and report["timeline"] None).
     """
+    if ir not in (None, "torchscript", "export"):
+        raise InputError(f"unknown ir '{ir}': use 'export' (torch.export) or 'torchscript'")
+    from torch.export import ExportedProgram
+    if isinstance(model, ExportedProgram) or ir == "export":
+        from .export import optimize_exported
+        kwargs = None
+        if isinstance(example_inputs, dict):
+            kwargs, example_inputs = example_inputs, ()
+        elif isinstance(example_inputs, torch.Tensor):
+            example_inputs = (example_inputs,)
+        if not isinstance(model, ExportedProgram):
+            model = export_module(model, example_inputs, dynamic_shapes)
+        elif dynamic_shapes is not None:
+            raise InputError("dynamic_shapes applies when autograph exports the model (ir='export' on an nn.Module); "
+                             "this program is exported already")
+        return optimize_exported(model, method=method, device=None if device is None else str(torch.device(device)),
+                                 options=options, example_inputs=None if example_inputs is None else tuple(example_inputs),
+                                 example_kwargs=kwargs)
+    if example_inputs is None:
+        raise InputError("example_inputs are required: one per forward() argument")
     module, report = _run("optimize", model, example_inputs, method, device, options)
     if report.get("timeline"):
         title = f"{_name_of(model)}: {report['method']} schedule on {report['device']}"
@@ -50,6 +79,21 @@ def load(path: Union[str, "os.PathLike[str]"], map_location: Optional[Union[str,
     """Loads a module that autograph.optimize (or the CLI) wrote, after registering autograph's ops."""
     load_library()
     return torch.jit.load(os.fspath(path), map_location=map_location)
+
+
+def export_module(model: torch.nn.Module, example_inputs: Sequence[Any], dynamic_shapes: Any = None):
+    """torch.export.export of `model` in eval mode (strict=False), with a clear error when export cannot take it."""
+    if not isinstance(model, torch.nn.Module) or isinstance(model, torch.jit.ScriptModule):
+        raise UnsupportedModelError(f"ir='export' takes an nn.Module, got {type(model).__name__}")
+    if example_inputs is None:
+        raise InputError("ir='export' needs example inputs to export the model with")
+    with _eval_mode(model):
+        try:
+            return torch.export.export(model, tuple(example_inputs), dynamic_shapes=dynamic_shapes, strict=False)
+        except Exception as e:  # noqa: BLE001 - export's own message says what it could not take
+            raise UnsupportedModelError(f"torch.export could not export {type(model).__name__}: {_first_line(e)}. "
+                                        "Models with data-dependent control flow go through the TorchScript path: "
+                                        "autograph.optimize(model, inputs) without ir='export'") from None
 
 
 def to_script_module(model: Model, example_inputs: Sequence[Any]) -> torch.jit.ScriptModule:
@@ -132,4 +176,4 @@ def _first_line(e: BaseException) -> str:
     return lines[0] if lines else type(e).__name__
 
 
-__all__ = ["optimize", "substitute", "load", "to_script_module", "Error"]
+__all__ = ["optimize", "substitute", "load", "to_script_module", "export_module", "Error"]

@@ -1,0 +1,168 @@
+#include "executor/aten_operation.h"
+
+#include <ATen/core/jit_type.h>
+
+#include "autograph/error.h"
+
+namespace autograph {
+
+namespace {
+
+// Where the step finds one schema argument.
+struct ArgumentSource {
+  enum class Kind { Read, TensorList, OptionalTensorList, Constant };
+  Kind kind = Kind::Constant;
+  std::vector<int> positions;  // into the popped reads; -1: None (optional lists)
+  c10::IValue constant;
+};
+
+c10::TypePtr WithoutOptional(const c10::TypePtr& type) {
+  if (auto optional = type->cast<c10::OptionalType>()) return optional->getElementType();
+  return type;
+}
+
+// A constant as the schema's type reads it: Python wrote 2 where a float is expected, 3 where an
+// int[2] is (broadcast, as TorchScript does), [1, 2] where floats are.
+c10::IValue Coerce(const c10::IValue& value, const c10::Argument& argument) {
+  if (value.isNone()) return value;
+  const c10::TypePtr type = WithoutOptional(argument.type());
+  if (type->kind() == c10::TypeKind::FloatType && value.isInt()) return static_cast<double>(value.toInt());
+  if (auto list = type->cast<c10::ListType>()) {
+    const c10::TypeKind element = list->getElementType()->kind();
+    if (element == c10::TypeKind::IntType && value.isInt())
+      return c10::List<int64_t>(std::vector<int64_t>(argument.N().value_or(1), value.toInt()));
+    if (element == c10::TypeKind::FloatType && value.isIntList()) {
+      c10::List<double> doubles;
+      for (int64_t i : value.toIntVector()) doubles.push_back(static_cast<double>(i));
+      return doubles;
+    }
+    if (element == c10::TypeKind::FloatType && value.isDouble())
+      return c10::List<double>(std::vector<double>(argument.N().value_or(1), value.toDouble()));
+  }
+  return value;
+}
+
+ArgumentSource SourceOf(const AtenArgument& given, const c10::Argument& argument, std::vector<int>* reads,
+                        const std::string& where) {
+  ArgumentSource source;
+  switch (given.kind) {
+    case AtenArgument::Kind::Value:
+      source.kind = ArgumentSource::Kind::Read;
+      source.positions.push_back(static_cast<int>(reads->size()));
+      reads->push_back(given.value);
+      break;
+    case AtenArgument::Kind::ValueList: {
+      auto list = WithoutOptional(argument.type())->cast<c10::ListType>();
+      if (!list) throw UnsupportedModelError(where + ": argument '" + argument.name() + "' is not a list, but a list of values is passed");
+      const c10::TypePtr element = list->getElementType();
+      const bool optional = element->kind() == c10::TypeKind::OptionalType;
+      if (WithoutOptional(element)->kind() != c10::TypeKind::TensorType)
+        throw UnsupportedModelError(where + ": argument '" + argument.name() + "' (" + argument.type()->str() +
+                                    ") gets values computed by the graph (dynamic shapes?); autograph passes only "
+                                    "tensors that way");
+      source.kind = optional ? ArgumentSource::Kind::OptionalTensorList : ArgumentSource::Kind::TensorList;
+      for (const std::optional<int>& v : given.values) {
+        if (!v && !optional) throw UnsupportedModelError(where + ": None in a Tensor[] argument");
+        source.positions.push_back(v ? static_cast<int>(reads->size()) : -1);
+        if (v) reads->push_back(*v);
+      }
+      break;
+    }
+    case AtenArgument::Kind::Constant:
+      source.constant = Coerce(given.constant, argument);
+      break;
+  }
+  return source;
+}
+
+}  // namespace
+
+c10::OperatorHandle AtenOperatorOf(const AtenNode& node) {
+  std::optional<c10::OperatorHandle> handle = c10::Dispatcher::singleton().findSchema({node.op, node.overload});
+  if (!handle) {
+    throw UnsupportedModelError("operator " + node.op + (node.overload.empty() ? "" : "." + node.overload) +
+                                " is not registered in this process; load the library that defines it "
+                                "(torch.ops.load_library in Python, --load-library in the CLI) first");
+  }
+  return *handle;
+}
+
+AtenStep AtenStepOf(const AtenGraph& graph, int index, std::vector<int>* reads) {
+  const AtenNode& node = graph.nodes.at(index);
+  const std::string where = graph.Describe(index);
+  reads->clear();
+  if (node.op == "getitem") {  // element of a list (or tuple) that another node returned
+    reads->push_back(node.args[0].value);
+    const int64_t i = node.args[1].constant.toInt();
+    return [i, where](torch::jit::Stack& stack) {
+      c10::IValue container = torch::jit::pop(stack);
+      if (container.isList() && i >= 0 && i < static_cast<int64_t>(container.toListRef().size())) {
+        stack.push_back(container.toListRef()[i]);
+      } else if (container.isTuple() && i >= 0 && i < static_cast<int64_t>(container.toTupleRef().elements().size())) {
+        stack.push_back(container.toTupleRef().elements()[i]);
+      } else {
+        TORCH_CHECK(false, where, ": no element ", i, " in a ", container.tagKind());
+      }
+    };
+  }
+  c10::OperatorHandle handle = AtenOperatorOf(node);
+  const c10::FunctionSchema& schema = handle.schema();
+  const auto& arguments = schema.arguments();
+  if (node.args.size() > arguments.size())
+    throw UnsupportedModelError(where + ": " + std::to_string(node.args.size()) + " arguments for the schema " +
+                                c10::toString(schema));
+  if (node.outputs.size() != schema.returns().size())
+    throw UnsupportedModelError(where + ": " + std::to_string(node.outputs.size()) + " outputs for the schema " +
+                                c10::toString(schema));
+  std::vector<ArgumentSource> sources(arguments.size());
+  std::vector<bool> given(arguments.size(), false);
+  for (size_t i = 0; i < node.args.size(); ++i) {
+    sources[i] = SourceOf(node.args[i], arguments[i], reads, where);
+    given[i] = true;
+  }
+  for (const auto& [name, argument] : node.kwargs) {
+    std::optional<size_t> i = schema.argumentIndexWithName(name);
+    if (!i) throw UnsupportedModelError(where + ": no argument '" + name + "' in " + c10::toString(schema));
+    if (given[*i]) throw UnsupportedModelError(where + ": argument '" + name + "' given twice");
+    sources[*i] = SourceOf(argument, arguments[*i], reads, where);
+    given[*i] = true;
+  }
+  for (size_t i = 0; i < arguments.size(); ++i) {
+    if (given[i]) continue;
+    if (!arguments[i].default_value())
+      throw UnsupportedModelError(where + ": argument '" + arguments[i].name() + "' is missing and has no default");
+    sources[i].constant = *arguments[i].default_value();
+  }
+  const size_t num_reads = reads->size();
+  return [handle, sources = std::move(sources), num_reads](torch::jit::Stack& stack) {
+    std::vector<c10::IValue> read(std::make_move_iterator(stack.end() - num_reads), std::make_move_iterator(stack.end()));
+    torch::jit::drop(stack, num_reads);
+    for (const ArgumentSource& s : sources) {
+      switch (s.kind) {
+        case ArgumentSource::Kind::Read:
+          stack.push_back(std::move(read[s.positions[0]]));
+          break;
+        case ArgumentSource::Kind::TensorList: {
+          c10::List<at::Tensor> list;
+          list.reserve(s.positions.size());
+          for (int p : s.positions) list.push_back(read[p].toTensor());
+          stack.emplace_back(std::move(list));
+          break;
+        }
+        case ArgumentSource::Kind::OptionalTensorList: {
+          c10::List<std::optional<at::Tensor>> list;
+          list.reserve(s.positions.size());
+          for (int p : s.positions) list.push_back(p < 0 ? std::nullopt : std::optional<at::Tensor>(read[p].toTensor()));
+          stack.emplace_back(std::move(list));
+          break;
+        }
+        case ArgumentSource::Kind::Constant:
+          stack.push_back(s.constant);
+          break;
+      }
+    }
+    handle.callBoxed(stack);
+  };
+}
+
+}  // namespace autograph

@@ -1,0 +1,27 @@
+#pragma once
+// One node of an AtenGraph as a boxed call through the c10 dispatcher (no TorchScript): the schema
+// found by name, the node's arguments put in schema order (keywords by name, defaults from the
+// schema, constants converted to what the schema's types expect), values read from the caller's
+// stack.
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/core/stack.h>
+
+#include <functional>
+#include <vector>
+
+#include "core/aten_graph.h"
+
+namespace autograph {
+
+// The registered operator a node calls. Throws UnsupportedModelError naming it when it is not
+// registered in this process (its library not loaded) or when the node's arguments do not fit
+// its schema.
+c10::OperatorHandle AtenOperatorOf(const AtenNode& node);
+
+// What the step does: pops the values `reads` lists (in that order; a value read twice is listed
+// twice) and pushes the node's outputs, one per schema return. Throws UnsupportedModelError as
+// AtenOperatorOf, and when an argument cannot be passed.
+using AtenStep = std::function<void(torch::jit::Stack&)>;
+AtenStep AtenStepOf(const AtenGraph& graph, int node, std::vector<int>* reads);
+
+}  // namespace autograph

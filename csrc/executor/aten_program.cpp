@@ -1,0 +1,178 @@
+#include "executor/aten_program.h"
+
+#include <ATen/core/grad_mode.h>
+
+#include <cstdio>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <unordered_map>
+
+#include "autograph/error.h"
+#include "core/aten_graph.h"
+#include "executor/validate_schedule.h"
+
+namespace autograph {
+
+namespace {
+
+using nlohmann::json;
+
+constexpr const char* kFormatName = "autograph-program";
+
+std::string DigestOf(const std::string& text) {  // FNV-1a, 64 bits: a check against damage, not a signature
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+  return hex;
+}
+
+int PlanIndex(const json& v) {
+  if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > std::numeric_limits<int>::max())
+    throw Error("corrupted program: " + v.dump() + " where the plan has an index");
+  return v.get<int>();
+}
+
+std::string ShapeAndType(const TensorMeta& meta) { return ShapeString(meta.shape) + " " + c10::toString(meta.dtype); }
+
+}  // namespace
+
+AtenProgram::AtenProgram(OpGraph graph, Schedule schedule, ExecutorOptions options)
+    : graph_(std::move(graph)), schedule_(std::move(schedule)), options_(options) {
+  TORCH_CHECK(graph_.aten_graph(), "AtenProgram: the operator graph is not over an exported program");
+  ValidateSchedule(schedule_, graph_);
+  executor_ = std::make_unique<StageExecutor>(graph_, schedule_, options_);
+}
+
+std::string AtenProgram::ToText() const {
+  const AtenGraph& aten = *graph_.aten_graph();
+  json ops = json::array(), edges = json::array();
+  for (const OpNode& op : graph_.nodes()) {
+    ops.push_back({{"op", op.op}, {"kind", ToString(op.kind)}, {"nodes", op.aten_nodes}, {"anchor", op.aten_anchor}});
+    for (int s : graph_.succs(op.id)) edges.push_back({op.id, s});
+  }
+  const json body = {{"graph", aten.ToJson()},
+                     {"operators", ops},
+                     {"edges", edges},
+                     {"schedule", ScheduleToJson(schedule_)},
+                     {"cuda_graph", options_.cuda_graph}};
+  const std::string body_text = body.dump();
+  json outputs = json::array();
+  for (int v : aten.outputs) {
+    const AtenValueInfo& info = aten.values[v];
+    outputs.push_back({{"shape", info.meta.shape}, {"stride", info.stride}, {"dtype", c10::toString(info.meta.dtype)}});
+  }
+  const json header = {{"format", kFormatName},
+                       {"version", kFormatVersion},
+                       {"digest", DigestOf(body_text)},
+                       {"device", options_.device.str()},
+                       {"outputs", outputs}};
+  return header.dump() + "\n" + body_text;
+}
+
+std::shared_ptr<const AtenProgram> AtenProgram::FromText(const std::string& text) {
+  const size_t newline = text.find('\n');
+  const json header = json::parse(text.substr(0, newline), nullptr, /*allow_exceptions=*/false);
+  if (newline == std::string::npos || header.is_discarded() || !header.is_object() ||
+      header.value("format", std::string()) != kFormatName)
+    throw Error("not an autograph program: the text does not start with an autograph-program header");
+  const int64_t version = header.value("version", int64_t{-1});
+  if (version != kFormatVersion)
+    throw Error("this optimized program has autograph format version " + std::to_string(version) +
+                ", but this build reads version " + std::to_string(kFormatVersion) +
+                "; re-run autograph.optimize on the exported model");
+  const std::string body_text = text.substr(newline + 1);
+  if (header.value("digest", std::string()) != DigestOf(body_text))
+    throw Error("corrupted program: its digest does not match its contents (truncated or edited)");
+  try {
+    const json body = json::parse(body_text);
+    auto aten = std::make_shared<const AtenGraph>(AtenGraph::FromJson(body.at("graph")));
+    OpGraph graph(aten);
+    for (const json& entry : body.at("operators")) {
+      OpNode op;
+      op.op = entry.at("op").get<std::string>();
+      std::optional<OpKind> kind = OpKindFromString(entry.at("kind").get<std::string>());
+      if (!kind) throw Error("corrupted program: unknown operator kind " + entry.at("kind").dump());
+      op.kind = *kind;
+      for (const json& n : entry.at("nodes")) {
+        const int index = PlanIndex(n);
+        if (index >= static_cast<int>(aten->nodes.size())) throw Error("corrupted program: an operator names node " + n.dump());
+        op.aten_nodes.push_back(index);
+      }
+      op.aten_anchor = PlanIndex(entry.at("anchor"));
+      graph.AddNode(std::move(op));
+    }
+    for (const json& e : body.at("edges")) {
+      const int from = PlanIndex(e.at(0)), to = PlanIndex(e.at(1));
+      if (from >= to || to >= graph.size()) throw Error("corrupted program: edge " + e.dump());
+      graph.AddEdge(from, to);
+    }
+    ExecutorOptions options;
+    options.device = c10::Device(header.at("device").get<std::string>());
+    options.cuda_graph = body.at("cuda_graph").get<bool>();
+    return std::make_shared<const AtenProgram>(std::move(graph), ScheduleFromJson(body.at("schedule")), options);
+  } catch (const json::exception& e) {
+    throw Error(std::string("corrupted program: ") + e.what());
+  } catch (const Error&) {
+    throw;
+  } catch (const c10::Error& e) {  // a schedule that does not validate, a device that does not parse
+    throw Error("corrupted program: " + FirstLineOf(e));
+  }
+}
+
+std::shared_ptr<const AtenProgram> AtenProgram::Cached(const std::string& text) {
+  struct Entry {
+    std::string text;
+    std::shared_ptr<const AtenProgram> program;
+  };
+  static std::mutex mutex;
+  static std::unordered_map<std::string, Entry> programs;
+  const std::string header = text.substr(0, text.find('\n'));
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = programs.find(header);
+    // The whole text is compared (a memcmp): a body edited under a known header must not run the
+    // program cached for it, but fail its digest check below.
+    if (it != programs.end() && it->second.text == text) return it->second.program;
+  }
+  std::shared_ptr<const AtenProgram> program = FromText(text);  // outside the lock: may take a while
+  std::lock_guard<std::mutex> lock(mutex);
+  return programs.insert_or_assign(header, Entry{text, program}).first->second.program;
+}
+
+std::vector<at::Tensor> AtenProgram::Run(const std::vector<at::Tensor>& inputs) const {
+  const AtenGraph& aten = *graph_.aten_graph();
+  if (inputs.size() != aten.inputs.size()) {
+    throw InputError("the optimized program takes " + std::to_string(aten.inputs.size()) + " tensors (weights and inputs), got " +
+                     std::to_string(inputs.size()));
+  }
+  bool other_shape = false;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const at::Tensor& t = inputs[i];
+    const TensorMeta& meta = aten.values[aten.inputs[i]].meta;
+    const std::string where = "tensor " + std::to_string(i) + (aten.input_is_weight[i] ? " (a weight)" : " (an input)");
+    if (!t.defined()) throw InputError(where + " is undefined");
+    const c10::Device& device = options_.device;
+    if (t.device().type() != device.type() || (device.has_index() && t.device().index() != device.index()))
+      throw InputError(where + " is on " + t.device().str() + ", but the program was optimized for " + device.str() +
+                       "; move the inputs with .to(\"" + device.str() + "\") or re-optimize for that device");
+    if (t.dim() != static_cast<int64_t>(meta.shape.size()) || t.scalar_type() != meta.dtype)
+      throw InputError(where + " is " + ShapeString(t.sizes()) + " " + c10::toString(t.scalar_type()) +
+                       ", but the program was optimized for " + ShapeAndType(meta));
+    other_shape |= t.sizes() != at::IntArrayRef(meta.shape);
+  }
+  if (other_shape) {
+    std::call_once(other_shape_note_, [] {
+      TORCH_WARN("autograph: the program was planned for other input shapes; running it on these is correct if the "
+                 "exported graph allows them, but may be slower — re-optimize for the shapes you serve");
+    });
+  }
+  at::NoGradGuard no_grad;  // inference: weights may be parameters, and no run records autograd history
+  std::vector<c10::IValue> outputs = executor_->Run(std::vector<c10::IValue>(inputs.begin(), inputs.end()));
+  std::vector<at::Tensor> tensors;
+  tensors.reserve(outputs.size());
+  for (c10::IValue& v : outputs) tensors.push_back(std::move(v).toTensor());
+  return tensors;
+}
+
+}  // namespace autograph

@@ -1,0 +1,295 @@
+"""The export path: a torch.export ExportedProgram in, an optimized ExportedProgram out.
+
+The program's ATen graph is read straight from its FX graph (shapes, strides and dtypes from the node
+metadata torch.export recorded; no TorchScript, no extra run) into autograph's AtenGraph JSON; the C++
+side plans it (search, on-board verification) and returns the program as text. The optimized
+ExportedProgram's graph is one call of ``autograph::execute(Tensor[] inputs, str program)`` on the
+original's weights and the user's inputs; it saves with ``torch.export.save`` and loads with
+``torch.export.load`` once ``autograph`` is imported (which registers the op and its fake kernel).
+"""
+import json
+import operator
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import torch
+from torch.export import ExportedProgram
+from torch.export.graph_signature import InputKind, OutputKind
+from torch.utils import _pytree as pytree
+
+from ._library import load_library
+from .errors import InputError, UnsupportedModelError, translate
+
+# torch dtype -> the name c10::toString(ScalarType) gives it.
+_DTYPE_NAMES = {
+    torch.float32: "Float", torch.float64: "Double", torch.float16: "Half", torch.bfloat16: "BFloat16",
+    torch.int64: "Long", torch.int32: "Int", torch.int16: "Short", torch.int8: "Char", torch.uint8: "Byte",
+    torch.bool: "Bool", torch.complex64: "ComplexFloat", torch.complex128: "ComplexDouble",
+    torch.uint16: "UInt16", torch.uint32: "UInt32", torch.uint64: "UInt64",
+    torch.float8_e4m3fn: "Float8_e4m3fn", torch.float8_e5m2: "Float8_e5m2",
+}
+_DTYPES_BY_NAME = {name: dtype for dtype, name in _DTYPE_NAMES.items()}
+_LAYOUT_NAMES = {torch.strided: "Strided", torch.sparse_coo: "Sparse", torch._mkldnn: "Mkldnn"}
+_MEMORY_FORMAT_NAMES = {torch.contiguous_format: "Contiguous", torch.preserve_format: "Preserve",
+                        torch.channels_last: "ChannelsLast", torch.channels_last_3d: "ChannelsLast3d"}
+
+_TORCHSCRIPT_HINT = ("; the TorchScript path may take it: autograph.optimize(model, inputs) on the nn.Module "
+                     "(traced or scripted), or on a torch.jit module")
+
+_WEIGHT_KINDS = (InputKind.PARAMETER, InputKind.BUFFER, InputKind.CONSTANT_TENSOR)
+
+
+def aten_graph_of(ep: ExportedProgram) -> Tuple[Dict[str, Any], List[torch.Tensor]]:
+    """The AtenGraph JSON of `ep` (run through its decompositions into the functional ATen IR, with no
+    operator decomposed) and its weights in placeholder order (the user's inputs follow them)."""
+    ep = ep.run_decompositions({})
+    sig = ep.graph_signature
+    bad_outputs = [s.kind.name for s in sig.output_specs if s.kind != OutputKind.USER_OUTPUT]
+    if bad_outputs:
+        raise UnsupportedModelError(f"the exported program mutates its buffers or inputs ({', '.join(bad_outputs)}); "
+                                    "the export path takes programs without mutations" + _TORCHSCRIPT_HINT)
+    values: List[Dict[str, Any]] = []
+    value_of: Dict[torch.fx.Node, Any] = {}  # node -> value id, or a tuple of ids (multiple returns)
+
+    def new_value(meta) -> int:
+        values.append(_value_info(meta))
+        return len(values) - 1
+
+    inputs, weights, weight_tensors = [], [], []
+    placeholders = [n for n in ep.graph.nodes if n.op == "placeholder"]
+    for node, spec in zip(placeholders, sig.input_specs):
+        if spec.kind == InputKind.USER_INPUT:
+            if not isinstance(node.meta.get("val"), torch.Tensor):
+                raise UnsupportedModelError(f"input '{node.name}' is not a tensor ({type(node.meta.get('val')).__name__}); "
+                                            "the export path takes tensor inputs" + _TORCHSCRIPT_HINT)
+            weights.append(False)
+        elif spec.kind in _WEIGHT_KINDS:
+            weights.append(True)
+            weight_tensors.append(_weight(ep, spec))
+        else:
+            raise UnsupportedModelError(f"input '{node.name}' is a {spec.kind.name}, which the export path cannot "
+                                        "pass" + _TORCHSCRIPT_HINT)
+        value_of[node] = new_value(node.meta.get("val"))
+        inputs.append(value_of[node])
+    if not any(not w for w in weights):
+        raise UnsupportedModelError("the exported program takes no tensor input")
+
+    nodes = []
+    for node in ep.graph.nodes:
+        if node.op in ("placeholder", "output"):
+            continue
+        if node.op != "call_function":
+            raise UnsupportedModelError(f"node '{node.name}' ({node.op} {node.target}) is not an operator call; the "
+                                        "export path takes flat ATen graphs" + _TORCHSCRIPT_HINT)
+        if node.target is operator.getitem:
+            source, index = node.args
+            produced = value_of[source]
+            if isinstance(produced, tuple):  # one of several returns: that value itself
+                value_of[node] = produced[index]
+            else:  # an element of a returned list
+                value_of[node] = new_value(node.meta.get("val"))
+                nodes.append({"op": "getitem", "overload": "default", "name": node.name,
+                              "args": [{"value": produced}, index], "kwargs": {}, "outputs": [value_of[node]]})
+            continue
+        if not isinstance(node.target, torch._ops.OpOverload):
+            raise UnsupportedModelError(f"node '{node.name}' calls {node.target}, which is not an ATen-style operator "
+                                        "(control flow or a Python function?)" + _TORCHSCRIPT_HINT)
+        schema = node.target._schema
+        args = [_argument(a, value_of, node, schema.arguments[i] if i < len(schema.arguments) else None)
+                for i, a in enumerate(node.args)]
+        by_name = {a.name: a for a in schema.arguments}
+        kwargs = {k: _argument(v, value_of, node, by_name.get(k)) for k, v in node.kwargs.items()}
+        val = node.meta.get("val")
+        if len(schema.returns) == 1:
+            outputs = [new_value(val)]
+            value_of[node] = outputs[0]
+        else:
+            metas = val if isinstance(val, (tuple, list)) else [None] * len(schema.returns)
+            outputs = [new_value(m) for m in metas]
+            value_of[node] = tuple(outputs)
+        nodes.append({"op": schema.name, "overload": schema.overload_name or "default", "name": node.name,
+                      "args": args, "kwargs": kwargs, "outputs": outputs})
+
+    outputs = []
+    (returned,) = [n.args[0] for n in ep.graph.nodes if n.op == "output"]
+    for r in returned:
+        if not isinstance(r, torch.fx.Node) or isinstance(value_of[r], tuple) or not values[value_of[r]]["tensor"]:
+            raise UnsupportedModelError("the exported program returns something other than a tensor "
+                                        f"({r!r}); the export path returns tensors" + _TORCHSCRIPT_HINT)
+        outputs.append(value_of[r])
+    graph = {"version": 1, "values": values, "inputs": inputs, "weights": weights, "nodes": nodes, "outputs": outputs}
+    return graph, weight_tensors
+
+
+def _weight(ep: ExportedProgram, spec) -> torch.Tensor:
+    if spec.target in ep.state_dict:
+        t = ep.state_dict[spec.target]
+    elif spec.target in ep.constants:
+        t = ep.constants[spec.target]
+    else:
+        raise UnsupportedModelError(f"the exported program has no tensor for its {spec.kind.name} '{spec.target}'")
+    if not isinstance(t, torch.Tensor):
+        raise UnsupportedModelError(f"the exported program's constant '{spec.target}' is a {type(t).__name__}, "
+                                    "not a tensor" + _TORCHSCRIPT_HINT)
+    return t.detach()
+
+
+def _value_info(meta) -> Dict[str, Any]:
+    if isinstance(meta, torch.Tensor):
+        if any(not isinstance(d, int) for d in meta.shape) or any(not isinstance(s, int) for s in meta.stride()):
+            raise UnsupportedModelError("the exported program has dynamic shapes; the export path plans for static "
+                                        "shapes for now (export without dynamic_shapes, or optimize per shape)")
+        if meta.dtype not in _DTYPE_NAMES:
+            raise UnsupportedModelError(f"dtype {meta.dtype} is not supported by the export path")
+        return {"tensor": True, "shape": list(meta.shape), "stride": list(meta.stride()),
+                "dtype": _DTYPE_NAMES[meta.dtype]}
+    if isinstance(meta, torch.SymInt) or isinstance(meta, torch.SymFloat):
+        raise UnsupportedModelError("the exported program computes symbolic sizes (dynamic shapes); the export "
+                                    "path plans for static shapes for now")
+    return {"tensor": False}
+
+
+def _is_tensor_list_type(argument) -> bool:
+    if argument is None:
+        return False
+    t = argument.type
+    if isinstance(t, torch._C.OptionalType):
+        t = t.getElementType()
+    if not isinstance(t, torch._C.ListType):
+        return False
+    element = t.getElementType()
+    if isinstance(element, torch._C.OptionalType):
+        element = element.getElementType()
+    return isinstance(element, torch._C.TensorType)
+
+
+def _argument(a, value_of, node, argument):
+    """One argument as AtenGraph JSON: a value, a list of values, or a tagged constant."""
+    if isinstance(a, torch.fx.Node):
+        v = value_of[a]
+        if isinstance(v, tuple):
+            raise UnsupportedModelError(f"node '{node.name}' passes all returns of '{a.name}' as one argument")
+        return {"value": v}
+    if isinstance(a, (list, tuple)) and (_is_tensor_list_type(argument) or any(isinstance(e, torch.fx.Node) for e in a)):
+        ids = []
+        for e in a:
+            if e is None:
+                ids.append(None)
+            elif isinstance(e, torch.fx.Node) and isinstance(value_of[e], int):
+                ids.append(value_of[e])
+            else:
+                raise UnsupportedModelError(f"node '{node.name}' passes {e!r} inside a list of values (dynamic shapes?); "
+                                            "the export path plans for static shapes for now")
+        return {"values": ids}
+    return _constant(a, node)
+
+
+def _constant(a, node):
+    if a is None or isinstance(a, (bool, int)):
+        return a
+    if isinstance(a, float):
+        return {"float": repr(a)}
+    if isinstance(a, str):
+        return {"str": a}
+    if isinstance(a, torch.dtype):
+        if a not in _DTYPE_NAMES:
+            raise UnsupportedModelError(f"node '{node.name}' uses dtype {a}, which the export path does not carry")
+        return {"dtype": _DTYPE_NAMES[a]}
+    if isinstance(a, torch.device):
+        return {"device": str(a)}
+    if isinstance(a, torch.layout) and a in _LAYOUT_NAMES:
+        return {"layout": _LAYOUT_NAMES[a]}
+    if isinstance(a, torch.memory_format) and a in _MEMORY_FORMAT_NAMES:
+        return {"memory_format": _MEMORY_FORMAT_NAMES[a]}
+    if isinstance(a, (list, tuple)):
+        if all(isinstance(e, bool) for e in a) and a:
+            return {"bools": list(a)}
+        if all(isinstance(e, int) and not isinstance(e, bool) for e in a):
+            return {"ints": list(a)}
+        if all(isinstance(e, (int, float)) and not isinstance(e, bool) for e in a):
+            return {"floats": [repr(float(e)) for e in a]}
+    if isinstance(a, (torch.SymInt, torch.SymFloat, torch.SymBool)):
+        raise UnsupportedModelError(f"node '{node.name}' takes a symbolic size (dynamic shapes); the export path plans "
+                                    "for static shapes for now")
+    raise UnsupportedModelError(f"node '{node.name}' ({node.target}) takes a constant {a!r} of type "
+                                f"{type(a).__name__}, which the export path cannot carry" + _TORCHSCRIPT_HINT)
+
+
+class ExecuteProgram(torch.nn.Module):
+    """The optimized model: the original's weights as buffers, forward = one autograph::execute call on
+    them and the user's tensors, returned in the original's output structure."""
+
+    def __init__(self, program: str, weights: Sequence[torch.Tensor], in_spec, out_spec):
+        super().__init__()
+        self.program = program
+        self.num_weights = len(weights)
+        for i, w in enumerate(weights):
+            self.register_buffer(f"weight_{i}", w)
+        self._in_spec = in_spec
+        self._out_spec = out_spec
+
+    def forward(self, *args, **kwargs):
+        flat, spec = pytree.tree_flatten((args, kwargs))
+        if self._in_spec is not None and spec != self._in_spec:
+            raise InputError(f"the optimized program takes inputs structured as {self._in_spec}, got {spec}")
+        weights = [getattr(self, f"weight_{i}") for i in range(self.num_weights)]
+        outputs = torch.ops.autograph.execute(weights + list(flat), self.program)
+        return pytree.tree_unflatten(list(outputs), self._out_spec)
+
+
+def optimize_exported(ep: ExportedProgram, *, method: str, device: Optional[str], options: Dict[str, Any],
+                      example_inputs: Optional[Sequence[Any]] = None,
+                      example_kwargs: Optional[Dict[str, Any]] = None) -> Tuple[ExportedProgram, Dict[str, Any]]:
+    """Plans `ep` and returns the optimized ExportedProgram and the report (the keys of optimize --json)."""
+    load_library()
+    register_fake()
+    if example_inputs is None:
+        example_inputs, example_kwargs = ep.example_inputs or ((), {})
+        if not ep.example_inputs:
+            raise InputError("the exported program carries no example inputs; pass them: "
+                             "autograph.optimize(ep, example_inputs)")
+    example_kwargs = dict(example_kwargs or {})
+    flat, in_spec = pytree.tree_flatten((tuple(example_inputs), example_kwargs))
+    tensors = [t for t in flat if isinstance(t, torch.Tensor)]
+    if len(tensors) != len(flat):
+        raise UnsupportedModelError("the export path takes tensor inputs only" + _TORCHSCRIPT_HINT)
+    graph, weights = aten_graph_of(ep)
+    target = torch.device(device) if device is not None else (tensors[0].device if tensors else torch.device("cpu"))
+    weights = [w.to(target) for w in weights]
+    tensors = [t.to(target) for t in tensors]
+    settings = dict(options, method=method, device=str(target))
+    try:
+        program, report = torch.ops.autograph.optimize_exported(json.dumps(graph), weights + tensors, json.dumps(settings))
+    except (RuntimeError, ValueError) as e:
+        raise translate(e) from None
+    module = ExecuteProgram(program, weights, in_spec, ep.call_spec.out_spec)
+    placed = tuple(t.to(target) if isinstance(t, torch.Tensor) else t for t in example_inputs)
+    placed_kwargs = {k: (v.to(target) if isinstance(v, torch.Tensor) else v) for k, v in example_kwargs.items()}
+    try:
+        optimized = torch.export.export(module, placed, placed_kwargs, strict=False)
+    except Exception as e:  # noqa: BLE001 - what export says is the message
+        raise UnsupportedModelError(f"exporting the optimized program failed: {str(e).splitlines()[0]}") from e
+    return optimized, json.loads(report)
+
+
+_FAKE_REGISTERED = False
+
+
+def register_fake() -> None:
+    """autograph::execute's fake kernel (for export, torch.compile and AOTInductor): the outputs the
+    program's header lists, on its device."""
+    global _FAKE_REGISTERED
+    if _FAKE_REGISTERED:
+        return
+    load_library()
+
+    @torch.library.register_fake("autograph::execute")
+    def _execute_fake(inputs, program):
+        header = json.loads(program[:program.index("\n")])
+        device = torch.device(header["device"])
+        return [torch.empty_strided(o["shape"], o["stride"], dtype=_DTYPES_BY_NAME[o["dtype"]], device=device)
+                for o in header["outputs"]]
+
+    _FAKE_REGISTERED = True
+
+
+__all__ = ["aten_graph_of", "optimize_exported", "register_fake", "ExecuteProgram"]

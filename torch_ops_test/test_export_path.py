@@ -1,0 +1,204 @@
+"""The export path: torch.export programs in, optimized ExportedPrograms out (autograph::execute), saved
+with torch.export.save and loaded in a fresh process. Outputs compared with the original program's.
+Float32 on the same CPU kernels (the export's functional graph keeps BatchNorm as its own op, nothing
+is folded): the only differences are in what runs concurrently, so the relative error is bounded by
+1e-5 of the output's scale (intra-op thread counts change reduction orders); a wrong schedule or
+wiring moves outputs by order 1."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from torch.export import ExportedProgram
+
+import autograph
+
+ROOT = Path(__file__).resolve().parents[1]
+TOL = 1e-5
+
+
+def _program_and_weights(optimized):
+    (call,) = [n for n in optimized.graph.nodes if n.target == torch.ops.autograph.execute.default]
+    weights = [optimized.state_dict[f"weight_{i}"] for i in range(len(optimized.state_dict))]
+    return call.args[1], weights
+
+
+def _close(got, want, tol=TOL):
+    assert got.shape == want.shape and got.dtype == want.dtype
+    assert (got - want).abs().max().item() <= tol * max(want.abs().max().item(), 1e-12)
+
+
+class Inception(torch.nn.Module):
+    """Four branches on one input (the concurrency autograph schedules), BatchNorm, a split whose
+    pieces are used apart (a list return and its getitems), pooling with indices (several returns)."""
+
+    def __init__(self):
+        super().__init__()
+        self.b1 = torch.nn.Conv2d(8, 8, 1)
+        self.b2 = torch.nn.Sequential(torch.nn.Conv2d(8, 8, 1), torch.nn.ReLU(), torch.nn.Conv2d(8, 8, 3, padding=1))
+        self.b3 = torch.nn.Sequential(torch.nn.Conv2d(8, 4, 1), torch.nn.BatchNorm2d(4), torch.nn.Conv2d(4, 8, 5, padding=2))
+        self.pool = torch.nn.MaxPool2d(3, stride=1, padding=1, return_indices=True)
+        self.head = torch.nn.Linear(16, 10)
+
+    def forward(self, x):
+        pooled, _ = self.pool(x)
+        y = torch.cat([self.b1(x), self.b2(x), self.b3(x), pooled], dim=1)
+        a, b = torch.split(y, [16, 16], dim=1)
+        z = torch.relu(a) * torch.sigmoid(b)
+        return self.head(z.mean(dim=(2, 3)))
+
+
+class TwoInTwoOut(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.q = torch.nn.Linear(16, 16)
+        self.k = torch.nn.Linear(16, 16)
+        self.register_buffer("scale", torch.tensor(0.25))
+
+    def forward(self, x, mask):
+        s = torch.softmax(self.q(x) @ self.k(x).transpose(-1, -2) * self.scale + mask, dim=-1)
+        return {"scores": s, "pooled": (s @ x).sum(dim=1)}
+
+
+@pytest.fixture
+def inception():
+    torch.manual_seed(0)
+    model = Inception().eval()
+    x = torch.randn(2, 8, 12, 12)
+    return model, x, torch.export.export(model, (x,))
+
+
+@pytest.mark.parametrize("method", ["sequential", "nimble", "ios", "autograph"])
+def test_exported_program_optimized_by_each_method(inception, method):
+    model, x, ep = inception
+    optimized, report = autograph.optimize(ep, method=method)
+    assert isinstance(optimized, ExportedProgram)
+    assert report["method"] == method and report["device"] == "cpu"
+    assert report["operators_before"] > 10 and report["operators_optimized"] == report["operators_before"]
+    calls = [n.target for n in optimized.graph.nodes if n.op == "call_function" and "getitem" not in str(n.target)]
+    assert calls == [torch.ops.autograph.execute.default]
+    with torch.no_grad():
+        want = model(x)
+    _close(optimized.module()(x), want)
+    if method == "autograph":
+        assert report["candidates_verified"] >= 1 and report["measured_ms"] > 0
+        assert report["streams"] >= 1 and report["stages"] <= report["operators_before"]
+
+
+def test_branches_run_concurrently_under_nimble(inception):
+    _, _, ep = inception
+    _, report = autograph.optimize(ep, method="nimble")
+    assert report["streams"] >= 3  # the four branches of the block, at least three side by side
+
+
+def test_saved_program_loads_and_runs_in_a_fresh_process(inception, tmp_path):
+    model, x, ep = inception
+    optimized, _ = autograph.optimize(ep, method="autograph", verify=1)
+    path = tmp_path / "inception_opt.pt2"
+    torch.export.save(optimized, str(path))
+    torch.save({"x": x, "want": model(x).detach()}, tmp_path / "io.pt")
+    script = f"""
+import sys, torch
+sys.path.insert(0, {str(ROOT / 'python')!r})
+import autograph
+ep = torch.export.load({str(path)!r})
+io = torch.load({str(tmp_path / 'io.pt')!r})
+got = ep.module()(io["x"])
+err = (got - io["want"]).abs().max().item() / io["want"].abs().max().item()
+assert err <= {TOL}, err
+print("ok", [n.target for n in ep.graph.nodes if n.op == "call_function"][0])
+"""
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert "ok autograph.execute.default" in run.stdout
+
+
+def test_nn_module_exported_for_the_user_with_structured_io():
+    torch.manual_seed(0)
+    model = TwoInTwoOut().eval()
+    x, mask = torch.randn(1, 6, 16), torch.zeros(1, 6, 6)
+    optimized, report = autograph.optimize(model, (x, mask), ir="export", method="nimble")
+    assert isinstance(optimized, ExportedProgram) and report["operators_before"] > 5
+    got, want = optimized.module()(x, mask), model(x, mask)
+    assert set(got) == {"scores", "pooled"}
+    _close(got["scores"], want["scores"].detach())
+    _close(got["pooled"], want["pooled"].detach())
+    # Other inputs of the same shapes: the program is not specialized to the example's values.
+    x2, mask2 = torch.randn(1, 6, 16), torch.randn(1, 6, 6)
+    _close(optimized.module()(x2, mask2)["pooled"], model(x2, mask2)["pooled"].detach())
+
+
+def test_optimized_program_exports_and_traces_again(inception):
+    """The fake kernel lets export (and so AOTInductor) trace the optimized program."""
+    _, x, ep = inception
+    optimized, _ = autograph.optimize(ep, method="sequential")
+    again = torch.export.export(optimized.module(), (x,))
+    assert [n.target for n in again.graph.nodes if n.op == "call_function"][0] == torch.ops.autograph.execute.default
+    _close(again.module()(x), optimized.module()(x))
+
+
+def test_data_dependent_control_flow_names_the_torchscript_path():
+    class Branchy(torch.nn.Module):
+        def forward(self, x):
+            return x * 2 if x.sum() > 0 else x - 1
+
+    with pytest.raises(autograph.UnsupportedModelError, match="TorchScript path"):
+        autograph.optimize(Branchy(), (torch.randn(3),), ir="export")
+
+
+def test_dynamic_shapes_are_refused_with_a_clear_error():
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU())
+    batch = torch.export.Dim("batch", min=2, max=64)
+    with pytest.raises(autograph.UnsupportedModelError, match="dynamic shapes"):
+        autograph.optimize(model, (torch.randn(4, 4),), ir="export", dynamic_shapes=({0: batch},))
+
+
+def test_buffer_mutation_is_refused_with_a_clear_error():
+    class Counter(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("n", torch.zeros(1))
+
+        def forward(self, x):
+            self.n.add_(1)
+            return x + self.n
+
+    with pytest.raises(autograph.UnsupportedModelError, match="mutates"):
+        autograph.optimize(Counter(), (torch.randn(3),), ir="export")
+
+
+def test_bad_options_and_inputs(inception):
+    model, x, ep = inception
+    with pytest.raises(autograph.InputError, match="unknown ir"):
+        autograph.optimize(model, (x,), ir="onnx")
+    with pytest.raises(autograph.InputError, match="measured"):
+        autograph.optimize(ep, method="autograph", cost="measured")
+    optimized, _ = autograph.optimize(ep, method="sequential")
+    program, weights = _program_and_weights(optimized)
+    with pytest.raises(ValueError, match="optimized for"):
+        torch.ops.autograph.execute(weights + [torch.randn(8, 12, 12)], program)
+    with pytest.raises(ValueError, match="takes .* tensors"):
+        torch.ops.autograph.execute(weights, program)
+
+
+def test_aten_graph_reads_shapes_from_the_export_metadata(inception):
+    _, x, ep = inception
+    graph, weights = autograph.export.aten_graph_of(ep)
+    user_inputs = [v for v, w in zip(graph["inputs"], graph["weights"]) if not w]
+    assert len(user_inputs) == 1 and graph["values"][user_inputs[0]]["shape"] == list(x.shape)
+    assert len(weights) == sum(graph["weights"])
+    ops = {n["op"] for n in graph["nodes"]}
+    assert {"aten::conv2d", "aten::max_pool2d_with_indices", "aten::split_with_sizes", "getitem"} <= ops
+    json.dumps(graph)  # plain JSON
+
+
+def test_corrupted_program_text_is_a_clear_error(inception):
+    _, x, ep = inception
+    optimized, _ = autograph.optimize(ep, method="sequential")
+    text, weights = _program_and_weights(optimized)
+    with pytest.raises(RuntimeError, match="digest does not match"):
+        torch.ops.autograph.execute(weights + [x], text[:-10] + "0" * 10)
+    with pytest.raises(RuntimeError, match="not an autograph program"):
+        torch.ops.autograph.execute(weights + [x], "hello\nworld")
