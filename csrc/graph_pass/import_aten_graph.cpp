@@ -79,26 +79,11 @@ NodeRecord RecordNode(const AtenGraph& g, int index) {
   return r;
 }
 
-}  // namespace
-
-OpGraph ImportAtenGraph(std::shared_ptr<const AtenGraph> graph) {
-  const AtenGraph& g = *graph;
+// Which node's operator each node belongs to: launching nodes own theirs; a view joins its inputs'
+// producer operator, else (second pass, last to first) its one reader's, else owns its own.
+std::vector<int> OwnersOf(const AtenGraph& g, const std::vector<NodeRecord>& records, const std::vector<int>& producer,
+                          const std::vector<std::vector<int>>& readers, const std::vector<bool>& is_output) {
   const int n = static_cast<int>(g.nodes.size());
-  std::vector<NodeRecord> records;
-  records.reserve(n);
-  for (int i = 0; i < n; ++i) records.push_back(RecordNode(g, i));
-
-  std::vector<int> producer(g.values.size(), -1);  // node defining each value; -1: an input
-  std::vector<std::vector<int>> readers(g.values.size());
-  for (int i = 0; i < n; ++i) {
-    for (int v : g.nodes[i].outputs) producer[v] = i;
-    for (int v : records[i].reads) readers[v].push_back(i);
-  }
-  std::vector<bool> is_output(g.values.size(), false);
-  for (int v : g.outputs) is_output[v] = true;
-
-  // Which node's operator each node belongs to (-1 until decided): launching nodes own theirs; a view
-  // joins its inputs' producer operator, else (second pass, last to first) its one reader's.
   std::vector<int> owner(n, -1);
   for (int i = 0; i < n; ++i) {
     if (records[i].kind != OpKind::View) {
@@ -119,6 +104,29 @@ OpGraph ImportAtenGraph(std::shared_ptr<const AtenGraph> graph) {
     }
     owner[i] = !output && reading.size() == 1 ? owner[*reading.begin()] : i;
   }
+
+  return owner;
+}
+
+}  // namespace
+
+OpGraph ImportAtenGraph(std::shared_ptr<const AtenGraph> graph) {
+  const AtenGraph& g = *graph;
+  const int n = static_cast<int>(g.nodes.size());
+  std::vector<NodeRecord> records;
+  records.reserve(n);
+  for (int i = 0; i < n; ++i) records.push_back(RecordNode(g, i));
+
+  std::vector<int> producer(g.values.size(), -1);  // node defining each value; -1: an input
+  std::vector<std::vector<int>> readers(g.values.size());
+  for (int i = 0; i < n; ++i) {
+    for (int v : g.nodes[i].outputs) producer[v] = i;
+    for (int v : records[i].reads) readers[v].push_back(i);
+  }
+  std::vector<bool> is_output(g.values.size(), false);
+  for (int v : g.outputs) is_output[v] = true;
+
+  const std::vector<int> owner = OwnersOf(g, records, producer, readers, is_output);
 
   OpGraph ops(graph);
   std::vector<int> op_of_anchor(n, -1);

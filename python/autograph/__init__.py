@@ -5,6 +5,8 @@
     x = torch.randn(1, 3, 224, 224)
     optimized, report = autograph.optimize(model, [x])      # a TorchScript module and the plan's report
     torch.jit.save(optimized, "resnet50_opt.pt"); again = autograph.load("resnet50_opt.pt")
+    ep_opt, report = autograph.optimize(torch.export.export(model, (x,)))  # the export path: an ExportedProgram
+    torch.export.save(ep_opt, "resnet50_opt.pt2")          # torch.export.load after `import autograph`
     compiled = torch.compile(model, backend="autograph")     # Dynamo backend, registered on import
 
 The LibTorch extension is found in the package (pip install .), through $AUTOGRAPH_LIBRARY, or in
@@ -56,7 +58,7 @@ def _register_export_ops() -> None:
     try:
         from .export import register_fake
         register_fake()
-    except FileNotFoundError:
+    except OSError:  # not built yet, or built for another torch: the first call that needs it says so
         pass
 
 

@@ -1,0 +1,131 @@
+#!/usr/bin/env python3
+"""The export path against the TorchScript path, model by model, side by side in one run.
+
+    python bench/export_path.py [--models a,b] [--repeats N] [--out DIR] [--method autograph]
+
+For each zoo model (models/registry.py): the eval-mode module, exported with torch.export (strict=False)
+and traced for TorchScript; both optimized by autograph with the same method; outputs of both compared
+with eager (relative to the output's scale); the two optimized models and eager timed in alternation
+(warm-up, then `repeats` rounds, each method once per round) on this machine's CPU. Writes
+DIR/results.csv and DIR/README.md (a table with medians, p10/p90, the ratio export / TorchScript and
+both optimize times). Long: a benchmark, never a timed test.
+"""
+import argparse
+import csv
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "python"))
+import autograph  # noqa: E402
+from models import registry  # noqa: E402
+
+DEFAULT_MODELS = ["squeezenet", "resnet50", "inception_v3", "resnext50_32x4d", "nasnet_a_mobile", "rnntc_sru",
+                  "bert_base", "randwire", "nasnet_a_large"]
+
+
+def rel_err(got, want) -> float:
+    got = got if isinstance(got, torch.Tensor) else torch.cat([g.flatten() for g in torch.utils._pytree.tree_leaves(got)])
+    want = want if isinstance(want, torch.Tensor) else torch.cat([w.flatten() for w in torch.utils._pytree.tree_leaves(want)])
+    return ((got.float() - want.float()).abs().max() / want.float().abs().max().clamp_min(1e-12)).item()
+
+
+def time_side_by_side(runs, warmup: int, repeats: int):
+    for _ in range(warmup):
+        for run in runs.values():
+            run()
+    samples = {name: [] for name in runs}
+    for _ in range(repeats):
+        for name, run in runs.items():
+            start = time.perf_counter()
+            run()
+            samples[name].append((time.perf_counter() - start) * 1e3)
+    return samples
+
+
+def pct(xs, q):
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(q * len(xs)))]
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--models", default=",".join(DEFAULT_MODELS))
+    p.add_argument("--method", default="autograph")
+    p.add_argument("--repeats", type=int, default=20)
+    p.add_argument("--warmup", type=int, default=3)
+    p.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "export-path")
+    args = p.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    rows = []
+    for name in args.models.split(","):
+        torch.manual_seed(0)
+        model = registry.build(name)
+        inputs = tuple(registry.make_inputs(name))
+        with torch.no_grad():
+            want = model(*inputs)
+        row = {"model": name, "method": args.method}
+        try:
+            start = time.perf_counter()
+            ep = torch.export.export(model, inputs, strict=False)
+            exported, report_e = autograph.optimize(ep, method=args.method)
+            row["export_optimize_s"] = time.perf_counter() - start
+            run_export = exported.module()
+            with torch.no_grad():
+                row["export_rel_err"] = rel_err(run_export(*inputs), want)
+            row["export_stages"], row["export_streams"] = report_e["stages"], report_e["streams"]
+        except Exception as e:  # noqa: BLE001 - a row says what failed
+            row["export_error"] = str(e).splitlines()[0][:200]
+            run_export = None
+        start = time.perf_counter()
+        with torch.no_grad():
+            traced = torch.jit.trace(model, inputs, check_trace=False)
+        scripted, report_t = autograph.optimize(traced, list(inputs), method=args.method)
+        row["torchscript_optimize_s"] = time.perf_counter() - start
+        with torch.no_grad():
+            row["torchscript_rel_err"] = rel_err(scripted(*inputs), want)
+        runs = {"eager": lambda: model(*inputs), "torchscript": lambda: scripted(*inputs)}
+        if run_export is not None:
+            runs["export"] = lambda: run_export(*inputs)
+        with torch.no_grad():
+            samples = time_side_by_side(runs, args.warmup, args.repeats)
+        for method, xs in samples.items():
+            row[f"{method}_median_ms"] = statistics.median(xs)
+            row[f"{method}_p10_ms"], row[f"{method}_p90_ms"] = pct(xs, 0.1), pct(xs, 0.9)
+        if run_export is not None:
+            row["export_over_torchscript"] = row["torchscript_median_ms"] / row["export_median_ms"]
+        rows.append(row)
+        print({k: (round(v, 4) if isinstance(v, float) else v) for k, v in row.items()}, flush=True)
+        write(args, rows)
+    return 0
+
+
+def write(args, rows) -> None:
+    keys = sorted({k for r in rows for k in r}, key=lambda k: (k != "model", k))
+    with open(args.out / "results.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=keys)
+        w.writeheader()
+        w.writerows(rows)
+    lines = [f"# Export path vs TorchScript path ({args.method}), CPU", "",
+             f"`python bench/export_path.py --models {args.models} --repeats {args.repeats}` on "
+             f"{torch.get_num_threads()} threads, torch {torch.__version__}. Median ms (p10–p90) of "
+             f"{args.repeats} rounds, methods alternated; speedup = TorchScript path / export path.", "",
+             "| model | eager | TorchScript path | export path | export speedup | optimize s (TS / export) | rel. err (TS / export) |",
+             "|---|---:|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        cell = lambda m: (f"{r[m + '_median_ms']:.1f} ({r[m + '_p10_ms']:.1f}–{r[m + '_p90_ms']:.1f})"
+                          if m + "_median_ms" in r else r.get("export_error", "—"))
+        lines.append(f"| {r['model']} | {cell('eager')} | {cell('torchscript')} | {cell('export')} | "
+                     f"{r.get('export_over_torchscript', float('nan')):.2f}× | "
+                     f"{r['torchscript_optimize_s']:.1f} / {r.get('export_optimize_s', float('nan')):.1f} | "
+                     f"{r['torchscript_rel_err']:.1e} / {r.get('export_rel_err', float('nan')):.1e} |")
+    (args.out / "README.md").write_text("\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
