@@ -58,7 +58,8 @@ class TwoInTwoOut(torch.nn.Module):
         self.register_buffer("scale", torch.tensor(0.25))
 
     def forward(self, x, mask):
-        s = torch.softmax(self.q(x) @ self.k(x).transpose(-1, -2) * self.scale + mask, dim=-1)
+        # (/ 2.0: a Python number where div.Tensor takes a tensor, as BERT's attention scaling)
+        s = torch.softmax(self.q(x) @ self.k(x).transpose(-1, -2) * self.scale / 2.0 + mask, dim=-1)
         return {"scores": s, "pooled": (s @ x).sum(dim=1)}
 
 

@@ -1,5 +1,6 @@
 #include "executor/aten_operation.h"
 
+#include <ATen/ScalarOps.h>
 #include <ATen/core/jit_type.h>
 
 #include "autograph/error.h"
@@ -26,6 +27,13 @@ c10::TypePtr WithoutOptional(const c10::TypePtr& type) {
 c10::IValue Coerce(const c10::IValue& value, const c10::Argument& argument) {
   if (value.isNone()) return value;
   const c10::TypePtr type = WithoutOptional(argument.type());
+  // A number where the schema has a Tensor (FX keeps div.Tensor(x, 8.0)): a wrapped-number tensor, as
+  // eager PyTorch passes it, so type promotion treats it as a scalar.
+  if (type->kind() == c10::TypeKind::TensorType && (value.isDouble() || value.isInt() || value.isBool())) {
+    at::Tensor wrapped = c10::scalar_to_tensor(value.toScalar());
+    wrapped.unsafeGetTensorImpl()->set_wrapped_number(true);
+    return wrapped;
+  }
   if (type->kind() == c10::TypeKind::FloatType && value.isInt()) return static_cast<double>(value.toInt());
   if (auto list = type->cast<c10::ListType>()) {
     const c10::TypeKind element = list->getElementType()->kind();
