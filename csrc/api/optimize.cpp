@@ -10,7 +10,6 @@
 #include "api/apply_rewrites.h"
 #include "api/plan_schedule.h"
 #include "api/prepare_module.h"
-#include "api/timeline.h"
 #include "autograph/error.h"
 #include "autograph/optimize.h"
 #include "autograph/program.h"
@@ -18,8 +17,6 @@
 #include "graph_pass/import_op_graph.h"
 #include "graph_pass/merge_sibling_linears.h"
 #include "graph_pass/top_level_nodes.h"
-#include "search/cost/analytical_cost_model.h"
-#include "search/cost/device_model.h"
 
 namespace autograph {
 
@@ -142,32 +139,10 @@ torch::jit::Module OptimizeModule(const torch::jit::Module& module, const Optimi
                                c10::IValue(program));
   DefineForward(optimized, module);
 
-  {
-    report->device = options.executor.device.str();
-    report->operators_before = kernels_before;
-    report->memory_bound_before = memory_bound_before;
-    for (const OpNode& n : graph.nodes()) report->memory_bound_after += n.kind == OpKind::MemoryBound;
-    // Linears merged by the substitution, and by Merge stages the search chose.
-    for (const Stage& stage : schedule.stages)
-      if (stage.strategy == StageStrategy::Merge && graph.node(stage.groups[0][0]).op == "aten::linear")
-        report->linears_merged += static_cast<int>(stage.groups.size()) - 1;
-    report->operators_after = KernelsLaunched(graph, schedule);
-    report->stages = static_cast<int>(schedule.stages.size());
-    report->groups = schedule.num_groups();
-    report->streams = schedule.max_groups();
-    report->search_seconds = search_seconds;
-    report->schedule = schedule;
-    // Drawn with the analytical model whatever the method planned with: it needs no device time. A
-    // device model that does not load (a cost-free method never read it) costs the picture, not the
-    // optimized module.
-    try {
-      AnalyticalCostModel analytical(DeviceModel::ByName(DeviceModelName(options)));
-      report->timeline = BuildTimeline(graph, schedule, analytical);
-    } catch (const Error& e) {
-      TORCH_WARN("autograph: no timeline of the schedule: ", e.what());
-    }
-    CountTorchScriptParts(graph, report);
-  }
+  report->operators_before = kernels_before;
+  report->memory_bound_before = memory_bound_before;
+  ReportSchedule(graph, schedule, options, search_seconds, report);  // (+ linears merged by the substitution)
+  CountTorchScriptParts(graph, report);
   return optimized;
 }
 

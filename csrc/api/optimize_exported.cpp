@@ -4,14 +4,10 @@
 #include <nlohmann/json.hpp>
 
 #include "api/plan_schedule.h"
-#include "api/timeline.h"
 #include "autograph/error.h"
 #include "core/aten_graph.h"
 #include "executor/aten_program.h"
-#include "executor/validate_schedule.h"
 #include "graph_pass/import_aten_graph.h"
-#include "search/cost/analytical_cost_model.h"
-#include "search/cost/device_model.h"
 
 namespace autograph {
 
@@ -39,28 +35,14 @@ std::string OptimizeExported(const nlohmann::json& graph_json, const std::vector
   const auto start = std::chrono::steady_clock::now();
   Schedule schedule = PlanSchedule(graph, inputs, nullptr, options, report);
   const double search_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  ValidateSchedule(schedule, graph);
   AtenProgram program(graph, schedule, ExecutorOptions{options.executor.device, options.executor.cuda_graph});
 
-  report->device = options.executor.device.str();
-  for (const OpNode& n : graph.nodes()) {
+  for (const OpNode& n : graph.nodes()) {  // no rewrites on this path: every operator is scheduled as it is
     report->operators_before += n.kind != OpKind::View;
     report->memory_bound_before += n.kind == OpKind::MemoryBound;
-    report->memory_bound_after += n.kind == OpKind::MemoryBound;
-    report->operators_optimized += n.kind != OpKind::View;
   }
-  report->operators_after = KernelsLaunched(graph, schedule);
-  report->stages = static_cast<int>(schedule.stages.size());
-  report->groups = schedule.num_groups();
-  report->streams = schedule.max_groups();
-  report->search_seconds = search_seconds;
-  report->schedule = schedule;
-  try {
-    AnalyticalCostModel analytical(DeviceModel::ByName(DeviceModelName(options)));
-    report->timeline = BuildTimeline(graph, schedule, analytical);
-  } catch (const Error& e) {
-    TORCH_WARN("autograph: no timeline of the schedule: ", e.what());
-  }
+  report->operators_optimized = report->operators_before;
+  ReportSchedule(graph, schedule, options, search_seconds, report);
   return program.ToText();
 }
 

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "api/timeline.h"
 #include "autograph/error.h"
 #include "measure/fastest_schedule.h"
 #include "measure/measured_cost_model.h"
@@ -165,6 +166,27 @@ Schedule PlanSchedule(const OpGraph& graph, const std::vector<c10::IValue>& inpu
     measured->Flush();  // a cache that cannot be written is an error here, not a silent miss next time
   }
   return schedule;
+}
+
+void ReportSchedule(const OpGraph& graph, const Schedule& schedule, const OptimizeOptions& options,
+                    double search_seconds, OptimizeReport* report) {
+  report->device = options.executor.device.str();
+  for (const OpNode& n : graph.nodes()) report->memory_bound_after += n.kind == OpKind::MemoryBound;
+  for (const Stage& stage : schedule.stages)
+    if (stage.strategy == StageStrategy::Merge && graph.node(stage.groups[0][0]).op == "aten::linear")
+      report->linears_merged += static_cast<int>(stage.groups.size()) - 1;
+  report->operators_after = KernelsLaunched(graph, schedule);
+  report->stages = static_cast<int>(schedule.stages.size());
+  report->groups = schedule.num_groups();
+  report->streams = schedule.max_groups();
+  report->search_seconds = search_seconds;
+  report->schedule = schedule;
+  try {
+    AnalyticalCostModel analytical(DeviceModel::ByName(DeviceModelName(options)));
+    report->timeline = BuildTimeline(graph, schedule, analytical);
+  } catch (const Error& e) {
+    TORCH_WARN("autograph: no timeline of the schedule: ", e.what());
+  }
 }
 
 }  // namespace autograph

@@ -26,4 +26,11 @@ std::string DeviceModelName(const OptimizeOptions& options);
 Schedule PlanSchedule(const OpGraph& graph, const std::vector<c10::IValue>& inputs, const GraphValues* values,
                       const OptimizeOptions& options, OptimizeReport* report);
 
+// The report's fields that describe the kept schedule, for both paths: device, kernels launched,
+// memory-bound kernels after, linears merged by Merge stages, stages, groups, streams, search time,
+// the schedule and its timeline (drawn with the analytical model whatever the method planned with:
+// it needs no device time; a device model that does not load costs the picture, with one warning).
+void ReportSchedule(const OpGraph& graph, const Schedule& schedule, const OptimizeOptions& options,
+                    double search_seconds, OptimizeReport* report);
+
 }  // namespace autograph

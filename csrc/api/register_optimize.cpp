@@ -35,18 +35,12 @@ OptimizeOptions OptionsOf(const std::vector<c10::IValue>& example_inputs, const 
   return options;
 }
 
-// Runs optimize or substitute (same signature) and returns the new module and the report JSON.
 // Python sees InputError and UnsupportedModelError as ValueError, the rest as RuntimeError; the
 // message starts with the error's kind so that autograph's Python side can raise its own types.
-using Driver = torch::jit::Module (*)(const torch::jit::Module&, const OptimizeOptions&, OptimizeReport*);
-
-template <Driver run>
-std::tuple<c10::IValue, std::string> DriverOp(c10::IValue module, std::vector<c10::IValue> example_inputs,
-                                              std::string options_json) {
+template <typename Body>
+auto WithErrorKinds(Body&& body) -> decltype(body()) {
   try {
-    OptimizeReport report;
-    torch::jit::Module result = run(ModuleOf(module), OptionsOf(example_inputs, options_json), &report);
-    return {result._ivalue(), ReportToJson(report).dump()};
+    return std::forward<Body>(body)();
   } catch (const InputError& e) {
     TORCH_CHECK_VALUE(false, "autograph InputError: ", e.what());
   } catch (const UnsupportedModelError& e) {
@@ -56,23 +50,30 @@ std::tuple<c10::IValue, std::string> DriverOp(c10::IValue module, std::vector<c1
   }
 }
 
+// Runs optimize or substitute (same signature) and returns the new module and the report JSON.
+using Driver = torch::jit::Module (*)(const torch::jit::Module&, const OptimizeOptions&, OptimizeReport*);
+
+template <Driver run>
+std::tuple<c10::IValue, std::string> DriverOp(c10::IValue module, std::vector<c10::IValue> example_inputs,
+                                              std::string options_json) {
+  return WithErrorKinds([&]() -> std::tuple<c10::IValue, std::string> {
+    OptimizeReport report;
+    torch::jit::Module result = run(ModuleOf(module), OptionsOf(example_inputs, options_json), &report);
+    return {result._ivalue(), ReportToJson(report).dump()};
+  });
+}
+
 // The export path: an exported program's ATen graph (JSON, python/autograph/export.py) and its tensors
 // (weights, then example inputs) in; the program text for autograph::execute and the report JSON out.
 std::tuple<std::string, std::string> OptimizeExportedOp(std::string graph_json, std::vector<at::Tensor> tensors,
                                                         std::string options_json) {
-  try {
+  return WithErrorKinds([&]() -> std::tuple<std::string, std::string> {
     nlohmann::json graph = nlohmann::json::parse(graph_json, nullptr, /*allow_exceptions=*/false);
     if (graph.is_discarded()) throw Error("malformed exported graph: not JSON");
     OptimizeReport report;
     std::string program = OptimizeExported(graph, tensors, OptionsOf({}, options_json), &report);
     return {std::move(program), ReportToJson(report).dump()};
-  } catch (const InputError& e) {
-    TORCH_CHECK_VALUE(false, "autograph InputError: ", e.what());
-  } catch (const UnsupportedModelError& e) {
-    TORCH_CHECK_VALUE(false, "autograph UnsupportedModelError: ", e.what());
-  } catch (const Error& e) {
-    TORCH_CHECK(false, "autograph Error: ", e.what());
-  }
+  });
 }
 
 // A report's "timeline" drawn as SVG (autograph.optimize puts it in report["timeline"]["svg"]).

@@ -45,10 +45,7 @@ std::string FloatText(double d) {
 }
 
 c10::ScalarType DtypeOf(const std::string& name) {
-  for (int t = 0; t < static_cast<int>(c10::ScalarType::NumOptions); ++t) {
-    const auto type = static_cast<c10::ScalarType>(t);
-    if (name == c10::toString(type)) return type;
-  }
+  if (std::optional<c10::ScalarType> type = ScalarTypeFromString(name)) return *type;
   throw UnsupportedModelError("the exported graph uses dtype '" + name + "', which autograph does not know");
 }
 

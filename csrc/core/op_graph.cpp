@@ -22,6 +22,14 @@ const char* ToString(OpKind kind) {
   return "unknown";
 }
 
+std::optional<c10::ScalarType> ScalarTypeFromString(const std::string& name) {
+  for (int t = 0; t < static_cast<int>(c10::ScalarType::NumOptions); ++t) {
+    const auto type = static_cast<c10::ScalarType>(t);
+    if (name == c10::toString(type)) return type;
+  }
+  return std::nullopt;
+}
+
 std::optional<OpKind> OpKindFromString(const std::string& name) {
   for (OpKind k : {OpKind::ComputeBound, OpKind::MemoryBound, OpKind::View, OpKind::ControlFlow})
     if (name == ToString(k)) return k;

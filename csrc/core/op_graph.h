@@ -28,6 +28,9 @@ const char* ToString(OpKind kind);
 // The inverse of ToString; nullopt for a name that is no kind.
 std::optional<OpKind> OpKindFromString(const std::string& name);
 
+// The inverse of c10::toString(ScalarType) ("Float", "Long", ...); nullopt for a name that is no dtype.
+std::optional<c10::ScalarType> ScalarTypeFromString(const std::string& name);
+
 // "[1,3,224,224]": how messages print a shape.
 std::string ShapeString(c10::IntArrayRef shape);
 

@@ -83,6 +83,39 @@ ArgumentSource SourceOf(const AtenArgument& given, const c10::Argument& argument
   return source;
 }
 
+// Where each schema argument comes from: the node's positional arguments, its keywords by name,
+// else the schema's default.
+std::vector<ArgumentSource> SourcesOf(const c10::FunctionSchema& schema, const AtenNode& node, const std::string& where,
+                                      std::vector<int>* reads) {
+  const auto& arguments = schema.arguments();
+  if (node.args.size() > arguments.size())
+    throw UnsupportedModelError(where + ": " + std::to_string(node.args.size()) + " arguments for the schema " +
+                                c10::toString(schema));
+  if (node.outputs.size() != schema.returns().size())
+    throw UnsupportedModelError(where + ": " + std::to_string(node.outputs.size()) + " outputs for the schema " +
+                                c10::toString(schema));
+  std::vector<ArgumentSource> sources(arguments.size());
+  std::vector<bool> given(arguments.size(), false);
+  for (size_t i = 0; i < node.args.size(); ++i) {
+    sources[i] = SourceOf(node.args[i], arguments[i], reads, where);
+    given[i] = true;
+  }
+  for (const auto& [name, argument] : node.kwargs) {
+    std::optional<size_t> i = schema.argumentIndexWithName(name);
+    if (!i) throw UnsupportedModelError(where + ": no argument '" + name + "' in " + c10::toString(schema));
+    if (given[*i]) throw UnsupportedModelError(where + ": argument '" + name + "' given twice");
+    sources[*i] = SourceOf(argument, arguments[*i], reads, where);
+    given[*i] = true;
+  }
+  for (size_t i = 0; i < arguments.size(); ++i) {
+    if (given[i]) continue;
+    if (!arguments[i].default_value())
+      throw UnsupportedModelError(where + ": argument '" + arguments[i].name() + "' is missing and has no default");
+    sources[i].constant = *arguments[i].default_value();
+  }
+  return sources;
+}
+
 }  // namespace
 
 c10::OperatorHandle AtenOperatorOf(const AtenNode& node) {
@@ -114,36 +147,14 @@ AtenStep AtenStepOf(const AtenGraph& graph, int index, std::vector<int>* reads) 
     };
   }
   c10::OperatorHandle handle = AtenOperatorOf(node);
-  const c10::FunctionSchema& schema = handle.schema();
-  const auto& arguments = schema.arguments();
-  if (node.args.size() > arguments.size())
-    throw UnsupportedModelError(where + ": " + std::to_string(node.args.size()) + " arguments for the schema " +
-                                c10::toString(schema));
-  if (node.outputs.size() != schema.returns().size())
-    throw UnsupportedModelError(where + ": " + std::to_string(node.outputs.size()) + " outputs for the schema " +
-                                c10::toString(schema));
-  std::vector<ArgumentSource> sources(arguments.size());
-  std::vector<bool> given(arguments.size(), false);
-  for (size_t i = 0; i < node.args.size(); ++i) {
-    sources[i] = SourceOf(node.args[i], arguments[i], reads, where);
-    given[i] = true;
-  }
-  for (const auto& [name, argument] : node.kwargs) {
-    std::optional<size_t> i = schema.argumentIndexWithName(name);
-    if (!i) throw UnsupportedModelError(where + ": no argument '" + name + "' in " + c10::toString(schema));
-    if (given[*i]) throw UnsupportedModelError(where + ": argument '" + name + "' given twice");
-    sources[*i] = SourceOf(argument, arguments[*i], reads, where);
-    given[*i] = true;
-  }
-  for (size_t i = 0; i < arguments.size(); ++i) {
-    if (given[i]) continue;
-    if (!arguments[i].default_value())
-      throw UnsupportedModelError(where + ": argument '" + arguments[i].name() + "' is missing and has no default");
-    sources[i].constant = *arguments[i].default_value();
-  }
+  std::vector<ArgumentSource> sources = SourcesOf(handle.schema(), node, where, reads);
   const size_t num_reads = reads->size();
   return [handle, sources = std::move(sources), num_reads](torch::jit::Stack& stack) {
-    std::vector<c10::IValue> read(std::make_move_iterator(stack.end() - num_reads), std::make_move_iterator(stack.end()));
+    // The values read move aside into a per-thread buffer (no allocation per call once it has grown),
+    // and the arguments are pushed in schema order in their place; the buffer is empty again before
+    // the call, so a kernel that runs another step on this thread finds it free.
+    thread_local std::vector<c10::IValue> read;
+    read.assign(std::make_move_iterator(stack.end() - num_reads), std::make_move_iterator(stack.end()));
     torch::jit::drop(stack, num_reads);
     for (const ArgumentSource& s : sources) {
       switch (s.kind) {
@@ -169,6 +180,7 @@ AtenStep AtenStepOf(const AtenGraph& graph, int index, std::vector<int>* reads) 
           break;
       }
     }
+    read.clear();
     handle.callBoxed(stack);
   };
 }

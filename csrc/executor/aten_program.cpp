@@ -3,13 +3,12 @@
 #include <ATen/core/grad_mode.h>
 
 #include <cstdio>
-#include <limits>
 #include <nlohmann/json.hpp>
 #include <unordered_map>
 
 #include "autograph/error.h"
 #include "core/aten_graph.h"
-#include "executor/validate_schedule.h"
+#include "executor/plan_integers.h"
 
 namespace autograph {
 
@@ -27,12 +26,6 @@ std::string DigestOf(const std::string& text) {  // FNV-1a, 64 bits: a check aga
   return hex;
 }
 
-int PlanIndex(const json& v) {
-  if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > std::numeric_limits<int>::max())
-    throw Error("corrupted program: " + v.dump() + " where the plan has an index");
-  return v.get<int>();
-}
-
 std::string ShapeAndType(const TensorMeta& meta) { return ShapeString(meta.shape) + " " + c10::toString(meta.dtype); }
 
 }  // namespace
@@ -40,7 +33,6 @@ std::string ShapeAndType(const TensorMeta& meta) { return ShapeString(meta.shape
 AtenProgram::AtenProgram(OpGraph graph, Schedule schedule, ExecutorOptions options)
     : graph_(std::move(graph)), schedule_(std::move(schedule)), options_(options) {
   TORCH_CHECK(graph_.aten_graph(), "AtenProgram: the operator graph is not over an exported program");
-  ValidateSchedule(schedule_, graph_);
   executor_ = std::make_unique<StageExecutor>(graph_, schedule_, options_);
 }
 
@@ -120,14 +112,14 @@ std::shared_ptr<const AtenProgram> AtenProgram::FromText(const std::string& text
   }
 }
 
-std::shared_ptr<const AtenProgram> AtenProgram::Cached(const std::string& text) {
+std::shared_ptr<const AtenProgram> AtenProgram::Cached(std::string_view text) {
   struct Entry {
     std::string text;
     std::shared_ptr<const AtenProgram> program;
   };
   static std::mutex mutex;
   static std::unordered_map<std::string, Entry> programs;
-  const std::string header = text.substr(0, text.find('\n'));
+  const std::string header(text.substr(0, text.find('\n')));
   {
     std::lock_guard<std::mutex> lock(mutex);
     auto it = programs.find(header);
@@ -135,9 +127,10 @@ std::shared_ptr<const AtenProgram> AtenProgram::Cached(const std::string& text) 
     // program cached for it, but fail its digest check below.
     if (it != programs.end() && it->second.text == text) return it->second.program;
   }
-  std::shared_ptr<const AtenProgram> program = FromText(text);  // outside the lock: may take a while
+  std::string owned(text);
+  std::shared_ptr<const AtenProgram> program = FromText(owned);  // outside the lock: may take a while
   std::lock_guard<std::mutex> lock(mutex);
-  return programs.insert_or_assign(header, Entry{text, program}).first->second.program;
+  return programs.insert_or_assign(header, Entry{std::move(owned), program}).first->second.program;
 }
 
 std::vector<at::Tensor> AtenProgram::Run(const std::vector<at::Tensor>& inputs) const {

@@ -10,6 +10,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/op_graph.h"
@@ -23,7 +24,8 @@ class AtenProgram {
  public:
   static constexpr int64_t kFormatVersion = 1;
 
-  // `graph` is over an AtenGraph (graph.aten_graph()); the schedule must validate against it.
+  // `graph` is over an AtenGraph (graph.aten_graph()); the schedule must validate against it (the
+  // StageExecutor checks: ScheduleError).
   AtenProgram(OpGraph graph, Schedule schedule, ExecutorOptions options);
 
   // header line, '\n', body (both JSON).
@@ -34,7 +36,7 @@ class AtenProgram {
   static std::shared_ptr<const AtenProgram> FromText(const std::string& text);
   // FromText once per distinct text in this process, so a call costs a lookup (by header, which holds
   // the body's digest) and a comparison of the text, not a parse. Thread-safe.
-  static std::shared_ptr<const AtenProgram> Cached(const std::string& text);
+  static std::shared_ptr<const AtenProgram> Cached(std::string_view text);
 
   // Runs the schedule on the graph's inputs (weights first, then the user's tensors, as the exported
   // program's placeholders are ordered) and returns its outputs. Checks their number, devices, ranks

@@ -5,13 +5,13 @@
 #include <torch/csrc/jit/ir/constants.h>
 #include <torch/csrc/jit/ir/ir.h>
 
-#include <limits>
 #include <nlohmann/json.hpp>
 #include <unordered_map>
 
 #include "autograph/error.h"
 #include "core/operator_flops.h"
 #include "executor/graph_serialization.h"
+#include "executor/plan_integers.h"
 
 namespace autograph {
 
@@ -27,26 +27,6 @@ nlohmann::json MergeCandidateToJson(const MergeCandidate& c) {
           {"stride", c.stride},
           {"padding", c.padding},
           {"dilation", c.dilation}};
-}
-
-// Integers of a saved plan, checked: nlohmann's get<int> converts a float too, and one out of range
-// is undefined behaviour (found by fuzz_program_state).
-int64_t PlanInt(const nlohmann::json& v) {
-  if (!v.is_number_integer()) throw Error("corrupted program: " + v.dump() + " where the plan has an integer");
-  return v.get<int64_t>();
-}
-
-int PlanIndex(const nlohmann::json& v) {
-  const int64_t i = PlanInt(v);
-  if (i < 0 || i > std::numeric_limits<int>::max()) throw Error("corrupted program: index " + v.dump() + " out of range");
-  return static_cast<int>(i);
-}
-
-std::vector<int64_t> PlanInts(const nlohmann::json& v) {
-  if (!v.is_array()) throw Error("corrupted program: " + v.dump() + " where the plan has a list of integers");
-  std::vector<int64_t> out;
-  for (const nlohmann::json& e : v) out.push_back(PlanInt(e));
-  return out;
 }
 
 MergeCandidate MergeCandidateFromJson(const nlohmann::json& json, const torch::jit::Node* anchor) {
@@ -174,13 +154,10 @@ c10::intrusive_ptr<Program> Program::LoadState(State state) {
     for (const auto& in : plan.at("inputs")) {
       InputSignature sig;
       sig.shape = PlanInts(in.at("shape"));
-      std::string dtype = in.at("dtype").get<std::string>();
-      bool found = false;
-      for (int t = 0; t < static_cast<int>(c10::ScalarType::NumOptions); ++t) {
-        auto type = static_cast<c10::ScalarType>(t);
-        if (dtype == c10::toString(type)) sig.dtype = type, found = true;
-      }
-      if (!found) throw Error("unknown dtype '" + dtype + "'");
+      const std::string dtype = in.at("dtype").get<std::string>();
+      std::optional<c10::ScalarType> type = ScalarTypeFromString(dtype);
+      if (!type) throw Error("unknown dtype '" + dtype + "'");
+      sig.dtype = *type;
       program->inputs_.push_back(std::move(sig));
     }
     program->options_.device = c10::Device(plan.at("device").get<std::string>());

@@ -4,20 +4,15 @@
 // (python/autograph/export.py) from the outputs listed in the text's header.
 #include <torch/library.h>
 
-#include "autograph/error.h"
 #include "executor/aten_program.h"
+#include "executor/op_errors.h"
 
 namespace autograph {
 namespace {
 
-std::vector<at::Tensor> ExecuteOp(const std::vector<at::Tensor>& inputs, const std::string& program) {
-  try {
-    return AtenProgram::Cached(program)->Run(inputs);
-  } catch (const InputError& e) {
-    TORCH_CHECK_VALUE(false, "autograph: ", e.what());
-  } catch (const Error& e) {
-    TORCH_CHECK(false, "autograph: ", e.what());
-  }
+// The text arrives as a view of the caller's string: no copy per call.
+std::vector<at::Tensor> ExecuteOp(const std::vector<at::Tensor>& inputs, c10::string_view program) {
+  return WithTorchErrors([&] { return AtenProgram::Cached(std::string_view(program.data(), program.size()))->Run(inputs); });
 }
 
 }  // namespace

@@ -8,18 +8,13 @@
 
 #include "autograph/error.h"
 #include "autograph/program.h"
+#include "executor/op_errors.h"
 
 namespace autograph {
 namespace {
 
 std::vector<at::Tensor> RunOp(const std::vector<at::Tensor>& inputs, const c10::intrusive_ptr<Program>& program) {
-  try {
-    return program->Run(inputs);
-  } catch (const InputError& e) {
-    TORCH_CHECK_VALUE(false, "autograph: ", e.what());
-  } catch (const Error& e) {
-    TORCH_CHECK(false, "autograph: ", e.what());
-  }
+  return WithTorchErrors([&] { return program->Run(inputs); });
 }
 
 // The forward's arguments arrive as one tuple (any TorchScript types inside); what the graph returns
@@ -29,13 +24,7 @@ c10::IValue CallOp(c10::IValue arguments, const c10::intrusive_ptr<Program>& pro
                    arguments.tagKind());
   const auto& elements = arguments.toTupleRef().elements();
   std::vector<c10::IValue> args(elements.begin(), elements.end());
-  try {
-    return program->Call(std::move(args));
-  } catch (const InputError& e) {
-    TORCH_CHECK_VALUE(false, "autograph: ", e.what());
-  } catch (const Error& e) {
-    TORCH_CHECK(false, "autograph: ", e.what());
-  }
+  return WithTorchErrors([&] { return program->Call(std::move(args)); });
 }
 
 }  // namespace
