@@ -4,8 +4,9 @@
     python bench/export_path.py [--models a,b] [--repeats N] [--out DIR] [--method autograph]
 
 For each zoo model (models/registry.py): the eval-mode module, exported with torch.export (strict=False)
-and traced for TorchScript; both optimized by autograph with the same method; outputs of both compared
-with eager (relative to the output's scale); the two optimized models and eager timed in alternation
+and traced for TorchScript; both optimized by autograph with the same method; torch.compile (Inductor,
+default settings; --no-compile skips it) as the rival a user would pick; outputs of all compared
+with eager (relative to the output's scale); the optimized models, torch.compile and eager timed in alternation
 (warm-up, then `repeats` rounds, each method once per round) on this machine's CPU. Writes
 DIR/results.csv and DIR/README.md (a table with medians, p10/p90, the ratio export / TorchScript and
 both optimize times). Long: a benchmark, never a timed test.
@@ -59,6 +60,7 @@ def main() -> int:
     p.add_argument("--method", default="autograph")
     p.add_argument("--repeats", type=int, default=20)
     p.add_argument("--warmup", type=int, default=3)
+    p.add_argument("--no-compile", action="store_true", help="leave torch.compile out")
     p.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "export-path")
     args = p.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
@@ -90,6 +92,13 @@ def main() -> int:
         with torch.no_grad():
             row["torchscript_rel_err"] = rel_err(scripted(*inputs), want)
         runs = {"eager": lambda: model(*inputs), "torchscript": lambda: scripted(*inputs)}
+        if not args.no_compile:
+            compiled = torch.compile(model)
+            start = time.perf_counter()
+            with torch.no_grad():
+                row["compile_rel_err"] = rel_err(compiled(*inputs), want)  # the first call compiles
+            row["compile_s"] = time.perf_counter() - start
+            runs["compile"] = lambda: compiled(*inputs)
         if run_export is not None:
             runs["export"] = lambda: run_export(*inputs)
         with torch.no_grad():
@@ -99,6 +108,8 @@ def main() -> int:
             row[f"{method}_p10_ms"], row[f"{method}_p90_ms"] = pct(xs, 0.1), pct(xs, 0.9)
         if run_export is not None:
             row["export_over_torchscript"] = row["torchscript_median_ms"] / row["export_median_ms"]
+            if "compile_median_ms" in row:
+                row["export_over_compile"] = row["compile_median_ms"] / row["export_median_ms"]
         rows.append(row)
         print({k: (round(v, 4) if isinstance(v, float) else v) for k, v in row.items()}, flush=True)
         write(args, rows)
@@ -114,16 +125,20 @@ def write(args, rows) -> None:
     lines = [f"# Export path vs TorchScript path ({args.method}), CPU", "",
              f"`python bench/export_path.py --models {args.models} --repeats {args.repeats}` on "
              f"{torch.get_num_threads()} threads, torch {torch.__version__}. Median ms (p10–p90) of "
-             f"{args.repeats} rounds, methods alternated; speedup = TorchScript path / export path.", "",
-             "| model | eager | TorchScript path | export path | export speedup | optimize s (TS / export) | rel. err (TS / export) |",
-             "|---|---:|---:|---:|---:|---:|---:|"]
+             f"{args.repeats} rounds, methods alternated; speedups = the other's time / the export path's "
+             "(below 1: the export path is slower). torch.compile: Inductor, default settings.", "",
+             "| model | eager | TorchScript path | torch.compile | export path | export vs TS | export vs torch.compile "
+             "| optimize s (TS / export / compile) | rel. err (TS / export / compile) |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         cell = lambda m: (f"{r[m + '_median_ms']:.1f} ({r[m + '_p10_ms']:.1f}–{r[m + '_p90_ms']:.1f})"
-                          if m + "_median_ms" in r else r.get("export_error", "—"))
-        lines.append(f"| {r['model']} | {cell('eager')} | {cell('torchscript')} | {cell('export')} | "
-                     f"{r.get('export_over_torchscript', float('nan')):.2f}× | "
-                     f"{r['torchscript_optimize_s']:.1f} / {r.get('export_optimize_s', float('nan')):.1f} | "
-                     f"{r['torchscript_rel_err']:.1e} / {r.get('export_rel_err', float('nan')):.1e} |")
+                          if m + "_median_ms" in r else r.get("export_error", "—") if m == "export" else "—")
+        nan = float("nan")
+        lines.append(f"| {r['model']} | {cell('eager')} | {cell('torchscript')} | {cell('compile')} | {cell('export')} | "
+                     f"{r.get('export_over_torchscript', nan):.2f}× | {r.get('export_over_compile', nan):.2f}× | "
+                     f"{r['torchscript_optimize_s']:.1f} / {r.get('export_optimize_s', nan):.1f} / "
+                     f"{r.get('compile_s', nan):.1f} | {r['torchscript_rel_err']:.1e} / "
+                     f"{r.get('export_rel_err', nan):.1e} / {r.get('compile_rel_err', nan):.1e} |")
     (args.out / "README.md").write_text("\n".join(lines) + "\n")
 
 
