@@ -60,6 +60,7 @@ const std::vector<std::pair<std::string, Setter>>& Table() {
       {"prepack_onednn", Set<bool>([](OptimizeOptions& o) -> bool& { return o.substitutions.prepack_onednn; })},
       {"channels_last_pools", Set<bool>([](OptimizeOptions& o) -> bool& { return o.substitutions.channels_last_pools; })},
       {"stitch", Set<bool>([](OptimizeOptions& o) -> bool& { return o.substitutions.stitch; })},
+      {"inductor", Set<bool>([](OptimizeOptions& o) -> bool& { return o.substitutions.inductor; })},
       {"check_rewrites", Set<bool>([](OptimizeOptions& o) -> bool& { return o.substitutions.check_rewrites; })},
       {"merge", Set<bool>([](OptimizeOptions& o) -> bool& { return o.search.merge; })},
       {"alpha", Set<double>([](OptimizeOptions& o) -> double& { return o.search.alpha; })},

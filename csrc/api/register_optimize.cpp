@@ -71,8 +71,13 @@ std::tuple<std::string, std::string> OptimizeExportedOp(std::string graph_json, 
     nlohmann::json graph = nlohmann::json::parse(graph_json, nullptr, /*allow_exceptions=*/false);
     if (graph.is_discarded()) throw Error("malformed exported graph: not JSON");
     OptimizeReport report;
-    std::string program = OptimizeExported(graph, tensors, OptionsOf({}, options_json), &report);
-    return {std::move(program), ReportToJson(report).dump()};
+    const OptimizeOptions options = OptionsOf({}, options_json);
+    std::string program = OptimizeExported(graph, tensors, options, &report);
+    // The settings the Python side acts on after planning (Inductor parts), as resolved here.
+    nlohmann::json json = ReportToJson(report);
+    json["inductor"] = options.substitutions.inductor;
+    json["check_rewrites"] = options.substitutions.check_rewrites;
+    return {std::move(program), json.dump()};
   });
 }
 

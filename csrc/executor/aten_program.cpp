@@ -40,7 +40,8 @@ std::string AtenProgram::ToText() const {
   const AtenGraph& aten = *graph_.aten_graph();
   json ops = json::array(), edges = json::array();
   for (const OpNode& op : graph_.nodes()) {
-    ops.push_back({{"op", op.op}, {"kind", ToString(op.kind)}, {"nodes", op.aten_nodes}, {"anchor", op.aten_anchor}});
+    ops.push_back({{"op", op.op}, {"kind", ToString(op.kind)}, {"nodes", op.aten_nodes}, {"anchor", op.aten_anchor},
+                   {"flops", op.flops}});
     for (int s : graph_.succs(op.id)) edges.push_back({op.id, s});
   }
   const json body = {{"graph", aten.ToJson()},
@@ -92,6 +93,7 @@ std::shared_ptr<const AtenProgram> AtenProgram::FromText(const std::string& text
         op.aten_nodes.push_back(index);
       }
       op.aten_anchor = PlanIndex(entry.at("anchor"));
+      op.flops = entry.value("flops", 0.0);  // planning data only (what parts compiled by Inductor are cut by)
       graph.AddNode(std::move(op));
     }
     for (const json& e : body.at("edges")) {

@@ -3,11 +3,13 @@
 #include <ATen/ATen.h>
 
 #include <algorithm>
+#include <optional>
 #include <set>
 
 #include "autograph/error.h"
 #include "core/operator_flops.h"
 #include "executor/aten_operation.h"
+#include "executor/inductor_part.h"
 
 namespace autograph {
 
@@ -27,6 +29,7 @@ struct NodeRecord {
   bool writes_input = false;
   std::vector<c10::IValue> arguments, results;
   std::vector<int> reads;  // value ids, each once
+  std::optional<double> flops;  // given (an Inductor part's spec), not estimated
 };
 
 at::Tensor MetaTensor(const AtenValueInfo& info) {
@@ -76,6 +79,12 @@ NodeRecord RecordNode(const AtenGraph& g, int index) {
   if (r.writes_input) r.kind = OpKind::MemoryBound;
   else if (IsViewSchema(schema)) r.kind = OpKind::View;
   else r.kind = IsComputeBoundOp(node.op) ? OpKind::ComputeBound : OpKind::MemoryBound;
+  if (node.op == kInductorPartOp && r.arguments.size() == 3 && r.arguments[2].isString()) {
+    // A compiled part: its operators' FLOPs and kind, summed up when it was cut, stand for it.
+    const InductorPartCost cost = InductorPartCostOf(r.arguments[2].toStringRef());
+    r.kind = cost.compute_bound ? OpKind::ComputeBound : OpKind::MemoryBound;
+    r.flops = cost.flops;
+  }
   return r;
 }
 
@@ -154,7 +163,8 @@ OpGraph ImportAtenGraph(std::shared_ptr<const AtenGraph> graph) {
         op.outputs.push_back(g.values[v].meta);
         op.bytes_written += g.values[v].meta.nbytes();
       }
-    if (op.kind != OpKind::View) op.flops = EstimateFlops(op.op, records[i].arguments, records[i].results);
+    if (records[i].flops) op.flops = *records[i].flops;
+    else if (op.kind != OpKind::View) op.flops = EstimateFlops(op.op, records[i].arguments, records[i].results);
     else op.bytes_read = op.bytes_written = op.weight_bytes = 0;
     op_of_anchor[i] = ops.AddNode(std::move(op));
   }

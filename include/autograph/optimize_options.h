@@ -25,6 +25,9 @@ struct SubstitutionOptions {
   bool prepack_onednn = true;        // convs / linears on prepacked oneDNN weights, as jit_frozen (CPU only)
   bool channels_last_pools = true;   // 2-d max / avg pooling on a channels-last copy (CPU only)
   bool stitch = true;                // memory-intensive operators -> stitched kernels (ILP planner)
+  // Export path: the kept plan's parts compiled by Inductor (AOTInductor packages, weights frozen),
+  // the whole graph as one part beside them; kept where the whole program measures faster.
+  bool inductor = true;
   // Every rewrite that changed the graph is timed on the whole graph (run as one stream, side by side
   // with the graph before it) and undone unless it is faster. false: rewrites are kept unmeasured.
   bool check_rewrites = true;

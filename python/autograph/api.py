@@ -31,7 +31,7 @@ def optimize(model: Model, example_inputs: Union[Sequence[Any], torch.Tensor, No
     greedy, nimble, ios); `device` where to plan and run (default: the example inputs' device). `options`
     are the C++ OptimizeOptions by name: max_streams, cuda_graph, substitutions, fuse_attention,
     merge_linears, regroup_convolutions, fold_conv_relu, prepack_onednn, channels_last_pools, stitch,
-    check_rewrites, merge, alpha, block_ops, block_states, r, budget, time_limit, verify, ios_r, ios_s,
+    inductor, check_rewrites, merge, alpha, block_ops, block_states, r, budget, time_limit, verify, ios_r, ios_s,
     ios_block, cost, device_model, cost_cache (see README).
 
     Returns the optimized ScriptModule (save it with torch.jit.save, load it with autograph.load) and the

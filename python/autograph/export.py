@@ -8,7 +8,10 @@ original's weights and the user's inputs; it saves with ``torch.export.save`` an
 ``torch.export.load`` once ``autograph`` is imported (which registers the op and its fake kernel).
 """
 import json
+import logging
 import operator
+import statistics
+import time
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import torch
@@ -35,13 +38,29 @@ _MEMORY_FORMAT_NAMES = {torch.contiguous_format: "Contiguous", torch.preserve_fo
 _TORCHSCRIPT_HINT = ("; the TorchScript path may take it: autograph.optimize(model, inputs) on the nn.Module "
                      "(traced or scripted), or on a torch.jit module")
 
+_log = logging.getLogger("autograph")
+
 _WEIGHT_KINDS = (InputKind.PARAMETER, InputKind.BUFFER, InputKind.CONSTANT_TENSOR)
 
 
 def aten_graph_of(ep: ExportedProgram) -> Tuple[Dict[str, Any], List[torch.Tensor]]:
     """The AtenGraph JSON of `ep` (run through its decompositions into the functional ATen IR, with no
     operator decomposed) and its weights in placeholder order (the user's inputs follow them)."""
-    ep = ep.run_decompositions({})
+    graph, weights, _ = _import(ep.run_decompositions({}))
+    return graph, weights
+
+
+class _Imported:
+    """How the AtenGraph relates to the FX graph it came from: each FX node's value id (a tuple of ids
+    for an operator with several returns) and each weight placeholder's tensor, by FX node name."""
+
+    def __init__(self, value_of: Dict[str, Any], weights: Dict[str, torch.Tensor]):
+        self.value_of = value_of
+        self.weights = weights
+
+
+def _import(ep: ExportedProgram) -> Tuple[Dict[str, Any], List[torch.Tensor], _Imported]:
+    """aten_graph_of on a program already in functional ATen IR, with the FX-to-AtenGraph mapping."""
     sig = ep.graph_signature
     bad_outputs = [s.kind.name for s in sig.output_specs if s.kind != OutputKind.USER_OUTPUT]
     if bad_outputs:
@@ -117,7 +136,8 @@ def aten_graph_of(ep: ExportedProgram) -> Tuple[Dict[str, Any], List[torch.Tenso
                                         f"({r!r}); the export path returns tensors" + _TORCHSCRIPT_HINT)
         outputs.append(value_of[r])
     graph = {"version": 1, "values": values, "inputs": inputs, "weights": weights, "nodes": nodes, "outputs": outputs}
-    return graph, weight_tensors
+    weight_of = {node.name: weight_tensors[sum(weights[:k])] for k, node in enumerate(placeholders) if weights[k]}
+    return graph, weight_tensors, _Imported({n.name: v for n, v in value_of.items()}, weight_of)
 
 
 def _weight(ep: ExportedProgram, spec) -> torch.Tensor:
@@ -252,15 +272,17 @@ def optimize_exported(ep: ExportedProgram, *, method: str, device: Optional[str]
     tensors = [t for t in flat if isinstance(t, torch.Tensor)]
     if len(tensors) != len(flat):
         raise UnsupportedModelError("the export path takes tensor inputs only" + _TORCHSCRIPT_HINT)
-    graph, weights = aten_graph_of(ep)
+    decomposed = ep.run_decompositions({})
+    graph, weights, imported = _import(decomposed)
     target = torch.device(device) if device is not None else (tensors[0].device if tensors else torch.device("cpu"))
     weights = [w.to(target) for w in weights]
     tensors = [t.to(target) for t in tensors]
     settings = dict(options, method=method, device=str(target))
-    try:
-        program, report = torch.ops.autograph.optimize_exported(json.dumps(graph), weights + tensors, json.dumps(settings))
-    except (RuntimeError, ValueError) as e:
-        raise translate(e) from None
+    program, report = _plan(graph, weights + tensors, settings)
+    measure = report.pop("check_rewrites")
+    if report.pop("inductor"):
+        program, weights, report = _with_inductor_parts(decomposed, graph, imported, program, weights, tensors,
+                                                        settings, report, measure)
     module = ExecuteProgram(program, weights, in_spec, ep.call_spec.out_spec)
     placed = tuple(t.to(target) if isinstance(t, torch.Tensor) else t for t in example_inputs)
     placed_kwargs = {k: (v.to(target) if isinstance(v, torch.Tensor) else v) for k, v in example_kwargs.items()}
@@ -268,7 +290,89 @@ def optimize_exported(ep: ExportedProgram, *, method: str, device: Optional[str]
         optimized = torch.export.export(module, placed, placed_kwargs, strict=False)
     except Exception as e:  # noqa: BLE001 - what export says is the message
         raise UnsupportedModelError(f"exporting the optimized program failed: {str(e).splitlines()[0]}") from e
-    return optimized, json.loads(report)
+    return optimized, report
+
+
+def _plan(graph: Dict[str, Any], tensors: List[torch.Tensor], settings: Dict[str, Any]) -> Tuple[str, Dict[str, Any]]:
+    try:
+        program, report = torch.ops.autograph.optimize_exported(json.dumps(graph), tensors, json.dumps(settings))
+    except (RuntimeError, ValueError) as e:
+        raise translate(e) from None
+    return program, json.loads(report)
+
+
+def _with_inductor_parts(decomposed: ExportedProgram, graph: Dict[str, Any], imported: "_Imported", program: str,
+                         weights: List[torch.Tensor], tensors: List[torch.Tensor], settings: Dict[str, Any],
+                         report: Dict[str, Any], measure: bool) -> Tuple[str, List[torch.Tensor], Dict[str, Any]]:
+    """The plan with parts compiled by Inductor (inductor_parts.py) where a candidate measures faster
+    than the plan on ATen's kernels (`measure`; else the finest candidate is kept unmeasured); the
+    report's "inductor" entry says what was compiled, timed and kept."""
+    start = time.perf_counter()
+    candidates, errors = inductor_candidates(decomposed, graph, imported, program, weights, tensors, settings)
+    summary: Dict[str, Any] = {"compile_s": round(time.perf_counter() - start, 3), "errors": errors,
+                               "candidates": {name: {"parts": parts} for name, (_, _, _, parts) in candidates.items()}}
+    candidates["aten"] = (program, weights, report, 0)
+    if measure:
+        times = _time_side_by_side({k: (p, w) for k, (p, w, _, _) in candidates.items()}, tensors)
+        for name, ms in times.items():
+            summary["candidates"].setdefault(name, {})["median_ms"] = round(ms, 4)
+        best = min(times, key=times.get)
+    else:
+        best = next(name for name in ("plan", "whole", "aten") if name in candidates)
+    summary["kept"] = best
+    program, weights, chosen, _ = candidates[best]
+    chosen = dict(chosen, inductor=summary)
+    for key in ("operators_before", "memory_bound_before"):
+        chosen[key] = report.get(key, chosen.get(key))
+    return program, weights, chosen
+
+
+def inductor_candidates(decomposed: ExportedProgram, graph: Dict[str, Any], imported: "_Imported", program: str,
+                        weights: List[torch.Tensor], tensors: List[torch.Tensor], settings: Dict[str, Any]):
+    """The programs with parts compiled by Inductor: "whole" (the graph as one part) and, when the
+    plan in `program` runs groups side by side, "plan" (its parts), each planned again over its parts.
+    Returns {name: (program, weights, report, parts)} and {name: why it could not be built}."""
+    from . import inductor_parts as parts_module
+    device = torch.device(settings["device"])
+    body = json.loads(program[program.index("\n") + 1:])
+    builder = parts_module.PartBuilder(decomposed, graph, imported.value_of, imported.weights, device,
+                                       progress=lambda message: _log.info("autograph: %s", message))
+    cuts = {"whole": parts_module.whole_graph_part(body)}
+    plan_parts = builder.closed(parts_module.parts_of_plan(body))
+    if 1 < len(plan_parts) <= parts_module.MAX_PARTS:
+        cuts["plan"] = plan_parts
+    built, errors = {}, {}
+    for name, parts in cuts.items():
+        try:
+            compiled = [builder.compile(p, f"{name} part {k + 1}/{len(parts)}") for k, p in enumerate(parts)]
+            rewritten, kept_weights = parts_module.rewrite_with_parts(graph, weights, body, parts, compiled, device)
+            rewritten_program, rewritten_report = _plan(rewritten, kept_weights + tensors, settings)
+            for key in ("inductor", "check_rewrites"):
+                rewritten_report.pop(key, None)
+            built[name] = (rewritten_program, kept_weights, rewritten_report, len(parts))
+        except Exception as e:  # noqa: BLE001 - the candidate is dropped and the report says why
+            errors[name] = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+    return built, errors
+
+
+def _time_side_by_side(programs: Dict[str, Tuple[str, List[torch.Tensor]]], tensors: List[torch.Tensor],
+                       rounds: int = 10) -> Dict[str, float]:
+    """Median ms of each program, run in alternation (two warm-up runs each) on the device."""
+    device = tensors[0].device if tensors else torch.device("cpu")
+    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
+    samples: Dict[str, List[float]] = {name: [] for name in programs}
+    with torch.no_grad():
+        for name, (program, weights) in programs.items():
+            for _ in range(2):
+                torch.ops.autograph.execute(weights + tensors, program)
+        sync()
+        for _ in range(rounds):
+            for name, (program, weights) in programs.items():
+                begin = time.perf_counter()
+                torch.ops.autograph.execute(weights + tensors, program)
+                sync()
+                samples[name].append((time.perf_counter() - begin) * 1e3)
+    return {name: statistics.median(s) for name, s in samples.items()}
 
 
 _FAKE_REGISTERED = False

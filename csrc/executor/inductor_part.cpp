@@ -1,0 +1,103 @@
+// Runs AOTInductor packages carried as tensors; see inductor_part.h.
+#include "executor/inductor_part.h"
+
+#include <torch/csrc/inductor/aoti_package/model_package_loader.h>
+
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unistd.h>
+
+#include "autograph/error.h"
+
+namespace autograph {
+namespace {
+
+using nlohmann::json;
+
+constexpr const char* kFormat = "autograph-inductor-part";
+
+json ParseSpec(std::string_view spec) {
+  json parsed = json::parse(spec, nullptr, /*allow_exceptions=*/false);
+  if (!parsed.is_object() || parsed.value("format", "") != kFormat || !parsed.contains("digest") ||
+      !parsed["digest"].is_string() || !parsed.contains("outputs") || !parsed["outputs"].is_array())
+    throw InputError("run_inductor_part: the spec is not an autograph-inductor-part spec (format, digest, outputs)");
+  return parsed;
+}
+
+// The package's bytes written to a private file (the loader reads a path, and unpacks it into a
+// directory of its own), loaded, and the file removed.
+std::unique_ptr<torch::inductor::AOTIModelPackageLoader> Load(const at::Tensor& package, const std::string& device) {
+  const char* tmp = std::getenv("TMPDIR");
+  std::string path = std::string(tmp && *tmp ? tmp : "/tmp") + "/autograph-part-XXXXXX.pt2";
+  const int fd = mkstemps(path.data(), 4);
+  if (fd < 0) throw Error("run_inductor_part: cannot create a temporary file for the package in " + path);
+  const auto* bytes = static_cast<const char*>(package.const_data_ptr());
+  size_t written = 0;
+  const size_t size = static_cast<size_t>(package.numel());
+  while (written < size) {
+    const ssize_t n = ::write(fd, bytes + written, size - written);
+    if (n <= 0) break;
+    written += static_cast<size_t>(n);
+  }
+  ::close(fd);
+  struct Remove {
+    std::string path;
+    ~Remove() { std::remove(path.c_str()); }
+  } remove{path};
+  if (written != size) throw Error("run_inductor_part: cannot write the package to " + path + " (disk full?)");
+  const c10::Device where(device);
+  try {
+    return std::make_unique<torch::inductor::AOTIModelPackageLoader>(path, "model", /*run_single_threaded=*/false,
+                                                                     /*num_runners=*/1,
+                                                                     where.is_cuda() ? where.index() : -1);
+  } catch (const std::exception& e) {
+    throw Error(std::string("run_inductor_part: the package does not load (damaged, or compiled for another torch "
+                            "version or device; optimize the model again): ") + e.what());
+  }
+}
+
+torch::inductor::AOTIModelPackageLoader& LoaderFor(const at::Tensor& package, const json& spec) {
+  static std::mutex mutex;
+  static std::map<std::string, std::unique_ptr<torch::inductor::AOTIModelPackageLoader>> loaders;
+  const std::string digest = spec["digest"].get<std::string>();
+  std::lock_guard<std::mutex> lock(mutex);
+  auto found = loaders.find(digest);
+  if (found != loaders.end()) return *found->second;
+  if (package.scalar_type() != at::kByte || package.dim() != 1 || !package.device().is_cpu() || !package.is_contiguous())
+    throw InputError("run_inductor_part: the package must be a contiguous 1-d uint8 CPU tensor");
+  auto loader = Load(package, spec.value("device", "cpu"));
+  return *loaders.emplace(digest, std::move(loader)).first->second;
+}
+
+}  // namespace
+
+std::vector<at::Tensor> RunInductorPart(const std::vector<at::Tensor>& inputs, const at::Tensor& package,
+                                        std::string_view spec) {
+  const json parsed = ParseSpec(spec);
+  auto& loader = LoaderFor(package, parsed);
+  std::vector<at::Tensor> outputs = loader.run(inputs);  // null stream: the current one (CUDA)
+  const json& expected = parsed["outputs"];
+  if (outputs.size() != expected.size())
+    throw Error("run_inductor_part: the package returned " + std::to_string(outputs.size()) + " outputs, its spec lists " +
+                std::to_string(expected.size()) + " (a package of another part?)");
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const auto shape = expected[i].value("shape", std::vector<int64_t>{});
+    if (outputs[i].sizes() != c10::IntArrayRef(shape))
+      throw Error("run_inductor_part: output " + std::to_string(i) + " has shape " + c10::str(outputs[i].sizes()) +
+                  ", the spec says " + c10::str(c10::IntArrayRef(shape)));
+  }
+  return outputs;
+}
+
+InductorPartCost InductorPartCostOf(std::string_view spec) {
+  const json parsed = ParseSpec(spec);
+  return {parsed.value("flops", 0.0), parsed.value("compute_bound", false)};
+}
+
+}  // namespace autograph

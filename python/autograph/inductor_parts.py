@@ -1,0 +1,291 @@
+"""Kernels by Inductor inside autograph's plan (the export path).
+
+The plan autograph kept for an exported program is cut into parts — a serial segment (a run of stages
+with one group each) or one group of a concurrent stage — and each part is compiled by AOTInductor
+(C++/OpenMP on CPU, Triton on CUDA) with its weights frozen into the package, as Inductor's freezing
+does (constant folding, conv + batch-norm folding, prepacked oneDNN weights). In the program the part
+becomes one ``autograph::run_inductor_part`` call on the part's inputs and its package, which travels
+as a uint8 tensor among the program's weights; the executor runs it on its threads / streams like any
+operator. The search then plans over the parts (their FLOPs and kind stand for them).
+
+Two candidates are built: the whole graph as one part (Inductor's own plan) and, when the kept plan
+runs groups side by side, the plan's parts. Each is timed against the program on ATen's kernels, side
+by side on the device, and the fastest is kept (never slower). Packages are cached on disk, keyed by
+the part's graph, its weights, the device, the Inductor settings and the torch version.
+"""
+import hashlib
+import json
+import operator
+import os
+import statistics
+import time
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+import torch
+from torch.export import ExportedProgram
+
+PART_OP = "autograph::run_inductor_part"
+_FORMAT = "autograph-inductor-part"
+_INDUCTOR_CONFIGS = {"freezing": True}
+# A plan cut into more parts than this is compiled as the whole graph only (each part costs a compile).
+MAX_PARTS = 8
+
+
+def cache_dir() -> str:
+    return os.path.join(os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "autograph", "inductor")
+
+
+def parts_of_plan(body: Dict[str, Any]) -> List[List[int]]:
+    """The kept plan's parts as lists of AtenGraph node indices (each in execution order): a run of
+    stages with one group each is one part; each group of a stage with several is one part."""
+    operators = body["operators"]
+    parts: List[List[int]] = []
+    run: List[int] = []
+    for stage in body["schedule"]["stages"]:
+        groups = [[n for op in group for n in operators[op]["nodes"]] for group in stage["groups"]]
+        if len(groups) == 1:
+            run.extend(groups[0])
+            continue
+        if run:
+            parts.append(run)
+            run = []
+        parts.extend(groups)
+    if run:
+        parts.append(run)
+    return parts
+
+
+def whole_graph_part(body: Dict[str, Any]) -> List[List[int]]:
+    return [[n for stage in body["schedule"]["stages"] for group in stage["groups"]
+             for op in group for n in body["operators"][op]["nodes"]]]
+
+
+def part_costs(body: Dict[str, Any], part: Sequence[int]) -> Tuple[float, bool]:
+    """The FLOPs of a part's operators and whether any of them is compute-bound."""
+    members = set(part)
+    ops = [op for op in body["operators"] if op["anchor"] in members]
+    return sum(op.get("flops", 0.0) for op in ops), any(op["kind"] == "compute_bound" for op in ops)
+
+
+class PartBuilder:
+    """Cuts parts out of the decomposed exported program and compiles them.
+
+    `value_of` maps each FX node (by name) of `ep`'s graph to its AtenGraph value id; `weights` are
+    the placeholders' tensors by FX name for parameters, buffers and constants."""
+
+    def __init__(self, ep: ExportedProgram, graph: Dict[str, Any], value_of: Dict[str, int],
+                 weights: Dict[str, torch.Tensor], device: torch.device,
+                 progress: Optional[Callable[[str], None]] = None):
+        self.ep = ep
+        self.graph = graph
+        self.value_of = value_of
+        self.weights = weights
+        self.device = device
+        self.fx_nodes = {n.name: n for n in ep.graph.nodes}
+        self.progress = progress or (lambda message: None)
+
+    def closed(self, parts: List[List[int]]) -> List[List[int]]:
+        """`parts` with each list a part's operator returns (split, unbind) read element by element
+        inside that part (its getitem nodes move there), so only tensors cross a part's boundary, and
+        without parts that launch nothing (views alone)."""
+        nodes = self.graph["nodes"]
+        values = self.graph["values"]
+        getitems: Dict[int, List[int]] = {}
+        for i, node in enumerate(nodes):
+            if node["op"] == "getitem":
+                getitems.setdefault(node["args"][0]["value"], []).append(i)
+        moved = {}
+        for k, part in enumerate(parts):
+            for i in part:
+                for v in nodes[i]["outputs"]:
+                    if not values[v]["tensor"]:
+                        moved.update((g, k) for g in getitems.get(v, []))
+        result = []
+        for k, part in enumerate(parts):
+            members = [i for i in part if moved.get(i, k) == k] + [g for g, owner in moved.items() if owner == k and g not in part]
+            if any(nodes[i]["op"] != "getitem" and not _is_view(nodes[i]) for i in members):
+                result.append(sorted(members))
+        return result
+
+    def module_of(self, part: Sequence[int]):
+        """The part as an fx.GraphModule: its weights as attributes (frozen into the package), its
+        other inputs as placeholders; returns it with the value ids of its inputs and outputs."""
+        names = [self.graph["nodes"][i]["name"] for i in part]
+        members = [self.fx_nodes[name] for name in names]
+        inside = set(members)
+        for node in members:  # a tuple-returning operator's elements come with it
+            if isinstance(self.value_of.get(node.name), tuple):
+                inside.update(u for u in node.users if u.target is operator.getitem)
+        graph = torch.fx.Graph()
+        module = torch.nn.Module()
+        env: Dict[torch.fx.Node, torch.fx.Node] = {}
+        input_ids: List[int] = []
+
+        def outside(node: torch.fx.Node) -> torch.fx.Node:
+            if node not in env:
+                if node.name in self.weights:
+                    attr = f"w{len(env)}"
+                    module.register_buffer(attr, self.weights[node.name].to(self.device))
+                    env[node] = graph.get_attr(attr)
+                else:
+                    env[node] = graph.placeholder(f"in{len(input_ids)}")
+                    input_ids.append(self.value_of[node.name])
+                env[node].meta = dict(node.meta)
+            return env[node]
+
+        ordered = [n for n in self.ep.graph.nodes if n in inside]
+        for node in ordered:
+            for source in node.all_input_nodes:
+                if source not in inside:
+                    outside(source)
+            env[node] = graph.node_copy(node, lambda n: env[n])
+        returned = [n for n in ordered if isinstance(self.value_of.get(n.name), int)
+                    and any(u not in inside for u in n.users)]  # read after the part, or returned
+        graph.output(tuple(env[n] for n in returned))
+        return torch.fx.GraphModule(module, graph), input_ids, [self.value_of[n.name] for n in returned]
+
+    def compile(self, part: Sequence[int], label: str) -> Tuple[bytes, List[int], List[int]]:
+        """The part's AOTInductor package (from the disk cache when there) and its input / output ids."""
+        gm, input_ids, output_ids = self.module_of(part)
+        examples = tuple(_example(self.graph["values"][v], self.device) for v in input_ids)
+        key = _cache_key(gm, examples, self.device)
+        path = os.path.join(cache_dir(), key + ".pt2")
+        if not os.path.exists(path):
+            self.progress(f"compiling {label} with Inductor ({len(part)} operators)")
+            os.makedirs(cache_dir(), exist_ok=True)
+            with torch.no_grad():
+                exported = torch.export.export(gm, examples, strict=False)
+                partial = f"{path[:-4]}.{os.getpid()}.partial.pt2"
+                torch._inductor.aoti_compile_and_package(exported, package_path=partial,
+                                                         inductor_configs=dict(_INDUCTOR_CONFIGS))
+            os.replace(partial, path)  # whole packages only, also with concurrent optimizers
+        with open(path, "rb") as f:
+            return f.read(), input_ids, output_ids
+
+
+def rewrite_with_parts(graph: Dict[str, Any], weight_tensors: List[torch.Tensor], body: Dict[str, Any],
+                       parts: List[List[int]], compiled: List[Tuple[bytes, List[int], List[int]]],
+                       device: torch.device) -> Tuple[Dict[str, Any], List[torch.Tensor]]:
+    """`graph` with each part replaced by one run_inductor_part call (its package a new weight input)
+    and the weights no node reads any more dropped; returns the new graph and its weight tensors."""
+    values = [dict(v) for v in graph["values"]]
+    in_part = {n: k for k, part in enumerate(parts) for n in part}
+    replaced: List[Tuple[float, List[Dict[str, Any]]]] = []  # (position, nodes)
+    packages: List[Tuple[int, torch.Tensor]] = []  # (value id, bytes)
+    for i, node in enumerate(graph["nodes"]):
+        if i not in in_part:
+            replaced.append((i, [node]))
+    for k, (part, (package, input_ids, output_ids)) in enumerate(zip(parts, compiled)):
+        flops, compute_bound = part_costs(body, part)
+        spec = {"format": _FORMAT, "digest": hashlib.sha256(package).hexdigest(), "device": str(device),
+                "outputs": [{key: values[v][key] for key in ("shape", "stride", "dtype")} for v in output_ids],
+                "flops": flops, "compute_bound": compute_bound}
+        values.append({"tensor": True, "shape": [len(package)], "stride": [1], "dtype": "Byte"})
+        package_id = len(values) - 1
+        packages.append((package_id, torch.frombuffer(bytearray(package), dtype=torch.uint8)))
+        values.append({"tensor": False})
+        list_id = len(values) - 1
+        nodes = [{"op": PART_OP, "overload": "default", "name": f"inductor_part_{k}",
+                  "args": [{"values": input_ids}, {"value": package_id}, {"str": json.dumps(spec)}],
+                  "kwargs": {}, "outputs": [list_id]}]
+        nodes += [{"op": "getitem", "overload": "default", "name": f"inductor_part_{k}_{j}",
+                   "args": [{"value": list_id}, j], "kwargs": {}, "outputs": [v]} for j, v in enumerate(output_ids)]
+        replaced.append((min(part), nodes))
+    ordered = _topological([n for _, group in sorted(replaced, key=lambda r: r[0]) for n in group])
+
+    read = set(graph["outputs"])
+    for node in ordered:
+        read.update(_reads(node))
+    inputs, flags, tensors = [], [], []
+    weights = iter(weight_tensors)
+    for v, is_weight in zip(graph["inputs"], graph["weights"]):
+        tensor = next(weights) if is_weight else None
+        if is_weight and v not in read:
+            continue  # frozen into a package
+        if not is_weight and packages:  # packages go after the last weight, before the user's inputs
+            for package_id, package in packages:
+                inputs.append(package_id)
+                flags.append(True)
+                tensors.append(package)
+            packages = []
+        inputs.append(v)
+        flags.append(is_weight)
+        if is_weight:
+            tensors.append(tensor)
+    rewritten = dict(graph, values=values, inputs=inputs, weights=flags, nodes=ordered)
+    return rewritten, tensors
+
+
+def _is_view(node: Dict[str, Any]) -> bool:
+    op = getattr(getattr(torch.ops, node["op"].split("::")[0]), node["op"].split("::")[1])
+    schema = getattr(op, node["overload"])._schema
+    return bool(schema.returns) and all(r.alias_info is not None and not r.alias_info.is_write for r in schema.returns)
+
+
+def _reads(node: Dict[str, Any]) -> List[int]:
+    ids = []
+    for a in list(node["args"]) + list(node["kwargs"].values()):
+        if isinstance(a, dict) and "value" in a:
+            ids.append(a["value"])
+        elif isinstance(a, dict) and "values" in a:
+            ids.extend(v for v in a["values"] if v is not None)
+    return ids
+
+
+def _topological(nodes: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    """`nodes` in an order where each value is defined before it is read, as close to the given one as
+    that allows (a part's node may read values that nodes listed after its first member define)."""
+    producer = {v: i for i, n in enumerate(nodes) for v in n["outputs"]}
+    done, order = set(), []
+
+    def visit(i: int) -> None:
+        stack = [(i, False)]
+        while stack:
+            j, expanded = stack.pop()
+            if j in done:
+                continue
+            if expanded:
+                done.add(j)
+                order.append(nodes[j])
+                continue
+            stack.append((j, True))
+            stack.extend((producer[v], False) for v in reversed(_reads(nodes[j])) if v in producer and producer[v] not in done)
+
+    for i in range(len(nodes)):
+        visit(i)
+    return order
+
+
+def _example(info: Dict[str, Any], device: torch.device) -> torch.Tensor:
+    from .export import _DTYPES_BY_NAME
+    dtype = _DTYPES_BY_NAME[info["dtype"]]
+    t = torch.empty_strided(info["shape"], info["stride"], dtype=dtype, device=device)
+    if dtype.is_floating_point:
+        t.normal_()
+    else:
+        t.zero_()
+    return t
+
+
+def _cache_key(gm: torch.fx.GraphModule, examples: Sequence[torch.Tensor], device: torch.device) -> str:
+    h = hashlib.sha256()
+    h.update(f"{torch.__version__}|{device}|{json.dumps(_INDUCTOR_CONFIGS, sort_keys=True)}|".encode())
+    h.update(gm.code.encode())
+    for t in examples:
+        h.update(f"{tuple(t.shape)}{t.stride()}{t.dtype}".encode())
+    for name, b in sorted(gm.named_buffers()):
+        h.update(f"{name}{tuple(b.shape)}{b.stride()}{b.dtype}".encode())
+        h.update(b.detach().cpu().contiguous().view(torch.uint8).numpy().tobytes() if b.numel() else b"")
+    return h.hexdigest()[:32]
+
+
+def median_ms(run: Callable[[], Any], repeats: int) -> float:
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        run()
+        times.append((time.perf_counter() - start) * 1e3)
+    return statistics.median(times)
+
+
+__all__ = ["parts_of_plan", "whole_graph_part", "PartBuilder", "rewrite_with_parts", "cache_dir", "MAX_PARTS"]

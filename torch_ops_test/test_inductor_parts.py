@@ -1,0 +1,165 @@
+"""Kernels by Inductor inside the plan (python/autograph/inductor_parts.py, autograph::run_inductor_part):
+how a plan is cut into parts, each part compiled by AOTInductor with its weights frozen, the program
+rewritten to call the packages, and the result kept only when it measures faster.
+
+Tolerance: Inductor folds BatchNorm into the convolution weights (freezing), fuses elementwise chains
+and may pick other convolution algorithms, so results are not bit-equal to ATen's; float32 rounding
+of these reorderings stays below 1e-4 of the output's scale on these small blocks, while a wrong
+wiring (a part reading the wrong value, a swapped output) moves outputs by order 1."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+import autograph
+from autograph import export as export_module
+from autograph import inductor_parts
+
+ROOT = Path(__file__).resolve().parents[1]
+TOL = 1e-4
+
+
+def _close(got, want, tol=TOL):
+    assert got.shape == want.shape and got.dtype == want.dtype
+    err = (got - want).abs().max().item() / max(want.abs().max().item(), 1e-12)
+    assert err <= tol, err
+
+
+class Block(torch.nn.Module):
+    """Three branches side by side (Nimble runs them concurrently: the plan has several parts), a
+    BatchNorm for freezing to fold, and a split read piece by piece (a list return)."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = torch.nn.Conv2d(4, 8, 3, padding=1)
+        self.a = torch.nn.Sequential(torch.nn.Conv2d(8, 8, 1), torch.nn.BatchNorm2d(8), torch.nn.ReLU())
+        self.b = torch.nn.Sequential(torch.nn.Conv2d(8, 8, 3, padding=1), torch.nn.ReLU())
+        self.c = torch.nn.Conv2d(8, 8, 5, padding=2)
+
+    def forward(self, x):
+        y = torch.relu(self.stem(x))
+        p, q = torch.split(y, 4, dim=1)
+        z = self.a(y) + self.b(y) + self.c(y)
+        return z * torch.sigmoid(torch.cat([q, p], dim=1))
+
+
+@pytest.fixture(scope="module")
+def block():
+    torch.manual_seed(0)
+    model = Block().eval()
+    x = torch.randn(1, 4, 10, 10)
+    with torch.no_grad():
+        want = model(x)
+    return model, x, want, torch.export.export(model, (x,))
+
+
+def _body(stages, nodes_per_op):
+    return {"operators": [{"nodes": nodes, "anchor": nodes[0], "kind": "memory_bound", "flops": 1.0}
+                          for nodes in nodes_per_op],
+            "schedule": {"version": 1, "stages": [{"strategy": "concurrent", "groups": g} for g in stages]}}
+
+
+def test_parts_of_plan_cut_serial_runs_and_concurrent_groups():
+    body = _body([[[0]], [[1]], [[2, 3], [4]], [[5]]], [[0], [1, 2], [3], [4], [5], [6, 7]])
+    assert inductor_parts.parts_of_plan(body) == [[0, 1, 2], [3, 4], [5], [6, 7]]
+    assert inductor_parts.whole_graph_part(body) == [[0, 1, 2, 3, 4, 5, 6, 7]]
+    assert inductor_parts.part_costs(body, [3, 4, 5]) == (3.0, False)  # operators anchored at 3, 4, 5
+
+
+def _builder(ep):
+    decomposed = ep.run_decompositions({})
+    graph, weights, imported = export_module._import(decomposed)
+    return decomposed, graph, weights, imported, inductor_parts.PartBuilder(
+        decomposed, graph, imported.value_of, imported.weights, torch.device("cpu"))
+
+
+def test_a_list_return_is_read_inside_its_part_and_view_only_parts_go(block):
+    _, _, _, ep = block
+    _, graph, _, _, builder = _builder(ep)
+    names = [n["name"] for n in graph["nodes"]]
+    split = names.index("split")
+    getitems = [i for i, n in enumerate(graph["nodes"]) if n["op"] == "getitem"]
+    assert getitems and all(i > split for i in getitems)
+    rest = [i for i in range(len(names)) if i > split and i not in getitems]
+    parts = builder.closed([list(range(split + 1)), getitems, rest])
+    assert len(parts) == 2  # the getitems moved to split's part; the part left with views only went
+    assert set(getitems) <= set(parts[0]) and parts[1] == rest
+    module, inputs, outputs = builder.module_of(parts[0])
+    assert all(graph["values"][v]["tensor"] for v in inputs + outputs)
+    assert not any(n.op == "get_attr" for n in module.graph.nodes if n.target not in dict(module.named_buffers()))
+
+
+def test_every_candidate_program_matches_eager(block):
+    _, x, want, ep = block
+    decomposed, graph, weights, imported, _ = _builder(ep)
+    settings = {"method": "nimble", "device": "cpu"}
+    program, report = export_module._plan(graph, weights + [x], settings)
+    built, errors = export_module.inductor_candidates(decomposed, graph, imported, program, weights, [x], settings)
+    assert not errors and set(built) == {"whole", "plan"}
+    assert built["whole"][3] == 1 and built["plan"][3] >= 3  # the three branches are parts of their own
+    for name, (text, kept_weights, rewritten_report, parts) in built.items():
+        body = json.loads(text[text.index("\n") + 1:])
+        calls = [n for n in body["graph"]["nodes"] if n["op"] == inductor_parts.PART_OP]
+        assert len(calls) == parts, name
+        # the weights frozen into packages are gone from the program's inputs; the packages came in
+        assert sum(t.dtype == torch.uint8 for t in kept_weights) == parts
+        assert len(kept_weights) < len(weights) + parts
+        (got,) = torch.ops.autograph.execute(kept_weights + [x], text)
+        _close(got, want)
+
+
+def test_a_compiled_program_is_saved_and_runs_in_a_fresh_process(block, tmp_path):
+    model, x, want, ep = block
+    # check_rewrites=False keeps the finest candidate without timing it (the choice is tested below)
+    optimized, report = autograph.optimize(ep, method="nimble", check_rewrites=False)
+    assert report["inductor"]["kept"] == "plan"
+    _close(optimized.module()(x), want)
+    path = tmp_path / "block.pt2"
+    torch.export.save(optimized, str(path))
+    torch.save({"x": x, "want": want}, tmp_path / "io.pt")
+    script = f"""
+import sys, torch
+sys.path.insert(0, {str(ROOT / 'python')!r})
+import autograph
+ep = torch.export.load({str(path)!r})
+io = torch.load({str(tmp_path / 'io.pt')!r})
+got = ep.module()(io["x"])
+err = (got - io["want"]).abs().max().item() / io["want"].abs().max().item()
+assert err <= {TOL}, err
+print("ok", sum(t.dtype == torch.uint8 for t in ep.state_dict.values()))
+"""
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.split()[-2:] == ["ok", str(report["inductor"]["candidates"]["plan"]["parts"])]
+
+
+def test_the_fastest_candidate_is_kept_and_every_one_is_reported(block):
+    _, x, want, ep = block
+    optimized, report = autograph.optimize(ep, method="nimble")
+    summary = report["inductor"]
+    times = {name: c["median_ms"] for name, c in summary["candidates"].items()}
+    assert set(times) == {"aten", "whole", "plan"} and all(t > 0 for t in times.values())
+    assert summary["kept"] == min(times, key=times.get)
+    assert summary["compile_s"] >= 0 and not summary["errors"]
+    _close(optimized.module()(x), want)
+
+
+def test_inductor_off_compiles_nothing(block):
+    _, x, want, ep = block
+    optimized, report = autograph.optimize(ep, method="nimble", inductor=False)
+    assert "inductor" not in report
+    assert not any(t.dtype == torch.uint8 for t in optimized.state_dict.values())
+    _close(optimized.module()(x), want, tol=1e-5)
+
+
+def test_a_damaged_package_is_a_clear_error():
+    spec = json.dumps({"format": "autograph-inductor-part", "digest": "0" * 64, "device": "cpu", "outputs": []})
+    with pytest.raises(RuntimeError, match="package does not load"):
+        torch.ops.autograph.run_inductor_part([torch.randn(2)], torch.zeros(100, dtype=torch.uint8), spec)
+    with pytest.raises(ValueError, match="not an autograph-inductor-part spec"):
+        torch.ops.autograph.run_inductor_part([torch.randn(2)], torch.zeros(100, dtype=torch.uint8), "{}")
+    with pytest.raises(ValueError, match="1-d uint8 CPU tensor"):
+        torch.ops.autograph.run_inductor_part([torch.randn(2)], torch.zeros(100), spec.replace("0" * 64, "1" * 64))
