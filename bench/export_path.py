@@ -81,6 +81,13 @@ def main() -> int:
             with torch.no_grad():
                 row["export_rel_err"] = rel_err(run_export(*inputs), want)
             row["export_stages"], row["export_streams"] = report_e["stages"], report_e["streams"]
+            inductor = report_e.get("inductor") or {}
+            row["export_kept"] = inductor.get("kept", "aten")
+            row["export_inductor_s"] = inductor.get("compile_s", 0.0)
+            for candidate, c in inductor.get("candidates", {}).items():
+                row[f"export_{candidate}_ms"] = c.get("median_ms", float("nan"))
+            if inductor.get("errors"):
+                row["export_inductor_errors"] = str(inductor["errors"])[:300]
         except Exception as e:  # noqa: BLE001 - a row says what failed
             row["export_error"] = str(e).splitlines()[0][:200]
             run_export = None
@@ -99,6 +106,12 @@ def main() -> int:
                 row["compile_rel_err"] = rel_err(compiled(*inputs), want)  # the first call compiles
             row["compile_s"] = time.perf_counter() - start
             runs["compile"] = lambda: compiled(*inputs)
+            frozen = torch.compile(model, options={"freezing": True})
+            start = time.perf_counter()
+            with torch.no_grad():
+                row["compile_freezing_rel_err"] = rel_err(frozen(*inputs), want)
+            row["compile_freezing_s"] = time.perf_counter() - start
+            runs["compile_freezing"] = lambda: frozen(*inputs)
         if run_export is not None:
             runs["export"] = lambda: run_export(*inputs)
         with torch.no_grad():
@@ -110,6 +123,7 @@ def main() -> int:
             row["export_over_torchscript"] = row["torchscript_median_ms"] / row["export_median_ms"]
             if "compile_median_ms" in row:
                 row["export_over_compile"] = row["compile_median_ms"] / row["export_median_ms"]
+                row["export_over_compile_freezing"] = row["compile_freezing_median_ms"] / row["export_median_ms"]
         rows.append(row)
         print({k: (round(v, 4) if isinstance(v, float) else v) for k, v in row.items()}, flush=True)
         write(args, rows)
@@ -126,18 +140,24 @@ def write(args, rows) -> None:
              f"`python bench/export_path.py --models {args.models} --repeats {args.repeats}` on "
              f"{torch.get_num_threads()} threads, torch {torch.__version__}. Median ms (p10–p90) of "
              f"{args.repeats} rounds, methods alternated; speedups = the other's time / the export path's "
-             "(below 1: the export path is slower). torch.compile: Inductor, default settings.", "",
-             "| model | eager | TorchScript path | torch.compile | export path | export vs TS | export vs torch.compile "
-             "| optimize s (TS / export / compile) | rel. err (TS / export / compile) |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "(below 1: the export path is slower). torch.compile: Inductor, default settings, and with "
+             "weight freezing. Kept: which export-path candidate was kept (aten: ATen's kernels; whole: the graph "
+             "as one Inductor part; plan: the plan's parts).", "",
+             "| model | eager | TorchScript path | torch.compile | torch.compile (freezing) | export path | kept "
+             "| export vs TS | export vs compile / freezing "
+             "| optimize s (TS / export / compile / freezing) | rel. err (TS / export / compile) |",
+             "|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|"]
     for r in rows:
         cell = lambda m: (f"{r[m + '_median_ms']:.1f} ({r[m + '_p10_ms']:.1f}–{r[m + '_p90_ms']:.1f})"
                           if m + "_median_ms" in r else r.get("export_error", "—") if m == "export" else "—")
         nan = float("nan")
-        lines.append(f"| {r['model']} | {cell('eager')} | {cell('torchscript')} | {cell('compile')} | {cell('export')} | "
-                     f"{r.get('export_over_torchscript', nan):.2f}× | {r.get('export_over_compile', nan):.2f}× | "
+        lines.append(f"| {r['model']} | {cell('eager')} | {cell('torchscript')} | {cell('compile')} | "
+                     f"{cell('compile_freezing')} | {cell('export')} | {r.get('export_kept', '—')} | "
+                     f"{r.get('export_over_torchscript', nan):.2f}× | {r.get('export_over_compile', nan):.2f}× / "
+                     f"{r.get('export_over_compile_freezing', nan):.2f}× | "
                      f"{r['torchscript_optimize_s']:.1f} / {r.get('export_optimize_s', nan):.1f} / "
-                     f"{r.get('compile_s', nan):.1f} | {r['torchscript_rel_err']:.1e} / "
+                     f"{r.get('compile_s', nan):.1f} / {r.get('compile_freezing_s', nan):.1f} | "
+                     f"{r['torchscript_rel_err']:.1e} / "
                      f"{r.get('export_rel_err', nan):.1e} / {r.get('compile_rel_err', nan):.1e} |")
     (args.out / "README.md").write_text("\n".join(lines) + "\n")
 

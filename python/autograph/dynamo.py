@@ -1,11 +1,13 @@
-"""torch.compile(model, backend="autograph"): each FX graph Dynamo captures is traced to TorchScript on
-the arguments of its first call with a new signature (shapes, dtypes, devices, non-tensor values) and
-optimized by autograph.optimize for them; later calls with that signature run the optimized module.
+"""torch.compile(model, backend="autograph"): each FX graph Dynamo captures is exported (torch.export,
+no TorchScript) on the arguments of its first call with a new signature (shapes, dtypes, devices,
+non-tensor values) and optimized by autograph.optimize for them — the export path, with parts compiled by
+Inductor where they measure faster; later calls with that signature run the optimized program.
+options={"ir": "torchscript"} traces the graph to TorchScript instead (the TorchScript path).
 
-Inference only: parameters are frozen into the optimized graph at its first call, and a call that
-needs autograd (grad enabled and an input that requires grad) runs the captured graph eagerly. A graph
-that cannot be traced or optimized runs eagerly too, with one warning that says why. Options go through
-torch.compile(model, backend="autograph", options={...}) with the names of autograph.optimize.
+Inference only: parameters and buffers are frozen into the optimized graph at its first call, and a call
+that needs autograd (grad enabled and an input that requires grad) runs the captured graph eagerly. A
+graph that cannot be exported or optimized runs eagerly too, with one warning that says why. Options go
+through torch.compile(model, backend="autograph", options={...}) with the names of autograph.optimize.
 """
 import warnings
 from typing import Any, Callable, Dict, List, Tuple
@@ -15,9 +17,15 @@ import torch
 from .api import optimize
 
 
+def _is_weight(a: Any) -> bool:
+    """A parameter or buffer of the user's module (Dynamo passes them as graph inputs, marked static)."""
+    return isinstance(a, torch.nn.Parameter) or (isinstance(a, torch.Tensor) and
+                                                 getattr(a, "_dynamo_static_input_type", None) is not None)
+
+
 class _Frozen(torch.nn.Module):
-    """The captured graph as a module of its tensor arguments alone: parameters become attributes
-    (frozen into the optimized graph) and non-tensor arguments constants."""
+    """The captured graph as a module of its tensor arguments alone: parameters and buffers become
+    attributes (frozen into the optimized graph) and non-tensor arguments constants."""
 
     def __init__(self, gm: torch.nn.Module, args: Tuple[Any, ...], dynamic: List[int]):
         super().__init__()
@@ -25,6 +33,9 @@ class _Frozen(torch.nn.Module):
         self.dynamic = dynamic
         self.fixed = {i: a for i, a in enumerate(args) if i not in set(dynamic)}
         self.params = torch.nn.ParameterList([a for a in self.fixed.values() if isinstance(a, torch.nn.Parameter)])
+        for k, (i, a) in enumerate((i, a) for i, a in self.fixed.items() if _is_weight(a) and not isinstance(a, torch.nn.Parameter)):
+            self.register_buffer(f"buffer_{k}", a)
+            self.fixed[i] = getattr(self, f"buffer_{k}")
         self.size = len(args)
         self.returns_list = False
 
@@ -61,13 +72,22 @@ class CompiledGraph:
         return run(*args)
 
     def _compile(self, args: Tuple[Any, ...]) -> Callable:
-        dynamic = [i for i, a in enumerate(args) if isinstance(a, torch.Tensor) and not isinstance(a, torch.nn.Parameter)]
+        dynamic = [i for i, a in enumerate(args) if isinstance(a, torch.Tensor) and not _is_weight(a)]
         frozen = _Frozen(self.gm, args, dynamic).eval()
         tensors = [args[i] for i in dynamic]
+        options = dict(self.options)
+        ir = options.pop("ir", "export")
         try:
             with torch.no_grad():
-                traced = torch.jit.trace(frozen, tuple(tensors), strict=False, check_trace=False)
-            module, report = optimize(traced, tensors, **self.options)
+                if ir == "torchscript":
+                    traced = torch.jit.trace(frozen, tuple(tensors), strict=False, check_trace=False)
+                    module, report = optimize(traced, tensors, **options)
+                elif ir == "export":
+                    exported = torch.export.export(frozen, tuple(tensors), strict=False)
+                    optimized, report = optimize(exported, tensors, **options)
+                    module = optimized.module()
+                else:
+                    raise ValueError(f"option ir={ir!r}: the backend takes ir='export' (default) or 'torchscript'")
         except Exception as e:  # noqa: BLE001 - the graph stays eager, the user is told why once
             self._warn(f"compile:{type(e).__name__}", f"the autograph backend runs a captured graph eagerly: {e}")
             return self.gm
@@ -91,7 +111,7 @@ class CompiledGraph:
 
 def _signature(a: Any):
     if isinstance(a, torch.Tensor):
-        return ("tensor", tuple(a.shape), a.dtype, a.device, id(a) if isinstance(a, torch.nn.Parameter) else None)
+        return ("tensor", tuple(a.shape), a.dtype, a.device, id(a) if _is_weight(a) else None)
     return ("value", repr(a))
 
 
