@@ -97,7 +97,7 @@ def test_every_candidate_program_matches_eager(block):
     decomposed, graph, weights, imported, _ = _builder(ep)
     settings = {"method": "nimble", "device": "cpu"}
     program, report = export_module._plan(graph, weights + [x], settings)
-    built, errors = export_module.inductor_candidates(decomposed, graph, imported, program, weights, [x], settings)
+    built, errors, _ = export_module.inductor_candidates(decomposed, graph, imported, program, weights, [x], settings)
     assert not errors and set(built) == {"whole", "plan"}
     assert built["whole"][3] == 1 and built["plan"][3] >= 3  # the three branches are parts of their own
     for name, (text, kept_weights, rewritten_report, parts) in built.items():

@@ -308,8 +308,9 @@ def _with_inductor_parts(decomposed: ExportedProgram, graph: Dict[str, Any], imp
     than the plan on ATen's kernels (`measure`; else the finest candidate is kept unmeasured); the
     report's "inductor" entry says what was compiled, timed and kept."""
     start = time.perf_counter()
-    candidates, errors = inductor_candidates(decomposed, graph, imported, program, weights, tensors, settings)
-    summary: Dict[str, Any] = {"compile_s": round(time.perf_counter() - start, 3), "errors": errors,
+    candidates, errors, cached = inductor_candidates(decomposed, graph, imported, program, weights, tensors, settings)
+    summary: Dict[str, Any] = {"compile_s": round(time.perf_counter() - start, 3), "cached_parts": cached,
+                               "errors": errors,
                                "candidates": {name: {"parts": parts} for name, (_, _, _, parts) in candidates.items()}}
     candidates["aten"] = (program, weights, report, 0)
     if measure:
@@ -331,7 +332,8 @@ def inductor_candidates(decomposed: ExportedProgram, graph: Dict[str, Any], impo
                         weights: List[torch.Tensor], tensors: List[torch.Tensor], settings: Dict[str, Any]):
     """The programs with parts compiled by Inductor: "whole" (the graph as one part) and, when the
     plan in `program` runs groups side by side, "plan" (its parts), each planned again over its parts.
-    Returns {name: (program, weights, report, parts)} and {name: why it could not be built}."""
+    Returns {name: (program, weights, report, parts)}, {name: why it could not be built} and how many
+    parts came from the disk cache."""
     from . import inductor_parts as parts_module
     device = torch.device(settings["device"])
     body = json.loads(program[program.index("\n") + 1:])
@@ -352,7 +354,7 @@ def inductor_candidates(decomposed: ExportedProgram, graph: Dict[str, Any], impo
             built[name] = (rewritten_program, kept_weights, rewritten_report, len(parts))
         except Exception as e:  # noqa: BLE001 - the candidate is dropped and the report says why
             errors[name] = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
-    return built, errors
+    return built, errors, builder.cached
 
 
 def _time_side_by_side(programs: Dict[str, Tuple[str, List[torch.Tensor]]], tensors: List[torch.Tensor],

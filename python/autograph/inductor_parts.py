@@ -32,7 +32,9 @@ MAX_PARTS = 8
 
 
 def cache_dir() -> str:
-    return os.path.join(os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "autograph", "inductor")
+    """AUTOGRAPH_INDUCTOR_CACHE, else ~/.cache/autograph/inductor (XDG_CACHE_HOME honoured)."""
+    return os.environ.get("AUTOGRAPH_INDUCTOR_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "autograph", "inductor")
 
 
 def parts_of_plan(body: Dict[str, Any]) -> List[List[int]]:
@@ -83,6 +85,7 @@ class PartBuilder:
         self.device = device
         self.fx_nodes = {n.name: n for n in ep.graph.nodes}
         self.progress = progress or (lambda message: None)
+        self.cached = 0  # parts found in the disk cache
 
     def closed(self, parts: List[List[int]]) -> List[List[int]]:
         """`parts` with each list a part's operator returns (split, unbind) read element by element
@@ -150,6 +153,7 @@ class PartBuilder:
         examples = tuple(_example(self.graph["values"][v], self.device) for v in input_ids)
         key = _cache_key(gm, examples, self.device)
         path = os.path.join(cache_dir(), key + ".pt2")
+        self.cached += os.path.exists(path)
         if not os.path.exists(path):
             self.progress(f"compiling {label} with Inductor ({len(part)} operators)")
             os.makedirs(cache_dir(), exist_ok=True)
