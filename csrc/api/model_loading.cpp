@@ -21,6 +21,10 @@ torch::jit::Module LoadModule(const std::string& path) {
   if (fs::is_directory(path, ec)) throw ModelLoadError("cannot open '" + path + "': it is a directory, not a model file");
   std::ifstream probe(path, std::ios::binary);
   if (!probe) throw ModelLoadError("cannot open '" + path + "': permission denied or unreadable");
+  if (path.size() > 4 && path.compare(path.size() - 4, 4, ".pt2") == 0)  // torch.export / AOTInductor, not TorchScript
+    throw ModelLoadError("'" + path + "' is a torch.export program (.pt2): the export path runs from Python; use the "
+                         "`autograph` command of the installed package (pip install .), which takes .pt2 files, or "
+                         "autograph.optimize(torch.export.load(path)) in Python");
   try {
     return torch::jit::load(path);
   } catch (const std::exception& e) {

@@ -1,4 +1,5 @@
-"""The `autograph` command of the installed package: runs the CLI built with it (autograph/bin)."""
+"""The `autograph` command of the installed package: runs the CLI built with it (autograph/bin), or, for a
+command on a .pt2 (torch.export) model, the export path's commands (export_cli.py)."""
 import os
 import sys
 
@@ -6,6 +7,9 @@ from ._library import cli_path
 
 
 def main() -> int:
+    from . import export_cli
+    if export_cli.wants(sys.argv[1:]):  # a .pt2 (torch.export) model: the export path, in Python
+        return export_cli.main(sys.argv[1:])
     path = cli_path()
     if not os.path.exists(path):
         print(f"autograph: the CLI is not installed ({path} is missing); reinstall the package "

@@ -1,0 +1,250 @@
+"""The `autograph` command on torch.export programs (.pt2): optimize, inspect and bench.
+
+    autograph optimize model.pt2 -o out.pt2 [--method M] [--device D] [--option KEY=VALUE ...] [--aoti PKG.pt2]
+    autograph inspect model.pt2 [--json]
+    autograph bench model.pt2 [--optimized out.pt2] [--warmup N] [--runs N] [--json]
+
+The installed `autograph` command sends a command whose model is a .pt2 file here (the C++ CLI reads
+TorchScript); `python -m autograph.export_cli` is the same. Example inputs are the ones the program was
+exported with (torch.export saves them), or --input-shape / --dtype. Options are autograph.optimize's,
+by the names of the option table (--option inductor=false, --option verify=1). Errors, as the C++ CLI
+gives them: one line "autograph: error: ..." on stderr and exit status 2.
+"""
+import argparse
+import json
+import logging
+import os
+import statistics
+import sys
+import time
+import warnings
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import torch
+
+from .errors import Error, InputError
+
+COMMANDS = ("optimize", "inspect", "bench")
+
+_DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16, "float64": torch.float64,
+           "int64": torch.int64, "int32": torch.int32, "bool": torch.bool, "uint8": torch.uint8}
+
+
+def wants(argv: Sequence[str]) -> bool:
+    """Whether `argv` (without the program name) is a command on a .pt2 model."""
+    return bool(argv) and argv[0] in COMMANDS and any(a.endswith(".pt2") for a in argv[1:] if not a.startswith("-"))
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="autograph", description=__doc__.split("\n\n")[0])
+    sub = p.add_subparsers(dest="command", required=True)
+
+    def inputs(cmd):
+        cmd.add_argument("--input-shape", action="append", default=[],
+                         help="an input's shape, e.g. 1,3,224,224 (once per input; default: the export's example inputs)")
+        cmd.add_argument("--dtype", action="append", default=[], help="dtype per --input-shape (default float32)")
+        cmd.add_argument("--device", default=None, help="device to plan and run on (default: the inputs')")
+
+    o = sub.add_parser("optimize", help="plan a schedule and write the optimized program (.pt2)")
+    o.add_argument("model")
+    o.add_argument("-o", "--output", required=True, help="the optimized ExportedProgram (torch.export.save)")
+    o.add_argument("--method", default="autograph", help="scheduler (default autograph; sequential, greedy, nimble, ios)")
+    o.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
+                   help="an autograph.optimize option (value as JSON: true, 3, 0.5, \"text\")")
+    o.add_argument("--aoti", default=None, metavar="PKG.pt2",
+                   help="also write an AOTInductor package of the optimized program (for C++: AOTIModelPackageLoader)")
+    o.add_argument("--json", action="store_true", help="the report as one JSON object on stdout")
+    inputs(o)
+
+    i = sub.add_parser("inspect", help="what a .pt2 program holds: operators, or autograph's plan if optimized")
+    i.add_argument("model")
+    i.add_argument("--json", action="store_true")
+
+    b = sub.add_parser("bench", help="latency of the program, optimized and not, side by side")
+    b.add_argument("model")
+    b.add_argument("--optimized", default=None, help="the optimized .pt2 (default: optimize the model now)")
+    b.add_argument("--warmup", type=int, default=5)
+    b.add_argument("--runs", type=int, default=30)
+    b.add_argument("--json", action="store_true")
+    inputs(b)
+    return p
+
+
+def _load(path: str) -> torch.export.ExportedProgram:
+    from . import export as _export  # registers autograph::execute's fake kernel
+    _export.register_fake()
+    if not os.path.isfile(path):
+        raise InputError(f"cannot open '{path}': " + ("it is a directory" if os.path.isdir(path) else "no such file"))
+    quiet = logging.getLogger("torch.export")  # it logs a traceback before raising on a file it cannot read
+    level = quiet.level
+    quiet.setLevel(logging.CRITICAL)
+    try:
+        return torch.export.load(path)
+    except Exception as e:  # noqa: BLE001 - what torch.export.load says is the message
+        raise InputError(f"'{path}' is not a torch.export program saved with torch.export.save "
+                         f"({str(e).splitlines()[0] if str(e) else type(e).__name__})") from None
+    finally:
+        quiet.setLevel(level)
+
+
+def _example_inputs(ep, args) -> Tuple[Tuple[Any, ...], Dict[str, Any]]:
+    if args.input_shape:
+        if args.dtype and len(args.dtype) != len(args.input_shape):
+            raise InputError("give one --dtype per --input-shape, or none (float32)")
+        tensors = []
+        for k, shape in enumerate(args.input_shape):
+            try:
+                dims = [int(d) for d in shape.split(",")]
+            except ValueError:
+                raise InputError(f"bad input shape '{shape}': expected integers separated by commas, e.g. 1,3,224,224") from None
+            dtype = _DTYPES.get(args.dtype[k] if args.dtype else "float32")
+            if dtype is None:
+                raise InputError(f"unknown dtype '{args.dtype[k]}': use one of {', '.join(_DTYPES)}")
+            tensors.append(torch.randn(dims).to(dtype) if dtype.is_floating_point else torch.zeros(dims, dtype=dtype))
+        return tuple(tensors), {}
+    if not ep.example_inputs:
+        raise InputError("the program carries no example inputs; give them: --input-shape 1,3,224,224 [--dtype float32]")
+    return ep.example_inputs
+
+
+def _options(pairs: List[str]) -> Dict[str, Any]:
+    options = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise InputError(f"--option {pair!r}: expected KEY=VALUE, e.g. --option verify=1")
+        try:
+            options[key] = json.loads(value)
+        except json.JSONDecodeError:
+            options[key] = value  # a bare word: a string (--option cost=analytical)
+    return options
+
+
+def _optimize(args) -> int:
+    from .api import optimize
+    ep = _load(args.model)
+    inputs, kwargs = _example_inputs(ep, args)
+    if kwargs:
+        raise InputError("the program takes keyword inputs; optimize it from Python: autograph.optimize(ep)")
+    options = _options(args.option)
+    start = time.perf_counter()
+    optimized, report = optimize(ep, inputs, method=args.method, device=args.device, **options)
+    report["optimize_s"] = round(time.perf_counter() - start, 3)
+    torch.export.save(optimized, args.output)
+    if args.aoti:
+        report["aoti_package"] = torch._inductor.aoti_compile_and_package(optimized, package_path=args.aoti)
+    report.pop("timeline", None)
+    if args.json:
+        print(json.dumps(report))
+    else:
+        kept = (report.get("inductor") or {}).get("kept", "aten")
+        print(f"{args.model}: {report['operators_before']} operators -> {report['stages']} stages on "
+              f"{report['streams']} streams, kernels: {kept} ({report['method']}, {report['device']}); "
+              f"optimized in {report['optimize_s']:.1f} s; wrote {args.output}"
+              + (f" and {args.aoti}" if args.aoti else ""))
+    return 0
+
+
+def describe(ep: torch.export.ExportedProgram) -> Dict[str, Any]:
+    """What `inspect` prints: autograph's plan for an optimized program, else the operators it calls."""
+    calls = [n for n in ep.graph.nodes if n.op == "call_function"]
+    executes = [n for n in calls if n.target == torch.ops.autograph.execute.default]
+    info: Dict[str, Any] = {"optimized": bool(executes), "inputs": len(ep.graph_signature.user_inputs),
+                            "outputs": len(ep.graph_signature.user_outputs),
+                            "weight_bytes": sum(t.numel() * t.element_size() for t in ep.state_dict.values()
+                                                if isinstance(t, torch.Tensor))}
+    if not executes:
+        counts: Dict[str, int] = {}
+        for n in calls:
+            counts[str(n.target)] = counts.get(str(n.target), 0) + 1
+        info["operators"] = sum(counts.values())
+        info["by_operator"] = dict(sorted(counts.items(), key=lambda kv: -kv[1]))
+        return info
+    text = executes[0].args[1]
+    header = json.loads(text[:text.index("\n")])
+    body = json.loads(text[text.index("\n") + 1:])
+    stages = body["schedule"]["stages"]
+    nodes = body["graph"]["nodes"]
+    parts = [n for n in nodes if n["op"] == "autograph::run_inductor_part"]
+    info.update({"format": header["format"], "version": header["version"], "device": header["device"],
+                 "stages": len(stages), "groups": sum(len(s["groups"]) for s in stages),
+                 "streams": max((len(s["groups"]) for s in stages), default=0),
+                 "operators": len(body["operators"]), "aten_nodes": len(nodes), "inductor_parts": len(parts),
+                 "inductor_part_bytes": sum(body["graph"]["values"][p["args"][1]["value"]]["shape"][0] for p in parts)})
+    return info
+
+
+def _inspect(args) -> int:
+    info = describe(_load(args.model))
+    if args.json:
+        print(json.dumps(info))
+        return 0
+    if info["optimized"]:
+        print(f"{args.model}: optimized by autograph ({info['format']} v{info['version']}, {info['device']}): "
+              f"{info['operators']} operators in {info['stages']} stages, {info['groups']} groups, up to "
+              f"{info['streams']} streams; {info['inductor_parts']} Inductor-compiled parts "
+              f"({info['inductor_part_bytes'] / 2**20:.1f} MiB); {info['inputs']} inputs, {info['outputs']} outputs")
+    else:
+        top = ", ".join(f"{k} ×{v}" for k, v in list(info["by_operator"].items())[:8])
+        print(f"{args.model}: not optimized; {info['operators']} operator calls ({top}); "
+              f"{info['inputs']} inputs, {info['outputs']} outputs, weights {info['weight_bytes'] / 2**20:.1f} MiB")
+    return 0
+
+
+def _bench(args) -> int:
+    from .api import optimize
+    ep = _load(args.model)
+    inputs, kwargs = _example_inputs(ep, args)
+    device = torch.device(args.device) if args.device else None
+    if device is not None:
+        inputs = tuple(t.to(device) if isinstance(t, torch.Tensor) else t for t in inputs)
+    if args.optimized:
+        optimized = _load(args.optimized)
+    else:
+        optimized, _ = optimize(ep, inputs, **({"device": str(device)} if device else {}))
+    runs = {"exported": ep.module(), "autograph": optimized.module()}
+    sync = torch.cuda.synchronize if any(isinstance(t, torch.Tensor) and t.is_cuda for t in inputs) else (lambda: None)
+    samples: Dict[str, List[float]] = {name: [] for name in runs}
+    with torch.no_grad():
+        for _ in range(args.warmup):
+            for run in runs.values():
+                run(*inputs, **kwargs)
+        sync()
+        for _ in range(args.runs):  # alternated: drift hits both alike
+            for name, run in runs.items():
+                start = time.perf_counter()
+                run(*inputs, **kwargs)
+                sync()
+                samples[name].append((time.perf_counter() - start) * 1e3)
+    result = {name: {"median_ms": statistics.median(xs), "p10_ms": _percentile(xs, 0.1), "p90_ms": _percentile(xs, 0.9)}
+              for name, xs in samples.items()}
+    result["speedup"] = result["exported"]["median_ms"] / result["autograph"]["median_ms"]
+    if args.json:
+        print(json.dumps(result))
+    else:
+        for name in runs:
+            r = result[name]
+            print(f"{name:10s} median {r['median_ms']:.3f} ms (p10 {r['p10_ms']:.3f}, p90 {r['p90_ms']:.3f})")
+        print(f"speedup {result['speedup']:.2f}x ({args.runs} runs each, alternated)")
+    return 0
+
+
+def _percentile(xs: Sequence[float], q: float) -> float:
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(q * len(xs)))]
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    # torch's own deprecation and packaging notices are not the user's business on a command line
+    warnings.filterwarnings("ignore", category=FutureWarning)
+    warnings.filterwarnings("ignore", category=UserWarning, module=r"torch(\.|$)")
+    args = _parser().parse_args(argv)
+    try:
+        return {"optimize": _optimize, "inspect": _inspect, "bench": _bench}[args.command](args)
+    except Error as e:  # InputError, UnsupportedModelError: what, where, what to do
+        print(f"autograph: error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

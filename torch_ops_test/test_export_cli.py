@@ -1,0 +1,82 @@
+"""The `autograph` command on .pt2 (torch.export) programs: optimize, inspect, bench (python/autograph/
+export_cli.py, which the installed command hands .pt2 models to), and the C++ CLI's message for them."""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+ENV = dict(os.environ) if os.environ.get("AUTOGRAPH_TEST_INSTALLED") == "1" else \
+    {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT / "python"), os.environ.get("PYTHONPATH")]))}
+
+
+def _autograph(*args, timeout=600):
+    return subprocess.run([sys.executable, "-m", "autograph.export_cli", *map(str, args)], capture_output=True,
+                          text=True, timeout=timeout, env=ENV)
+
+
+class Branches(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = torch.nn.Conv2d(4, 4, 1)
+        self.b = torch.nn.Conv2d(4, 4, 3, padding=1)
+
+    def forward(self, x):
+        return torch.relu(self.a(x)) + torch.sigmoid(self.b(x))
+
+
+@pytest.fixture(scope="module")
+def program(tmp_path_factory):
+    torch.manual_seed(0)
+    path = tmp_path_factory.mktemp("cli") / "branches.pt2"
+    torch.export.save(torch.export.export(Branches().eval(), (torch.randn(1, 4, 8, 8),)), str(path))
+    return path
+
+
+def test_optimize_inspect_and_bench_a_pt2(program, tmp_path):
+    out = tmp_path / "branches_opt.pt2"
+    r = _autograph("optimize", program, "-o", out, "--method", "nimble", "--option", "inductor=false", "--json")
+    assert r.returncode == 0, r.stderr
+    report = json.loads(r.stdout)
+    assert report["method"] == "nimble" and report["streams"] >= 2 and out.exists()
+
+    r = _autograph("inspect", out, "--json")
+    assert r.returncode == 0, r.stderr
+    info = json.loads(r.stdout)
+    assert info["optimized"] and info["format"] == "autograph-program" and info["streams"] >= 2
+    assert info["inductor_parts"] == 0 and info["inputs"] == 1 and info["outputs"] == 1
+
+    r = _autograph("inspect", program)
+    assert r.returncode == 0 and "not optimized" in r.stdout and "aten.conv2d.default ×2" in r.stdout, r.stdout
+
+    r = _autograph("bench", program, "--optimized", out, "--warmup", 1, "--runs", 3, "--json")
+    assert r.returncode == 0, r.stderr
+    result = json.loads(r.stdout)
+    assert result["exported"]["median_ms"] > 0 and result["autograph"]["median_ms"] > 0 and result["speedup"] > 0
+
+
+def _error(r) -> str:
+    return r.stderr.strip().splitlines()[-1]
+
+
+def test_bad_inputs_are_one_line_errors(program, tmp_path):
+    r = _autograph("inspect", tmp_path / "missing.pt2")
+    assert r.returncode == 2 and _error(r) == f"autograph: error: cannot open '{tmp_path / 'missing.pt2'}': no such file"
+    r = _autograph("optimize", program, "-o", tmp_path / "o.pt2", "--option", "no_such_option=1")
+    assert r.returncode == 2 and _error(r).startswith("autograph: error: unknown option 'no_such_option'"), r.stderr
+    r = _autograph("optimize", program, "-o", tmp_path / "o.pt2", "--option", "verify")
+    assert r.returncode == 2 and "KEY=VALUE" in _error(r)
+    not_a_program = tmp_path / "junk.pt2"
+    not_a_program.write_bytes(b"not a zip")
+    r = _autograph("inspect", not_a_program)
+    assert r.returncode == 2 and "not a torch.export program" in _error(r), r.stderr
+
+
+def test_the_cpp_cli_names_the_export_path_for_a_pt2(cli, program, tmp_path):
+    r = subprocess.run([cli, "optimize", str(program), "-o", str(tmp_path / "o.pt")], capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 2 and "torch.export program (.pt2)" in r.stderr and "pip install" in r.stderr, r.stderr
