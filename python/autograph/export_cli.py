@@ -18,6 +18,7 @@ import statistics
 import sys
 import time
 import warnings
+import zipfile
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import torch
@@ -81,10 +82,22 @@ def _load(path: str) -> torch.export.ExportedProgram:
     try:
         return torch.export.load(path)
     except Exception as e:  # noqa: BLE001 - what torch.export.load says is the message
+        if _is_aoti_package(path):
+            raise InputError(f"'{path}' is an AOTInductor package (compiled code: run it with AOTIModelPackageLoader "
+                             "or torch._inductor.aoti_load_package), not a torch.export program; give the program "
+                             "it was compiled from") from None
         raise InputError(f"'{path}' is not a torch.export program saved with torch.export.save "
                          f"({str(e).splitlines()[0] if str(e) else type(e).__name__})") from None
     finally:
         quiet.setLevel(level)
+
+
+def _is_aoti_package(path: str) -> bool:
+    try:
+        with zipfile.ZipFile(path) as z:
+            return any("/data/aotinductor/" in name for name in z.namelist())
+    except (zipfile.BadZipFile, OSError):
+        return False
 
 
 def _example_inputs(ep, args) -> Tuple[Tuple[Any, ...], Dict[str, Any]]:
