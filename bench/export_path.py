@@ -30,7 +30,9 @@ import torch  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "python"))
+sys.path.insert(0, str(ROOT / "bench"))
 import autograph  # noqa: E402
+import rivals  # noqa: E402  (bench/rivals.py)
 from models import registry  # noqa: E402
 
 DEFAULT_MODELS = ["squeezenet", "resnet50", "inception_v3", "resnext50_32x4d", "nasnet_a_mobile", "rnntc_sru",
@@ -69,6 +71,7 @@ def main() -> int:
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--no-compile", action="store_true", help="leave torch.compile out")
     p.add_argument("--warm-cache", action="store_true", help="reuse Inductor's and autograph's compile caches")
+    p.add_argument("--no-rivals", action="store_true", help="leave ONNX Runtime and OpenVINO out")
     p.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "export-path")
     args = p.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
@@ -120,6 +123,15 @@ def main() -> int:
                 row["compile_freezing_rel_err"] = rel_err(frozen(*inputs), want)
             row["compile_freezing_s"] = time.perf_counter() - start
             runs["compile_freezing"] = lambda: frozen(*inputs)
+        if not args.no_rivals:
+            with tempfile.TemporaryDirectory() as workdir:
+                made, missing = rivals.rivals(model, inputs, Path(workdir))
+            for rival, (run, ready_s) in made.items():
+                row[f"{rival}_s"] = ready_s
+                row[f"{rival}_rel_err"] = rel_err(run(), want)
+                runs[rival] = run
+            for rival, why in missing.items():
+                row[f"{rival}_error"] = why
         if run_export is not None:
             runs["export"] = lambda: run_export(*inputs)
         with torch.no_grad():
@@ -132,6 +144,9 @@ def main() -> int:
             if "compile_median_ms" in row:
                 row["export_over_compile"] = row["compile_median_ms"] / row["export_median_ms"]
                 row["export_over_compile_freezing"] = row["compile_freezing_median_ms"] / row["export_median_ms"]
+            rival_ms = [row[f"{r}_median_ms"] for r in ("onnxruntime", "openvino") if f"{r}_median_ms" in row]
+            if rival_ms:
+                row["export_over_best_rival"] = min(rival_ms) / row["export_median_ms"]
         rows.append(row)
         print({k: (round(v, 4) if isinstance(v, float) else v) for k, v in row.items()}, flush=True)
         write(args, rows)
@@ -144,29 +159,41 @@ def write(args, rows) -> None:
         w = csv.DictWriter(f, fieldnames=keys)
         w.writeheader()
         w.writerows(rows)
-    lines = [f"# Export path vs TorchScript path ({args.method}), CPU", "",
+    lines = [f"# Export path vs TorchScript path and the rivals ({args.method}), CPU", "",
              f"`python bench/export_path.py --models {args.models} --repeats {args.repeats}` on "
              f"{torch.get_num_threads()} threads, torch {torch.__version__}. Median ms (p10–p90) of "
-             f"{args.repeats} rounds, methods alternated; speedups = the other's time / the export path's "
-             "(below 1: the export path is slower). torch.compile: Inductor, default settings, and with "
-             "weight freezing. Kept: which export-path candidate was kept (aten: ATen's kernels; whole: the graph "
-             "as one Inductor part; plan: the plan's parts).", "",
-             "| model | eager | TorchScript path | torch.compile | torch.compile (freezing) | export path | kept "
-             "| export vs TS | export vs compile / freezing "
+             f"{args.repeats} rounds, methods alternated, cold compile caches; speedups = the other's time / the "
+             "export path's (below 1: the export path is slower). torch.compile: Inductor, default settings and "
+             "with weight freezing. ONNX Runtime: CPU provider, sequential executor, all graph optimizations; "
+             "OpenVINO: CPU, latency hint; both from one torch.onnx.export (dynamo). Kept: which export-path "
+             "candidate was kept (aten: ATen's kernels; whole: the graph as one Inductor part; plan: the plan's "
+             "parts).", "",
+             "| model | eager | TorchScript path | torch.compile | torch.compile (freezing) | ONNX Runtime | OpenVINO "
+             "| export path | kept | export vs TS | vs compile / freezing | vs best of ORT, OpenVINO "
              "| optimize s (TS / export / compile / freezing) | rel. err (TS / export / compile) |",
-             "|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|"]
+             "|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|"]
+    nan = float("nan")
     for r in rows:
-        cell = lambda m: (f"{r[m + '_median_ms']:.1f} ({r[m + '_p10_ms']:.1f}–{r[m + '_p90_ms']:.1f})"
-                          if m + "_median_ms" in r else r.get("export_error", "—") if m == "export" else "—")
-        nan = float("nan")
+        def cell(m):
+            if m + "_median_ms" in r:
+                return f"{r[m + '_median_ms']:.1f} ({r[m + '_p10_ms']:.1f}–{r[m + '_p90_ms']:.1f})"
+            return r.get(m + "_error", "—")[:60]
         lines.append(f"| {r['model']} | {cell('eager')} | {cell('torchscript')} | {cell('compile')} | "
-                     f"{cell('compile_freezing')} | {cell('export')} | {r.get('export_kept', '—')} | "
+                     f"{cell('compile_freezing')} | {cell('onnxruntime')} | {cell('openvino')} | {cell('export')} | "
+                     f"{r.get('export_kept', '—')} | "
                      f"{r.get('export_over_torchscript', nan):.2f}× | {r.get('export_over_compile', nan):.2f}× / "
-                     f"{r.get('export_over_compile_freezing', nan):.2f}× | "
+                     f"{r.get('export_over_compile_freezing', nan):.2f}× | {r.get('export_over_best_rival', nan):.2f}× | "
                      f"{r['torchscript_optimize_s']:.1f} / {r.get('export_optimize_s', nan):.1f} / "
                      f"{r.get('compile_s', nan):.1f} / {r.get('compile_freezing_s', nan):.1f} | "
-                     f"{r['torchscript_rel_err']:.1e} / "
-                     f"{r.get('export_rel_err', nan):.1e} / {r.get('compile_rel_err', nan):.1e} |")
+                     f"{r['torchscript_rel_err']:.1e} / {r.get('export_rel_err', nan):.1e} / "
+                     f"{r.get('compile_rel_err', nan):.1e} |")
+    ratios = {k: [r[k] for r in rows if k in r] for k in ("export_over_torchscript", "export_over_compile_freezing",
+                                                          "export_over_best_rival")}
+    if any(ratios.values()):
+        geo = {k: (statistics.geometric_mean(v) if v else nan) for k, v in ratios.items()}
+        lines += ["", f"Geometric means of the speedups: export vs TorchScript path {geo['export_over_torchscript']:.2f}×, "
+                      f"vs torch.compile (freezing) {geo['export_over_compile_freezing']:.2f}×, vs the best of ONNX Runtime "
+                      f"and OpenVINO {geo['export_over_best_rival']:.2f}×."]
     (args.out / "README.md").write_text("\n".join(lines) + "\n")
 
 

@@ -77,3 +77,19 @@ def test_torch_compile_finds_the_backend_through_its_entry_point(tmp_path):
                        cwd=tmp_path)
     assert r.returncode == 0, r.stdout + r.stderr
     assert float(r.stdout.strip().splitlines()[-1]) <= 1e-4
+
+
+def test_autograph_command_takes_a_pt2(tmp_path):
+    """The installed command hands .pt2 (torch.export) models to the export path's commands."""
+    command = shutil.which("autograph", path=os.path.dirname(sys.executable))
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.ReLU(), torch.nn.Conv2d(8, 4, 1)).eval()
+    x = torch.randn(1, 3, 16, 16)
+    torch.export.save(torch.export.export(model, (x,)), str(tmp_path / "m.pt2"))
+    r = subprocess.run([command, "optimize", str(tmp_path / "m.pt2"), "-o", str(tmp_path / "o.pt2"), "--method",
+                        "sequential", "--option", "inductor=false"], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    r = subprocess.run([command, "inspect", str(tmp_path / "o.pt2")], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0 and "optimized by autograph" in r.stdout, r.stdout + r.stderr
+    with torch.no_grad():
+        _close(torch.export.load(str(tmp_path / "o.pt2")).module()(x), model(x))

@@ -1,0 +1,78 @@
+"""The tools a user would pick instead of autograph, as runnable callables for the benchmarks: ONNX
+Runtime (CPU execution provider, default sequential executor, all graph optimizations) and OpenVINO
+(latency hint), both from one ONNX export of the model (torch.onnx.export, the dynamo exporter).
+
+Each maker returns (run, compile seconds) where run() takes no arguments and returns the outputs as
+torch tensors (a numpy round trip included: what a user of these runtimes pays too), or raises; the
+optional packages (onnxruntime, openvino, onnxscript) are installed by `pip install onnxruntime
+openvino onnxscript onnx` and a missing one is reported by the caller, never faked.
+"""
+import os
+import time
+from pathlib import Path
+from typing import Callable, List, Sequence, Tuple
+
+import torch
+
+
+def export_onnx(model: torch.nn.Module, inputs: Sequence[torch.Tensor], path: Path) -> float:
+    """Writes `path` (opset the exporter picks, weights inside); returns the seconds it took."""
+    start = time.perf_counter()
+    with torch.no_grad():
+        torch.onnx.export(model, tuple(inputs), str(path), dynamo=True, external_data=False, verbose=False)
+    return time.perf_counter() - start
+
+
+def _as_torch(outputs) -> List[torch.Tensor]:
+    return [torch.from_numpy(o) if not isinstance(o, torch.Tensor) else o for o in outputs]
+
+
+def onnxruntime_runner(path: Path, inputs: Sequence[torch.Tensor]) -> Tuple[Callable[[], List[torch.Tensor]], float]:
+    import onnxruntime as ort
+    start = time.perf_counter()
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL  # its parallel mode is slower on few cores
+    session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    names = [i.name for i in session.get_inputs()]
+    feeds = {n: t.detach().cpu().numpy() for n, t in zip(names, inputs)}
+    session.run(None, feeds)  # the first run finishes the session's setup
+    return (lambda: _as_torch(session.run(None, feeds))), time.perf_counter() - start
+
+
+def openvino_runner(path: Path, inputs: Sequence[torch.Tensor]) -> Tuple[Callable[[], List[torch.Tensor]], float]:
+    import openvino as ov
+    start = time.perf_counter()
+    core = ov.Core()
+    compiled = core.compile_model(core.read_model(str(path)), "CPU", {"PERFORMANCE_HINT": "LATENCY"})
+    request = compiled.create_infer_request()
+    feeds = [t.detach().cpu().numpy() for t in inputs]
+    request.infer(feeds)
+
+    def run():
+        result = request.infer(feeds)
+        return _as_torch([result[o] for o in compiled.outputs])
+
+    return run, time.perf_counter() - start
+
+
+def rivals(model: torch.nn.Module, inputs: Sequence[torch.Tensor], workdir: Path):
+    """{name: (run, seconds to get it ready)} for each rival that runs here, and {name: why not}."""
+    made, missing = {}, {}
+    onnx_path = workdir / "model.onnx"
+    try:
+        export_s = export_onnx(model, inputs, onnx_path)
+    except Exception as e:  # noqa: BLE001 - the row says why
+        reason = f"ONNX export failed: {str(e).splitlines()[0][:160] if str(e) else type(e).__name__}"
+        return made, {"onnxruntime": reason, "openvino": reason}
+    for name, maker in (("onnxruntime", onnxruntime_runner), ("openvino", openvino_runner)):
+        try:
+            run, ready_s = maker(onnx_path, inputs)
+            made[name] = (run, export_s + ready_s)
+        except ImportError as e:
+            missing[name] = f"not installed ({e.name}): pip install onnxruntime openvino onnxscript onnx"
+        except Exception as e:  # noqa: BLE001 - the row says why
+            missing[name] = f"{type(e).__name__}: {str(e).splitlines()[0][:160] if str(e) else ''}"
+    if onnx_path.exists():
+        os.remove(onnx_path)
+    return made, missing
