@@ -10,10 +10,13 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unistd.h>
+#include <unordered_map>
 
 #include "autograph/error.h"
+#include "core/op_graph.h"  // ScalarTypeFromString
 
 namespace autograph {
 namespace {
@@ -62,36 +65,55 @@ std::unique_ptr<torch::inductor::AOTIModelPackageLoader> Load(const at::Tensor& 
   }
 }
 
-torch::inductor::AOTIModelPackageLoader& LoaderFor(const at::Tensor& package, const json& spec) {
+// A spec resolved once: its package's loader (shared by every spec naming that digest) and the
+// outputs it promises, so a call costs a lookup by the spec's text, not a JSON parse.
+struct Part {
+  std::shared_ptr<torch::inductor::AOTIModelPackageLoader> loader;
+  std::vector<std::vector<int64_t>> shapes;
+  std::vector<c10::ScalarType> dtypes;
+};
+
+const Part& PartFor(const at::Tensor& package, std::string_view spec) {
   static std::mutex mutex;
-  static std::map<std::string, std::unique_ptr<torch::inductor::AOTIModelPackageLoader>> loaders;
-  const std::string digest = spec["digest"].get<std::string>();
+  static std::unordered_map<std::string, std::shared_ptr<const Part>> parts;  // by spec text
+  static std::map<std::string, std::shared_ptr<torch::inductor::AOTIModelPackageLoader>> loaders;  // by digest
   std::lock_guard<std::mutex> lock(mutex);
-  auto found = loaders.find(digest);
-  if (found != loaders.end()) return *found->second;
-  if (package.scalar_type() != at::kByte || package.dim() != 1 || !package.device().is_cpu() || !package.is_contiguous())
-    throw InputError("run_inductor_part: the package must be a contiguous 1-d uint8 CPU tensor");
-  auto loader = Load(package, spec.value("device", "cpu"));
-  return *loaders.emplace(digest, std::move(loader)).first->second;
+  const std::string key(spec);
+  auto found = parts.find(key);
+  if (found != parts.end()) return *found->second;
+  const json parsed = ParseSpec(spec);
+  auto part = std::make_shared<Part>();
+  for (const json& output : parsed["outputs"]) {
+    part->shapes.push_back(output.value("shape", std::vector<int64_t>{}));
+    const std::optional<c10::ScalarType> dtype = ScalarTypeFromString(output.value("dtype", ""));
+    if (!dtype) throw InputError("run_inductor_part: the spec names an unknown dtype " + output.value("dtype", "").dump());
+    part->dtypes.push_back(*dtype);
+  }
+  const std::string digest = parsed["digest"].get<std::string>();
+  auto& loader = loaders[digest];
+  if (!loader) {
+    if (package.scalar_type() != at::kByte || package.dim() != 1 || !package.device().is_cpu() || !package.is_contiguous())
+      throw InputError("run_inductor_part: the package must be a contiguous 1-d uint8 CPU tensor");
+    loader = Load(package, parsed.value("device", "cpu"));
+  }
+  part->loader = loader;
+  return *parts.emplace(key, std::move(part)).first->second;
 }
 
 }  // namespace
 
 std::vector<at::Tensor> RunInductorPart(const std::vector<at::Tensor>& inputs, const at::Tensor& package,
                                         std::string_view spec) {
-  const json parsed = ParseSpec(spec);
-  auto& loader = LoaderFor(package, parsed);
-  std::vector<at::Tensor> outputs = loader.run(inputs);  // null stream: the current one (CUDA)
-  const json& expected = parsed["outputs"];
-  if (outputs.size() != expected.size())
+  const Part& part = PartFor(package, spec);
+  std::vector<at::Tensor> outputs = part.loader->run(inputs);  // null stream: the current one (CUDA)
+  if (outputs.size() != part.shapes.size())
     throw Error("run_inductor_part: the package returned " + std::to_string(outputs.size()) + " outputs, its spec lists " +
-                std::to_string(expected.size()) + " (a package of another part?)");
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    const auto shape = expected[i].value("shape", std::vector<int64_t>{});
-    if (outputs[i].sizes() != c10::IntArrayRef(shape))
-      throw Error("run_inductor_part: output " + std::to_string(i) + " has shape " + c10::str(outputs[i].sizes()) +
-                  ", the spec says " + c10::str(c10::IntArrayRef(shape)));
-  }
+                std::to_string(part.shapes.size()) + " (a package of another part?)");
+  for (size_t i = 0; i < outputs.size(); ++i)
+    if (outputs[i].sizes() != c10::IntArrayRef(part.shapes[i]) || outputs[i].scalar_type() != part.dtypes[i])
+      throw Error("run_inductor_part: output " + std::to_string(i) + " is " + c10::str(outputs[i].sizes()) + " " +
+                  c10::toString(outputs[i].scalar_type()) + ", the spec says " +
+                  c10::str(c10::IntArrayRef(part.shapes[i])) + " " + c10::toString(part.dtypes[i]));
   return outputs;
 }
 

@@ -313,7 +313,7 @@ def _with_inductor_parts(decomposed: ExportedProgram, graph: Dict[str, Any], imp
                                "errors": errors,
                                "candidates": {name: {"parts": parts} for name, (_, _, _, parts) in candidates.items()}}
     candidates["aten"] = (program, weights, report, 0)
-    if measure:
+    if measure and len(candidates) > 1:
         times = _time_side_by_side({k: (p, w) for k, (p, w, _, _) in candidates.items()}, tensors)
         for name, ms in times.items():
             summary["candidates"].setdefault(name, {})["median_ms"] = round(ms, 4)
