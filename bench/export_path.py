@@ -52,6 +52,7 @@ def time_side_by_side(runs, warmup: int, repeats: int):
     samples = {name: [] for name in runs}
     for _ in range(repeats):
         for name, run in runs.items():
+            run()  # untimed: the previous method's runtime threads (OpenMP, TBB, ORT) settle first
             start = time.perf_counter()
             run()
             samples[name].append((time.perf_counter() - start) * 1e3)
@@ -162,7 +163,8 @@ def write(args, rows) -> None:
     lines = [f"# Export path vs TorchScript path and the rivals ({args.method}), CPU", "",
              f"`python bench/export_path.py --models {args.models} --repeats {args.repeats}` on "
              f"{torch.get_num_threads()} threads, torch {torch.__version__}. Median ms (p10–p90) of "
-             f"{args.repeats} rounds, methods alternated, cold compile caches; speedups = the other's time / the "
+             f"{args.repeats} rounds, methods alternated (each timed call after an untimed one of the same method), "
+             "cold compile caches; speedups = the other's time / the "
              "export path's (below 1: the export path is slower). torch.compile: Inductor, default settings and "
              "with weight freezing. ONNX Runtime: CPU provider, sequential executor, all graph optimizations; "
              "OpenVINO: CPU, latency hint; both from one torch.onnx.export (dynamo). Kept: which export-path "

@@ -33,6 +33,8 @@ def onnxruntime_runner(path: Path, inputs: Sequence[torch.Tensor]) -> Tuple[Call
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL  # its parallel mode is slower on few cores
+    # Its idle threads otherwise spin after each run and slow whatever runs next (methods alternate)
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
     names = [i.name for i in session.get_inputs()]
     feeds = {n: t.detach().cpu().numpy() for n, t in zip(names, inputs)}
