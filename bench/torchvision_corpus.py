@@ -1,6 +1,8 @@
 """Real-model corpus: every torchvision classification model (and its segmentation and detection
 models) exported to TorchScript, optimized by the `autograph` CLI with each method on the CPU, and
-the optimized module's outputs compared with the original's on a fresh input.
+the optimized module's outputs compared with the original's on a fresh input. Method `export` takes
+the torch.export path instead: the model exported with torch.export, optimized by autograph.optimize,
+saved as .pt2 and loaded and run in a fresh process.
 
     python bench/torchvision_corpus.py                      # the whole corpus -> bench/results/corpus-DATE-cpu/
     python bench/torchvision_corpus.py --models resnet18,vit_b_16 --methods autograph
@@ -49,7 +51,7 @@ TOLERANCE = 1e-3
 # segmentation model), at small input sizes.
 QUICK = {"squeezenet1_1": 96, "shufflenet_v2_x0_5": 96, "mobilenet_v3_small": 96, "lraspp_mobilenet_v3_large": 96}
 
-METHODS = ("autograph", "nimble")
+METHODS = ("autograph", "nimble", "export")  # export: the torch.export path (python/autograph/export.py)
 STATUSES = ("optimized", "fallback", "mismatch", "failed", "crashed", "not-exported")
 
 
@@ -206,10 +208,65 @@ def worker(name: str, family: str, size: Optional[int], methods: List[str], cli:
     # as their users would; every other model through the CLI.
     api = "python" if "torchvision::" in str(original.inlined_graph) else "cli"
     result["export_s"] = round(time.perf_counter() - t0, 1)
-    del model, scripted
+    del scripted
     for method in methods:
-        result["rows"].append(optimize_and_check(cli, path, method, api, inputs, check, want, tolerance, timeout, work, extra))
+        if method == "export":
+            result["rows"].append(export_path_and_check(model, inputs, check, want, tolerance, timeout, work, extra))
+        else:
+            result["rows"].append(optimize_and_check(cli, path, method, api, inputs, check, want, tolerance, timeout,
+                                                     work, extra))
     return result
+
+
+RELOAD = """
+import sys, torch, autograph
+ep = torch.export.load(sys.argv[1])
+check = torch.load(sys.argv[2])
+with torch.no_grad():
+    torch.save(ep.module()(*check), sys.argv[3])
+"""
+
+
+def export_path_and_check(model, inputs, check, want, tolerance: float, timeout: float, work: Path,
+                          extra: List[str]) -> Dict[str, Any]:
+    """The export path (method "export"): torch.export, autograph.optimize (its autograph search; Inductor
+    parts only with --export-inductor), torch.export.save, then loaded and run in a fresh process."""
+    import torch
+    import autograph
+    row: Dict[str, Any] = {"method": "export", "api": "python"}
+    options = python_options(extra)
+    options.setdefault("inductor", os.environ.get("AUTOGRAPH_CORPUS_EXPORT_INDUCTOR") == "1")
+    t0 = time.perf_counter()
+    try:
+        ep = torch.export.export(model, inputs, strict=False)
+    except Exception as e:  # noqa: BLE001 - torch.export's refusal (data-dependent control flow, ...)
+        return {**row, "status": "not-exported", "reason": f"torch.export: {first_line(e)}"}
+    try:
+        optimized, report = autograph.optimize(ep, method="autograph", **options)
+    except autograph.UnsupportedModelError as e:  # refused with the reason (the TorchScript path takes it)
+        return {**row, "status": "not-exported", "reason": f"export path: {first_line(e)}"}
+    except autograph.Error as e:
+        return {**row, "status": "failed", "reason": first_line(e)}
+    row["optimize_s"] = round(time.perf_counter() - t0, 1)
+    row.update(operators=report.get("operators_before"), optimized_ops=report.get("operators_optimized"), left_ops=0,
+               stages=report.get("stages"), streams=report.get("streams"),
+               chosen=(report.get("inductor") or {}).get("kept", "aten"))
+    out, io, got_path = work / "export_opt.pt2", work / "check.pt", work / "export_out.pt"
+    torch.export.save(optimized, str(out))
+    torch.save(check, io)
+    try:
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT / "python"), os.environ.get("PYTHONPATH")]))}
+        r = subprocess.run([sys.executable, "-c", RELOAD, str(out), str(io), str(got_path)], capture_output=True,
+                           text=True, timeout=timeout, env=env)
+    except subprocess.TimeoutExpired:
+        return {**row, "status": "crashed", "reason": f"reloading the .pt2 ran past {timeout:.0f} s"}
+    if r.returncode != 0:
+        return {**row, "status": "failed", "reason": f"the reloaded .pt2 failed: {last_line(r.stderr)}"}
+    err, differs = compare(torch.load(got_path), want)
+    row["rel_err"] = err
+    if differs or err > tolerance:
+        return {**row, "status": "mismatch", "reason": differs or f"relative error {err:.2e} > {tolerance:g}"}
+    return {**row, "status": "optimized", "reason": ""}
 
 
 def optimize_and_check(cli: str, path: Path, method: str, api: str, inputs, check, want, tolerance: float,
@@ -373,6 +430,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--optimize-args", default="",
                    help='more arguments for every `autograph optimize`, e.g. "--no-check-rewrites --verify 0" '
                         "(every rewrite kept, the best predicted schedule: more code exercised, minutes less per model)")
+    p.add_argument("--export-inductor", action="store_true",
+                   help="method export: Inductor-compiled parts too (a compile per model: much longer)")
     p.add_argument("--resume", action="store_true",
                    help="keep the models already in OUT/corpus.csv and run only the others")
     p.add_argument("--out", type=Path, help="results folder (default bench/results/corpus-DATE-cpu; none with --quick)")
@@ -382,6 +441,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     a = p.parse_args(argv)
     methods = [m for m in a.methods.split(",") if m]
     extra = a.optimize_args.split()
+    if a.export_inductor:  # read by the workers (method export)
+        os.environ["AUTOGRAPH_CORPUS_EXPORT_INDUCTOR"] = "1"
     if a.worker:
         print(json.dumps(worker(a.worker, a.family, a.size, methods, a.cli, a.tolerance, a.timeout, a.work, extra)))
         return 0

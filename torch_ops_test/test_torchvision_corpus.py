@@ -1,5 +1,6 @@
 """The real-model corpus's quick subset (bench/torchvision_corpus.py --quick): torchvision models
-outside the zoo, optimized by the CLI with `autograph` and `nimble`, outputs compared with the
+outside the zoo, optimized by the CLI with `autograph` and `nimble` and by the export path (.pt2 reloaded
+in a fresh process), outputs compared with the
 original's. The whole corpus is a script (its table is under bench/results/corpus-*)."""
 import sys
 from pathlib import Path
