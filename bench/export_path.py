@@ -40,12 +40,15 @@ DEFAULT_MODELS = ["squeezenet", "resnet50", "inception_v3", "resnext50_32x4d", "
 
 
 def rel_err(got, want) -> float:
-    got = got if isinstance(got, torch.Tensor) else torch.cat([g.flatten() for g in torch.utils._pytree.tree_leaves(got)])
-    want = want if isinstance(want, torch.Tensor) else torch.cat([w.flatten() for w in torch.utils._pytree.tree_leaves(want)])
+    """max |got - want| / max |want| over all output tensors (flattened in order: the rivals return lists)."""
+    got = torch.cat([g.flatten() for g in torch.utils._pytree.tree_leaves(got)])
+    want = torch.cat([w.flatten() for w in torch.utils._pytree.tree_leaves(want)])
+    if got.numel() != want.numel():
+        raise RuntimeError(f"outputs differ in size: {got.numel()} values, expected {want.numel()}")
     return ((got.float() - want.float()).abs().max() / want.float().abs().max().clamp_min(1e-12)).item()
 
 
-def time_side_by_side(runs, warmup: int, repeats: int):
+def time_side_by_side(runs, warmup: int, repeats: int, sync=lambda: None):
     for _ in range(warmup):
         for run in runs.values():
             run()
@@ -53,8 +56,10 @@ def time_side_by_side(runs, warmup: int, repeats: int):
     for _ in range(repeats):
         for name, run in runs.items():
             run()  # untimed: the previous method's runtime threads (OpenMP, TBB, ORT) settle first
+            sync()
             start = time.perf_counter()
             run()
+            sync()
             samples[name].append((time.perf_counter() - start) * 1e3)
     return samples
 
@@ -62,6 +67,121 @@ def time_side_by_side(runs, warmup: int, repeats: int):
 def pct(xs, q):
     xs = sorted(xs)
     return xs[min(len(xs) - 1, int(q * len(xs)))]
+
+
+def export_run(model, inputs, want, args, row):
+    """The export path: exported, optimized (row gets its optimize time, error, kept candidate); the
+    optimized program's callable, or None when the path failed (row["export_error"] says why)."""
+    try:
+        start = time.perf_counter()
+        ep = torch.export.export(model, inputs, strict=False)
+        exported, report = autograph.optimize(ep, method=args.method)
+        row["export_optimize_s"] = time.perf_counter() - start
+        run_export = exported.module()
+        with torch.no_grad():
+            row["export_rel_err"] = rel_err(run_export(*inputs), want)
+    except Exception as e:  # noqa: BLE001 - a row says what failed
+        row["export_error"] = str(e).splitlines()[0][:200]
+        return None
+    row["export_stages"], row["export_streams"] = report["stages"], report["streams"]
+    inductor = report.get("inductor") or {}
+    row["export_kept"] = inductor.get("kept", "aten")
+    row["export_inductor_s"] = inductor.get("compile_s", 0.0)
+    for candidate, c in inductor.get("candidates", {}).items():
+        row[f"export_{candidate}_ms"] = c.get("median_ms", float("nan"))
+    if inductor.get("errors"):
+        row["export_inductor_errors"] = str(inductor["errors"])[:300]
+    return lambda: run_export(*inputs)
+
+
+def compile_runs(model, inputs, want, device, row):
+    """torch.compile, default and with freezing (CUDA: max-autotune, what a GPU user tries for speed);
+    the first call compiles and is timed as compile time."""
+    runs = {}
+    variants = {"compile": torch.compile(model),
+                "compile_freezing": torch.compile(model, options={"freezing": True}) if device.type == "cpu"
+                else torch.compile(model, mode="max-autotune")}
+    for name, compiled in variants.items():
+        start = time.perf_counter()
+        with torch.no_grad():
+            row[f"{name}_rel_err"] = rel_err(compiled(*inputs), want)
+        row[f"{name}_s"] = time.perf_counter() - start
+        runs[name] = (lambda c: lambda: c(*inputs))(compiled)
+    return runs
+
+
+def rival_runs(model, inputs, want, row):
+    """ONNX Runtime and OpenVINO (bench/rivals.py); a rival that does not run here is a row entry."""
+    with tempfile.TemporaryDirectory() as workdir:
+        made, missing = rivals.rivals(model, inputs, Path(workdir))
+    runs = {}
+    for rival, (run, ready_s) in made.items():
+        row[f"{rival}_s"] = ready_s
+        row[f"{rival}_rel_err"] = rel_err(run(), want)
+        runs[rival] = run
+    for rival, why in missing.items():
+        row[f"{rival}_error"] = why
+    return runs
+
+
+def ratios(row) -> None:
+    if "export_median_ms" not in row:
+        return
+    row["export_over_torchscript"] = row["torchscript_median_ms"] / row["export_median_ms"]
+    if "compile_median_ms" in row:
+        row["export_over_compile"] = row["compile_median_ms"] / row["export_median_ms"]
+        row["export_over_compile_freezing"] = row["compile_freezing_median_ms"] / row["export_median_ms"]
+    rival_ms = [row[f"{r}_median_ms"] for r in ("onnxruntime", "openvino") if f"{r}_median_ms" in row]
+    if rival_ms:
+        row["export_over_best_rival"] = min(rival_ms) / row["export_median_ms"]
+
+
+def measure(name: str, args, device, sync):
+    torch.manual_seed(0)
+    model = registry.build(name).to(device)
+    inputs = tuple(t.to(device) for t in registry.make_inputs(name))
+    with torch.no_grad():
+        want = model(*inputs)
+    row = {"model": name, "method": args.method}
+    run_export = export_run(model, inputs, want, args, row)
+    start = time.perf_counter()
+    with torch.no_grad():
+        traced = torch.jit.trace(model, inputs, check_trace=False)
+    scripted, _ = autograph.optimize(traced, list(inputs), method=args.method)
+    row["torchscript_optimize_s"] = time.perf_counter() - start
+    with torch.no_grad():
+        row["torchscript_rel_err"] = rel_err(scripted(*inputs), want)
+    runs = {"eager": lambda: model(*inputs), "torchscript": lambda: scripted(*inputs)}
+    if not args.no_compile:
+        runs.update(compile_runs(model, inputs, want, device, row))
+    if not args.no_rivals and device.type == "cpu":  # (ONNX Runtime's CUDA provider: not installed here)
+        runs.update(rival_runs(model, inputs, want, row))
+    if run_export is not None:
+        runs["export"] = run_export
+    with torch.no_grad():
+        samples = time_side_by_side(runs, args.warmup, args.repeats, sync)
+    for method, xs in samples.items():
+        row[f"{method}_median_ms"] = statistics.median(xs)
+        row[f"{method}_p10_ms"], row[f"{method}_p90_ms"] = pct(xs, 0.1), pct(xs, 0.9)
+    ratios(row)
+    return row
+
+
+def earlier_rows(path: Path, skip):
+    if not path.exists():
+        return []
+    with open(path, newline="") as f:
+        rows = [r for r in csv.DictReader(f) if r["model"] not in skip]
+    for r in rows:
+        for k, v in list(r.items()):
+            if v == "":
+                del r[k]
+            else:
+                try:
+                    r[k] = float(v) if k not in ("model", "method") and not k.endswith(("_kept", "_error", "_errors")) else v
+                except ValueError:
+                    pass
+    return rows
 
 
 def main() -> int:
@@ -73,83 +193,18 @@ def main() -> int:
     p.add_argument("--no-compile", action="store_true", help="leave torch.compile out")
     p.add_argument("--warm-cache", action="store_true", help="reuse Inductor's and autograph's compile caches")
     p.add_argument("--no-rivals", action="store_true", help="leave ONNX Runtime and OpenVINO out")
+    p.add_argument("--device", default="cpu", help="cpu or cuda (on cuda: torch.compile max-autotune instead of "
+                   "freezing, no ONNX Runtime / OpenVINO columns)")
     p.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "export-path")
+    p.add_argument("--append", action="store_true", help="keep DIR/results.csv's rows of the models not run now")
     args = p.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
-    rows = []
+    device = torch.device(args.device)
+    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
+    rows = earlier_rows(args.out / "results.csv", skip=args.models.split(",")) if args.append else []
     for name in args.models.split(","):
-        torch.manual_seed(0)
-        model = registry.build(name)
-        inputs = tuple(registry.make_inputs(name))
-        with torch.no_grad():
-            want = model(*inputs)
-        row = {"model": name, "method": args.method}
-        try:
-            start = time.perf_counter()
-            ep = torch.export.export(model, inputs, strict=False)
-            exported, report_e = autograph.optimize(ep, method=args.method)
-            row["export_optimize_s"] = time.perf_counter() - start
-            run_export = exported.module()
-            with torch.no_grad():
-                row["export_rel_err"] = rel_err(run_export(*inputs), want)
-            row["export_stages"], row["export_streams"] = report_e["stages"], report_e["streams"]
-            inductor = report_e.get("inductor") or {}
-            row["export_kept"] = inductor.get("kept", "aten")
-            row["export_inductor_s"] = inductor.get("compile_s", 0.0)
-            for candidate, c in inductor.get("candidates", {}).items():
-                row[f"export_{candidate}_ms"] = c.get("median_ms", float("nan"))
-            if inductor.get("errors"):
-                row["export_inductor_errors"] = str(inductor["errors"])[:300]
-        except Exception as e:  # noqa: BLE001 - a row says what failed
-            row["export_error"] = str(e).splitlines()[0][:200]
-            run_export = None
-        start = time.perf_counter()
-        with torch.no_grad():
-            traced = torch.jit.trace(model, inputs, check_trace=False)
-        scripted, report_t = autograph.optimize(traced, list(inputs), method=args.method)
-        row["torchscript_optimize_s"] = time.perf_counter() - start
-        with torch.no_grad():
-            row["torchscript_rel_err"] = rel_err(scripted(*inputs), want)
-        runs = {"eager": lambda: model(*inputs), "torchscript": lambda: scripted(*inputs)}
-        if not args.no_compile:
-            compiled = torch.compile(model)
-            start = time.perf_counter()
-            with torch.no_grad():
-                row["compile_rel_err"] = rel_err(compiled(*inputs), want)  # the first call compiles
-            row["compile_s"] = time.perf_counter() - start
-            runs["compile"] = lambda: compiled(*inputs)
-            frozen = torch.compile(model, options={"freezing": True})
-            start = time.perf_counter()
-            with torch.no_grad():
-                row["compile_freezing_rel_err"] = rel_err(frozen(*inputs), want)
-            row["compile_freezing_s"] = time.perf_counter() - start
-            runs["compile_freezing"] = lambda: frozen(*inputs)
-        if not args.no_rivals:
-            with tempfile.TemporaryDirectory() as workdir:
-                made, missing = rivals.rivals(model, inputs, Path(workdir))
-            for rival, (run, ready_s) in made.items():
-                row[f"{rival}_s"] = ready_s
-                row[f"{rival}_rel_err"] = rel_err(run(), want)
-                runs[rival] = run
-            for rival, why in missing.items():
-                row[f"{rival}_error"] = why
-        if run_export is not None:
-            runs["export"] = lambda: run_export(*inputs)
-        with torch.no_grad():
-            samples = time_side_by_side(runs, args.warmup, args.repeats)
-        for method, xs in samples.items():
-            row[f"{method}_median_ms"] = statistics.median(xs)
-            row[f"{method}_p10_ms"], row[f"{method}_p90_ms"] = pct(xs, 0.1), pct(xs, 0.9)
-        if run_export is not None:
-            row["export_over_torchscript"] = row["torchscript_median_ms"] / row["export_median_ms"]
-            if "compile_median_ms" in row:
-                row["export_over_compile"] = row["compile_median_ms"] / row["export_median_ms"]
-                row["export_over_compile_freezing"] = row["compile_freezing_median_ms"] / row["export_median_ms"]
-            rival_ms = [row[f"{r}_median_ms"] for r in ("onnxruntime", "openvino") if f"{r}_median_ms" in row]
-            if rival_ms:
-                row["export_over_best_rival"] = min(rival_ms) / row["export_median_ms"]
-        rows.append(row)
-        print({k: (round(v, 4) if isinstance(v, float) else v) for k, v in row.items()}, flush=True)
+        rows.append(measure(name, args, device, sync))
+        print({k: (round(v, 4) if isinstance(v, float) else v) for k, v in rows[-1].items()}, flush=True)
         write(args, rows)
     return 0
 
@@ -160,19 +215,19 @@ def write(args, rows) -> None:
         w = csv.DictWriter(f, fieldnames=keys)
         w.writeheader()
         w.writerows(rows)
-    lines = [f"# Export path vs TorchScript path and the rivals ({args.method}), CPU", "",
+    lines = [f"# Export path vs TorchScript path and the rivals ({args.method}), {args.device}", "",
              f"`python bench/export_path.py --models {args.models} --repeats {args.repeats}` on "
              f"{torch.get_num_threads()} threads, torch {torch.__version__}. Median ms (p10–p90) of "
              f"{args.repeats} rounds, methods alternated (each timed call after an untimed one of the same method), "
              "cold compile caches; speedups = the other's time / the "
              "export path's (below 1: the export path is slower). torch.compile: Inductor, default settings and "
-             "with weight freezing. ONNX Runtime: CPU provider, sequential executor, all graph optimizations; "
+             "with weight freezing (on CUDA: mode=max-autotune in that column). ONNX Runtime: CPU provider, sequential executor, all graph optimizations; "
              "OpenVINO: CPU, latency hint; both from one torch.onnx.export (dynamo). Kept: which export-path "
              "candidate was kept (aten: ATen's kernels; whole: the graph as one Inductor part; plan: the plan's "
              "parts).", "",
              "| model | eager | TorchScript path | torch.compile | torch.compile (freezing) | ONNX Runtime | OpenVINO "
              "| export path | kept | export vs TS | vs compile / freezing | vs best of ORT, OpenVINO "
-             "| optimize s (TS / export / compile / freezing) | rel. err (TS / export / compile) |",
+             "| optimize s (TS / export / compile / freezing) | rel. err (TS / export / compile / ORT / OpenVINO) |",
              "|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|"]
     nan = float("nan")
     for r in rows:
@@ -188,7 +243,8 @@ def write(args, rows) -> None:
                      f"{r['torchscript_optimize_s']:.1f} / {r.get('export_optimize_s', nan):.1f} / "
                      f"{r.get('compile_s', nan):.1f} / {r.get('compile_freezing_s', nan):.1f} | "
                      f"{r['torchscript_rel_err']:.1e} / {r.get('export_rel_err', nan):.1e} / "
-                     f"{r.get('compile_rel_err', nan):.1e} |")
+                     f"{r.get('compile_rel_err', nan):.1e} / {r.get('onnxruntime_rel_err', nan):.1e} / "
+                     f"{r.get('openvino_rel_err', nan):.1e} |")
     ratios = {k: [r[k] for r in rows if k in r] for k in ("export_over_torchscript", "export_over_compile_freezing",
                                                           "export_over_best_rival")}
     if any(ratios.values()):
