@@ -85,8 +85,9 @@ const Part& PartFor(const at::Tensor& package, std::string_view spec) {
   auto part = std::make_shared<Part>();
   for (const json& output : parsed["outputs"]) {
     part->shapes.push_back(output.value("shape", std::vector<int64_t>{}));
-    const std::optional<c10::ScalarType> dtype = ScalarTypeFromString(output.value("dtype", ""));
-    if (!dtype) throw InputError("run_inductor_part: the spec names an unknown dtype " + output.value("dtype", "").dump());
+    const std::string name = output.value("dtype", "");
+    const std::optional<c10::ScalarType> dtype = ScalarTypeFromString(name);
+    if (!dtype) throw InputError("run_inductor_part: the spec names an unknown dtype '" + name + "'");
     part->dtypes.push_back(*dtype);
   }
   const std::string digest = parsed["digest"].get<std::string>();
