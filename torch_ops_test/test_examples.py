@@ -34,7 +34,8 @@ def test_example_runs(script, args, tmp_path):
 def test_aoti_package_runs_from_cpp(tmp_path):
     """examples/aoti_package: the optimized model as an AOTInductor package, run by the C++ program CMake
     built (AOTIModelPackageLoader after loading autograph's library), outputs checked against eager."""
-    build = Path(os.environ.get("AUTOGRAPH_BUILD_DIR", ROOT / "build"))
+    cli = os.environ.get("AUTOGRAPH_CLI")  # scripts/test.sh: the build directory's CLI
+    build = Path(os.environ.get("AUTOGRAPH_BUILD_DIR") or (Path(cli).parent if cli else ROOT / "build"))
     runner = build / "run_aoti_package"
     if not runner.exists() and os.environ.get("AUTOGRAPH_TEST_INSTALLED") == "1":
         pytest.skip("the C++ example is built in the build directory, not installed with the package")
