@@ -17,7 +17,7 @@ TEST(OptimizeOptionsFromJson, SetsWhatIsGivenAndKeepsTheDefaults) {
   autograph::OptimizeOptions o = autograph::OptimizeOptionsFromJson(json::parse(R"({
     "method": "ios", "device": "cpu", "max_streams": 3, "ios_r": 2, "ios_s": 5, "ios_block": 12,
     "verify": 0, "alpha": 0.5, "budget": 7, "block_states": 99, "r": 2, "time_limit": 1.5,
-    "stitch": false, "check_rewrites": false, "cost": "analytical", "device_model": "h100", "cost_cache": "none"})"));
+    "stitch": false, "inductor": false, "check_rewrites": false, "cost": "analytical", "device_model": "h100", "cost_cache": "none"})"));
   EXPECT_EQ(o.search.method, "ios");
   EXPECT_EQ(o.executor.device, c10::Device(c10::kCPU));
   EXPECT_EQ(o.search.max_streams, 3);
@@ -31,6 +31,7 @@ TEST(OptimizeOptionsFromJson, SetsWhatIsGivenAndKeepsTheDefaults) {
   EXPECT_EQ(o.search.autograph_r, 2);
   EXPECT_DOUBLE_EQ(o.search.time_limit, 1.5);
   EXPECT_FALSE(o.substitutions.stitch);
+  EXPECT_FALSE(o.substitutions.inductor);
   EXPECT_FALSE(o.substitutions.check_rewrites);
   EXPECT_EQ(o.cost.model, "analytical");
   EXPECT_EQ(o.cost.device_model, "h100");
@@ -51,7 +52,7 @@ TEST(OptimizeOptionsFromJson, SubstitutionsSwitchesTheSixRewritesOfTheGraph) {
 
 TEST(OptimizeOptionsFromJson, EveryKeyIsKnownAndTheTableHasNoDuplicates) {
   std::vector<std::string> keys = autograph::OptimizeOptionKeys();
-  EXPECT_EQ(keys.size(), 27u);
+  EXPECT_EQ(keys.size(), 28u);
   std::sort(keys.begin(), keys.end());
   EXPECT_EQ(std::adjacent_find(keys.begin(), keys.end()), keys.end());
 }
