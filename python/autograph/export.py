@@ -11,6 +11,7 @@ import json
 import logging
 import operator
 import statistics
+import sys
 import time
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -328,6 +329,15 @@ def _with_inductor_parts(decomposed: ExportedProgram, graph: Dict[str, Any], imp
     return program, weights, chosen
 
 
+def _progress(message: str) -> None:
+    """What optimize is doing while Inductor compiles (tens of seconds a part): on a terminal, a line on
+    stderr; elsewhere the "autograph" logger's info."""
+    if sys.stderr.isatty():
+        print(f"autograph: {message}", file=sys.stderr, flush=True)
+    else:
+        _log.info("autograph: %s", message)
+
+
 def inductor_candidates(decomposed: ExportedProgram, graph: Dict[str, Any], imported: "_Imported", program: str,
                         weights: List[torch.Tensor], tensors: List[torch.Tensor], settings: Dict[str, Any]):
     """The programs with parts compiled by Inductor: "whole" (the graph as one part) and, when the
@@ -338,7 +348,7 @@ def inductor_candidates(decomposed: ExportedProgram, graph: Dict[str, Any], impo
     device = torch.device(settings["device"])
     body = json.loads(program[program.index("\n") + 1:])
     builder = parts_module.PartBuilder(decomposed, graph, imported.value_of, imported.weights, device,
-                                       progress=lambda message: _log.info("autograph: %s", message))
+                                       progress=_progress)
     cuts = {"whole": parts_module.whole_graph_part(body)}
     plan_parts = builder.closed(parts_module.parts_of_plan(body))
     if 1 < len(plan_parts) <= parts_module.MAX_PARTS:
