@@ -57,7 +57,7 @@ def block():
 
 
 def _body(stages, nodes_per_op):
-    return {"operators": [{"nodes": nodes, "anchor": nodes[0], "kind": "memory_bound", "flops": 1.0}
+    return {"operators": [{"nodes": nodes, "anchor": nodes[0], "kind": "memory", "flops": 1.0}
                           for nodes in nodes_per_op],
             "schedule": {"version": 1, "stages": [{"strategy": "concurrent", "groups": g} for g in stages]}}
 
@@ -67,6 +67,8 @@ def test_parts_of_plan_cut_serial_runs_and_concurrent_groups():
     assert inductor_parts.parts_of_plan(body) == [[0, 1, 2], [3, 4], [5], [6, 7]]
     assert inductor_parts.whole_graph_part(body) == [[0, 1, 2, 3, 4, 5, 6, 7]]
     assert inductor_parts.part_costs(body, [3, 4, 5]) == (3.0, False)  # operators anchored at 3, 4, 5
+    body["operators"][3]["kind"] = "compute"  # the kind names of op_graph.cpp's ToString
+    assert inductor_parts.part_costs(body, [3, 4, 5]) == (3.0, True)
 
 
 def _builder(ep):
@@ -163,3 +165,41 @@ def test_a_damaged_package_is_a_clear_error():
         torch.ops.autograph.run_inductor_part([torch.randn(2)], torch.zeros(100, dtype=torch.uint8), "{}")
     with pytest.raises(ValueError, match="1-d uint8 CPU tensor"):
         torch.ops.autograph.run_inductor_part([torch.randn(2)], torch.zeros(100), spec.replace("0" * 64, "1" * 64))
+
+
+class Unrolled(torch.nn.Module):
+    """One weight used at every step (an unrolled RNN): freezing would pack it once per use."""
+
+    def __init__(self):
+        super().__init__()
+        self.step = torch.nn.Linear(8, 8)
+
+    def forward(self, x):
+        h = torch.zeros(x.shape[0], 8)
+        for t in range(x.shape[1]):
+            h = torch.tanh(self.step(x[:, t]) + h)
+        return h
+
+
+def test_a_weight_shared_by_several_operators_is_also_compiled_unfrozen():
+    torch.manual_seed(0)
+    model, x = Unrolled().eval(), torch.randn(2, 4, 8)
+    with torch.no_grad():
+        want = model(x)
+    decomposed, graph, weights, imported, _ = _builder(torch.export.export(model, (x,)))
+    settings = {"method": "sequential", "device": "cpu"}
+    program, _ = export_module._plan(graph, weights + [x], settings)
+    body = json.loads(program[program.index("\n") + 1:])
+    assert inductor_parts.shares_weights(graph, body)
+    built, errors, _ = export_module.inductor_candidates(decomposed, graph, imported, program, weights, [x], settings)
+    assert not errors and set(built) == {"whole", "whole_unfrozen"}
+    for name, (text, kept_weights, _, _) in built.items():
+        (got,) = torch.ops.autograph.execute(kept_weights + [x], text)
+        _close(got, want)
+
+
+def test_weights_used_once_are_compiled_frozen_only(block):
+    _, x, _, ep = block
+    decomposed, graph, weights, _, _ = _builder(ep)
+    program, _ = export_module._plan(graph, weights + [x], {"method": "sequential", "device": "cpu"})
+    assert not inductor_parts.shares_weights(graph, json.loads(program[program.index("\n") + 1:]))

@@ -340,8 +340,9 @@ def _progress(message: str) -> None:
 
 def inductor_candidates(decomposed: ExportedProgram, graph: Dict[str, Any], imported: "_Imported", program: str,
                         weights: List[torch.Tensor], tensors: List[torch.Tensor], settings: Dict[str, Any]):
-    """The programs with parts compiled by Inductor: "whole" (the graph as one part) and, when the
-    plan in `program` runs groups side by side, "plan" (its parts), each planned again over its parts.
+    """The programs with parts compiled by Inductor: "whole" (the graph as one part), "plan" (its parts)
+    when the plan in `program` runs groups side by side, and "whole_unfrozen" (no freezing) when a weight
+    feeds several compute-bound operators; each planned again over its parts.
     Returns {name: (program, weights, report, parts)}, {name: why it could not be built} and how many
     parts came from the disk cache."""
     from . import inductor_parts as parts_module
@@ -353,10 +354,13 @@ def inductor_candidates(decomposed: ExportedProgram, graph: Dict[str, Any], impo
     plan_parts = builder.closed(parts_module.parts_of_plan(body))
     if 1 < len(plan_parts) <= parts_module.MAX_PARTS:
         cuts["plan"] = plan_parts
+    if parts_module.shares_weights(graph, body):
+        cuts["whole_unfrozen"] = cuts["whole"]
     built, errors = {}, {}
     for name, parts in cuts.items():
         try:
-            compiled = [builder.compile(p, f"{name} part {k + 1}/{len(parts)}") for k, p in enumerate(parts)]
+            compiled = [builder.compile(p, f"{name} part {k + 1}/{len(parts)}", freezing=name != "whole_unfrozen")
+                        for k, p in enumerate(parts)]
             rewritten, kept_weights = parts_module.rewrite_with_parts(graph, weights, body, parts, compiled, device)
             rewritten_program, rewritten_report = _plan(rewritten, kept_weights + tensors, settings)
             for key in ("inductor", "check_rewrites"):

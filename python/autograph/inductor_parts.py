@@ -9,7 +9,8 @@ as a uint8 tensor among the program's weights; the executor runs it on its threa
 operator. The search then plans over the parts (their FLOPs and kind stand for them).
 
 Two candidates are built: the whole graph as one part (Inductor's own plan) and, when the kept plan
-runs groups side by side, the plan's parts. Each is timed against the program on ATen's kernels, side
+runs groups side by side, the plan's parts; when a weight feeds several compute-bound operators, the
+whole graph is compiled without freezing too (freezing packs a weight once per use). Each is timed against the program on ATen's kernels, side
 by side on the device, and the fastest is kept (never slower). Packages are cached on disk, keyed by
 the part's graph, its weights, the device, the Inductor settings and the torch version.
 """
@@ -62,11 +63,23 @@ def whole_graph_part(body: Dict[str, Any]) -> List[List[int]]:
              for op in group for n in body["operators"][op]["nodes"]]]
 
 
+def shares_weights(graph: Dict[str, Any], body: Dict[str, Any]) -> bool:
+    """Whether a weight feeds several compute-bound operators (an unrolled RNN's steps): Inductor's
+    freezing packs a weight once per use, so such graphs are also compiled without it."""
+    compute = {n for op in body["operators"] if op["kind"] == "compute" for n in op["nodes"]}
+    weights = {v for v, w in zip(graph["inputs"], graph["weights"]) if w}
+    uses: Dict[int, int] = {}
+    for i in compute:
+        for v in set(_reads(graph["nodes"][i])) & weights:
+            uses[v] = uses.get(v, 0) + 1
+    return any(n > 1 for n in uses.values())
+
+
 def part_costs(body: Dict[str, Any], part: Sequence[int]) -> Tuple[float, bool]:
     """The FLOPs of a part's operators and whether any of them is compute-bound."""
     members = set(part)
     ops = [op for op in body["operators"] if op["anchor"] in members]
-    return sum(op.get("flops", 0.0) for op in ops), any(op["kind"] == "compute_bound" for op in ops)
+    return sum(op.get("flops", 0.0) for op in ops), any(op["kind"] == "compute" for op in ops)
 
 
 class PartBuilder:
@@ -147,11 +160,12 @@ class PartBuilder:
         graph.output(tuple(env[n] for n in returned))
         return torch.fx.GraphModule(module, graph), input_ids, [self.value_of[n.name] for n in returned]
 
-    def compile(self, part: Sequence[int], label: str) -> Tuple[bytes, List[int], List[int]]:
+    def compile(self, part: Sequence[int], label: str, freezing: bool = True) -> Tuple[bytes, List[int], List[int]]:
         """The part's AOTInductor package (from the disk cache when there) and its input / output ids."""
         gm, input_ids, output_ids = self.module_of(part)
         examples = tuple(_example(self.graph["values"][v], self.device) for v in input_ids)
-        key = _cache_key(gm, examples, self.device)
+        configs = dict(_INDUCTOR_CONFIGS, freezing=freezing)
+        key = _cache_key(gm, examples, self.device, configs)
         path = os.path.join(cache_dir(), key + ".pt2")
         self.cached += os.path.exists(path)
         if not os.path.exists(path):
@@ -161,7 +175,7 @@ class PartBuilder:
                 exported = torch.export.export(gm, examples, strict=False)
                 partial = f"{path[:-4]}.{os.getpid()}.partial.pt2"
                 torch._inductor.aoti_compile_and_package(exported, package_path=partial,
-                                                         inductor_configs=dict(_INDUCTOR_CONFIGS))
+                                                         inductor_configs=configs)
             os.replace(partial, path)  # whole packages only, also with concurrent optimizers
         with open(path, "rb") as f:
             return f.read(), input_ids, output_ids
@@ -271,9 +285,10 @@ def _example(info: Dict[str, Any], device: torch.device) -> torch.Tensor:
     return t
 
 
-def _cache_key(gm: torch.fx.GraphModule, examples: Sequence[torch.Tensor], device: torch.device) -> str:
+def _cache_key(gm: torch.fx.GraphModule, examples: Sequence[torch.Tensor], device: torch.device,
+               configs: Dict[str, Any]) -> str:
     h = hashlib.sha256()
-    h.update(f"{torch.__version__}|{device}|{json.dumps(_INDUCTOR_CONFIGS, sort_keys=True)}|".encode())
+    h.update(f"{torch.__version__}|{device}|{json.dumps(configs, sort_keys=True)}|".encode())
     h.update(gm.code.encode())
     for t in examples:
         h.update(f"{tuple(t.shape)}{t.stride()}{t.dtype}".encode())
