@@ -12,6 +12,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unistd.h>
 #include <unordered_map>
 
@@ -68,6 +69,7 @@ std::unique_ptr<torch::inductor::AOTIModelPackageLoader> Load(const at::Tensor& 
 // A spec resolved once: its package's loader (shared by every spec naming that digest) and the
 // outputs it promises, so a call costs a lookup by the spec's text, not a JSON parse.
 struct Part {
+  std::string spec;  // the key of its entry (a view of this string: no copy per lookup)
   std::shared_ptr<torch::inductor::AOTIModelPackageLoader> loader;
   std::vector<std::vector<int64_t>> shapes;
   std::vector<c10::ScalarType> dtypes;
@@ -75,14 +77,14 @@ struct Part {
 
 const Part& PartFor(const at::Tensor& package, std::string_view spec) {
   static std::mutex mutex;
-  static std::unordered_map<std::string, std::shared_ptr<const Part>> parts;  // by spec text
+  static std::unordered_map<std::string_view, std::shared_ptr<const Part>> parts;  // by spec text
   static std::map<std::string, std::shared_ptr<torch::inductor::AOTIModelPackageLoader>> loaders;  // by digest
   std::lock_guard<std::mutex> lock(mutex);
-  const std::string key(spec);
-  auto found = parts.find(key);
+  auto found = parts.find(spec);
   if (found != parts.end()) return *found->second;
   const json parsed = ParseSpec(spec);
   auto part = std::make_shared<Part>();
+  part->spec = std::string(spec);
   for (const json& output : parsed["outputs"]) {
     part->shapes.push_back(output.value("shape", std::vector<int64_t>{}));
     const std::string name = output.value("dtype", "");
@@ -98,6 +100,7 @@ const Part& PartFor(const at::Tensor& package, std::string_view spec) {
     loader = Load(package, parsed.value("device", "cpu"));
   }
   part->loader = loader;
+  const std::string_view key = part->spec;
   return *parts.emplace(key, std::move(part)).first->second;
 }
 

@@ -18,8 +18,6 @@ import hashlib
 import json
 import operator
 import os
-import statistics
-import time
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import torch
@@ -296,15 +294,6 @@ def _cache_key(gm: torch.fx.GraphModule, examples: Sequence[torch.Tensor], devic
         h.update(f"{name}{tuple(b.shape)}{b.stride()}{b.dtype}".encode())
         h.update(b.detach().cpu().contiguous().view(torch.uint8).numpy().tobytes() if b.numel() else b"")
     return h.hexdigest()[:32]
-
-
-def median_ms(run: Callable[[], Any], repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        run()
-        times.append((time.perf_counter() - start) * 1e3)
-    return statistics.median(times)
 
 
 __all__ = ["parts_of_plan", "whole_graph_part", "PartBuilder", "rewrite_with_parts", "cache_dir", "MAX_PARTS"]
