@@ -150,13 +150,6 @@ def test_data_dependent_control_flow_names_the_torchscript_path():
         autograph.optimize(Branchy(), (torch.randn(3),), ir="export", inductor=False)
 
 
-def test_dynamic_shapes_are_refused_with_a_clear_error():
-    model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU())
-    batch = torch.export.Dim("batch", min=2, max=64)
-    with pytest.raises(autograph.UnsupportedModelError, match="dynamic shapes"):
-        autograph.optimize(model, (torch.randn(4, 4),), ir="export", dynamic_shapes=({0: batch},), inductor=False)
-
-
 def test_buffer_mutation_is_refused_with_a_clear_error():
     class Counter(torch.nn.Module):
         def __init__(self):

@@ -155,10 +155,20 @@ AtenArgument ArgumentFromJson(const json& v, const std::string& where) {
   } else if (v.is_object() && v.size() == 1 && v.contains("values")) {
     a.kind = AtenArgument::Kind::ValueList;
     if (!v.at("values").is_array()) Malformed(where + ": values is not a list");
+    bool has_constants = false;
     for (const json& e : v.at("values")) {
+      if (e.is_object()) {  // {"int": n}: a constant element of an int list
+        if (e.size() != 1 || !e.contains("int")) Malformed(where + ": a list element " + e.dump());
+        a.values.emplace_back(std::nullopt);
+        a.element_constants.emplace_back(IntOf(e.at("int"), where));
+        has_constants = true;
+        continue;
+      }
       if (e.is_null()) a.values.emplace_back(std::nullopt);
       else a.values.emplace_back(static_cast<int>(IntOf(e, where)));
+      a.element_constants.emplace_back();
     }
+    if (!has_constants) a.element_constants.clear();
   } else {
     a.constant = ConstantFromJson(v, where);
   }
@@ -171,7 +181,12 @@ json ArgumentToJson(const AtenArgument& a) {
       return {{"value", a.value}};
     case AtenArgument::Kind::ValueList: {
       json list = json::array();
-      for (const auto& v : a.values) list.push_back(v ? json(*v) : json(nullptr));
+      for (size_t i = 0; i < a.values.size(); ++i) {
+        if (a.values[i]) list.push_back(*a.values[i]);
+        else if (i < a.element_constants.size() && a.element_constants[i].isInt())
+          list.push_back({{"int", a.element_constants[i].toInt()}});
+        else list.push_back(nullptr);
+      }
       return {{"values", list}};
     }
     case AtenArgument::Kind::Constant:

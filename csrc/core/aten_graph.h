@@ -23,7 +23,11 @@ struct AtenArgument {
   enum class Kind { Value, ValueList, Constant };
   Kind kind = Kind::Constant;
   int value = -1;                          // Kind::Value
-  std::vector<std::optional<int>> values;  // Kind::ValueList: Tensor[] / Tensor?[] (nullopt = None)
+  // Kind::ValueList: Tensor[] / Tensor?[] (nullopt = None), or an int[] / SymInt[] whose elements are
+  // sizes the graph computes (dynamic shapes) mixed with constants: element i is values[i] when set,
+  // else element_constants[i] (None or an int; element_constants is empty when no element is a constant).
+  std::vector<std::optional<int>> values;
+  std::vector<c10::IValue> element_constants;
   c10::IValue constant;                    // Kind::Constant: None, bool, int, float, str, lists, dtype, device...
 };
 

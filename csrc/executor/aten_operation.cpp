@@ -11,10 +11,11 @@ namespace {
 
 // Where the step finds one schema argument.
 struct ArgumentSource {
-  enum class Kind { Read, TensorList, OptionalTensorList, Constant };
+  enum class Kind { Read, TensorList, OptionalTensorList, IntList, Constant };
   Kind kind = Kind::Constant;
-  std::vector<int> positions;  // into the popped reads; -1: None (optional lists)
+  std::vector<int> positions;  // into the popped reads; -1: None (optional lists) or the constant element
   c10::IValue constant;
+  std::vector<int64_t> ints;   // IntList: the constant elements (where positions[i] is -1)
 };
 
 c10::TypePtr WithoutOptional(const c10::TypePtr& type) {
@@ -64,10 +65,26 @@ ArgumentSource SourceOf(const AtenArgument& given, const c10::Argument& argument
       if (!list) throw UnsupportedModelError(where + ": argument '" + argument.name() + "' is not a list, but a list of values is passed");
       const c10::TypePtr element = list->getElementType();
       const bool optional = element->kind() == c10::TypeKind::OptionalType;
+      if (element->kind() == c10::TypeKind::IntType) {  // int[] / SymInt[] with sizes the graph computes
+        source.kind = ArgumentSource::Kind::IntList;
+        for (size_t i = 0; i < given.values.size(); ++i) {
+          if (given.values[i]) {
+            source.positions.push_back(static_cast<int>(reads->size()));
+            reads->push_back(*given.values[i]);
+            source.ints.push_back(0);
+          } else if (i < given.element_constants.size() && given.element_constants[i].isInt()) {
+            source.positions.push_back(-1);
+            source.ints.push_back(given.element_constants[i].toInt());
+          } else {
+            throw UnsupportedModelError(where + ": None in an int list argument '" + argument.name() + "'");
+          }
+        }
+        break;
+      }
       if (WithoutOptional(element)->kind() != c10::TypeKind::TensorType)
         throw UnsupportedModelError(where + ": argument '" + argument.name() + "' (" + argument.type()->str() +
-                                    ") gets values computed by the graph (dynamic shapes?); autograph passes only "
-                                    "tensors that way");
+                                    ") gets values computed by the graph; autograph passes only tensors and sizes "
+                                    "that way");
       source.kind = optional ? ArgumentSource::Kind::OptionalTensorList : ArgumentSource::Kind::TensorList;
       for (const std::optional<int>& v : given.values) {
         if (!v && !optional) throw UnsupportedModelError(where + ": None in a Tensor[] argument");
@@ -172,6 +189,14 @@ AtenStep AtenStepOf(const AtenGraph& graph, int index, std::vector<int>* reads) 
           c10::List<std::optional<at::Tensor>> list;
           list.reserve(s.positions.size());
           for (int p : s.positions) list.push_back(p < 0 ? std::nullopt : std::optional<at::Tensor>(read[p].toTensor()));
+          stack.emplace_back(std::move(list));
+          break;
+        }
+        case ArgumentSource::Kind::IntList: {
+          c10::List<int64_t> list;
+          list.reserve(s.positions.size());
+          for (size_t i = 0; i < s.positions.size(); ++i)
+            list.push_back(s.positions[i] < 0 ? s.ints[i] : read[s.positions[i]].toInt());
           stack.emplace_back(std::move(list));
           break;
         }

@@ -1,7 +1,9 @@
 #include "executor/aten_program.h"
 
 #include <ATen/core/grad_mode.h>
+#include <ATen/ops/empty_strided.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <unordered_map>
@@ -34,6 +36,69 @@ AtenProgram::AtenProgram(OpGraph graph, Schedule schedule, ExecutorOptions optio
     : graph_(std::move(graph)), schedule_(std::move(schedule)), options_(options) {
   TORCH_CHECK(graph_.aten_graph(), "AtenProgram: the operator graph is not over an exported program");
   executor_ = std::make_unique<StageExecutor>(graph_, schedule_, options_);
+  num_inputs_ = graph_.aten_graph()->inputs.size();
+}
+
+void AtenProgram::SetOtherShapes(std::shared_ptr<const AtenGraph> graph, std::vector<int> positions) {
+  const AtenGraph& plan = *graph_.aten_graph();
+  if (positions.size() != graph->inputs.size())
+    throw Error("corrupted program: " + std::to_string(positions.size()) + " input positions for a graph of " +
+                std::to_string(graph->inputs.size()) + " inputs");
+  if (graph->outputs.size() != plan.outputs.size())
+    throw Error("corrupted program: the graph for other shapes returns " + std::to_string(graph->outputs.size()) +
+                " values, the plan " + std::to_string(plan.outputs.size()));
+  size_t count = plan.inputs.size();
+  for (size_t k = 0; k < positions.size(); ++k) {
+    if (positions[k] < 0) throw Error("corrupted program: input position " + std::to_string(positions[k]));
+    count = std::max(count, static_cast<size_t>(positions[k]) + 1);
+    // An input the plan reads too must be the same tensor to both.
+    if (static_cast<size_t>(positions[k]) < plan.inputs.size()) {
+      const AtenValueInfo& mine = graph->values[graph->inputs[k]];
+      const AtenValueInfo& planned = plan.values[plan.inputs[positions[k]]];
+      const bool weight = graph->input_is_weight[k];
+      if (weight != plan.input_is_weight[positions[k]] || mine.tensor != planned.tensor ||
+          mine.meta.dtype != planned.meta.dtype || mine.meta.shape.size() != planned.meta.shape.size() ||
+          (weight && mine.meta.shape != planned.meta.shape))
+        throw Error("corrupted program: input " + std::to_string(k) + " of the graph for other shapes is not the plan's input " +
+                    std::to_string(positions[k]));
+    }
+  }
+  auto other = std::make_unique<OtherShapes>();
+  std::vector<int> order(graph->nodes.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
+  other->compiled = std::make_unique<CompiledGraph>(graph, order);
+  for (size_t o = 0; o < plan.outputs.size(); ++o) {
+    const AtenValueInfo& planned = plan.values[plan.outputs[o]];
+    const AtenValueInfo& mine = graph->values[graph->outputs[o]];
+    if (planned.meta.shape != mine.meta.shape || planned.meta.dtype != mine.meta.dtype)
+      throw Error("corrupted program: output " + std::to_string(o) + " of the plan is " + ShapeAndType(planned.meta) +
+                  ", of the graph for other shapes at the planned shape " + ShapeAndType(mine.meta));
+    other->restride.push_back(planned.stride != mine.stride);
+  }
+  other->graph = std::move(graph);
+  other->positions = std::move(positions);
+  num_inputs_ = count;
+  other_shapes_ = std::move(other);
+}
+
+std::string AtenProgram::WithGraphForOtherShapes(const std::string& text, const std::string& graph,
+                                                 const std::vector<int>& positions) {
+  const size_t newline = text.find('\n');
+  json header = json::parse(text.substr(0, newline), nullptr, /*allow_exceptions=*/false);
+  json body = json::parse(newline == std::string::npos ? std::string() : text.substr(newline + 1), nullptr,
+                          /*allow_exceptions=*/false);
+  json other = json::parse(graph, nullptr, /*allow_exceptions=*/false);
+  if (header.is_discarded() || body.is_discarded() || !body.is_object())
+    throw Error("not an autograph program: the text does not start with an autograph-program header");
+  if (other.is_discarded()) throw Error("malformed exported graph: not JSON");
+  body["other_shapes"] = {{"graph", std::move(other)}, {"inputs", positions}};
+  const std::string body_text = body.dump();
+  header["version"] = kDynamicFormatVersion;
+  header["dynamic"] = true;
+  header["digest"] = DigestOf(body_text);
+  std::string result = header.dump() + "\n" + body_text;
+  FromText(result);  // validates
+  return result;
 }
 
 std::string AtenProgram::ToText() const {
@@ -49,17 +114,20 @@ std::string AtenProgram::ToText() const {
                      {"edges", edges},
                      {"schedule", ScheduleToJson(schedule_)},
                      {"cuda_graph", options_.cuda_graph}};
-  const std::string body_text = body.dump();
+  json full = body;
+  if (other_shapes_) full["other_shapes"] = {{"graph", other_shapes_->graph->ToJson()}, {"inputs", other_shapes_->positions}};
+  const std::string body_text = full.dump();
   json outputs = json::array();
   for (int v : aten.outputs) {
     const AtenValueInfo& info = aten.values[v];
     outputs.push_back({{"shape", info.meta.shape}, {"stride", info.stride}, {"dtype", c10::toString(info.meta.dtype)}});
   }
-  const json header = {{"format", kFormatName},
-                       {"version", kFormatVersion},
-                       {"digest", DigestOf(body_text)},
-                       {"device", options_.device.str()},
-                       {"outputs", outputs}};
+  json header = {{"format", kFormatName},
+                 {"version", other_shapes_ ? kDynamicFormatVersion : kFormatVersion},
+                 {"digest", DigestOf(body_text)},
+                 {"device", options_.device.str()},
+                 {"outputs", outputs}};
+  if (other_shapes_) header["dynamic"] = true;
   return header.dump() + "\n" + body_text;
 }
 
@@ -70,10 +138,10 @@ std::shared_ptr<const AtenProgram> AtenProgram::FromText(const std::string& text
       header.value("format", std::string()) != kFormatName)
     throw Error("not an autograph program: the text does not start with an autograph-program header");
   const int64_t version = header.value("version", int64_t{-1});
-  if (version != kFormatVersion)
+  if (version != kFormatVersion && version != kDynamicFormatVersion)
     throw Error("this optimized program has autograph format version " + std::to_string(version) +
-                ", but this build reads version " + std::to_string(kFormatVersion) +
-                "; re-run autograph.optimize on the exported model");
+                ", but this build reads versions " + std::to_string(kFormatVersion) + " and " +
+                std::to_string(kDynamicFormatVersion) + "; re-run autograph.optimize on the exported model");
   const std::string body_text = text.substr(newline + 1);
   if (header.value("digest", std::string()) != DigestOf(body_text))
     throw Error("corrupted program: its digest does not match its contents (truncated or edited)");
@@ -104,7 +172,18 @@ std::shared_ptr<const AtenProgram> AtenProgram::FromText(const std::string& text
     ExecutorOptions options;
     options.device = c10::Device(header.at("device").get<std::string>());
     options.cuda_graph = body.at("cuda_graph").get<bool>();
-    return std::make_shared<const AtenProgram>(std::move(graph), ScheduleFromJson(body.at("schedule")), options);
+    auto program = std::make_shared<AtenProgram>(std::move(graph), ScheduleFromJson(body.at("schedule")), options);
+    if (body.contains("other_shapes") != (version == kDynamicFormatVersion))
+      throw Error("corrupted program: version " + std::to_string(version) + " with" +
+                  (body.contains("other_shapes") ? "" : "out") + " a graph for other shapes");
+    if (body.contains("other_shapes")) {
+      const json& other = body.at("other_shapes");
+      std::vector<int> positions;
+      for (const json& p : other.at("inputs")) positions.push_back(PlanIndex(p));
+      program->SetOtherShapes(std::make_shared<const AtenGraph>(AtenGraph::FromJson(other.at("graph"))),
+                              std::move(positions));
+    }
+    return program;
   } catch (const json::exception& e) {
     throw Error(std::string("corrupted program: ") + e.what());
   } catch (const Error&) {
@@ -137,12 +216,12 @@ std::shared_ptr<const AtenProgram> AtenProgram::Cached(std::string_view text) {
 
 std::vector<at::Tensor> AtenProgram::Run(const std::vector<at::Tensor>& inputs) const {
   const AtenGraph& aten = *graph_.aten_graph();
-  if (inputs.size() != aten.inputs.size()) {
-    throw InputError("the optimized program takes " + std::to_string(aten.inputs.size()) + " tensors (weights and inputs), got " +
+  if (inputs.size() != num_inputs_) {
+    throw InputError("the optimized program takes " + std::to_string(num_inputs_) + " tensors (weights and inputs), got " +
                      std::to_string(inputs.size()));
   }
   bool other_shape = false;
-  for (size_t i = 0; i < inputs.size(); ++i) {
+  for (size_t i = 0; i < aten.inputs.size(); ++i) {
     const at::Tensor& t = inputs[i];
     const TensorMeta& meta = aten.values[aten.inputs[i]].meta;
     const std::string where = "tensor " + std::to_string(i) + (aten.input_is_weight[i] ? " (a weight)" : " (an input)");
@@ -156,6 +235,7 @@ std::vector<at::Tensor> AtenProgram::Run(const std::vector<at::Tensor>& inputs) 
                        ", but the program was optimized for " + ShapeAndType(meta));
     other_shape |= t.sizes() != at::IntArrayRef(meta.shape);
   }
+  if (other_shape && other_shapes_) return RunOtherShapes(inputs);
   if (other_shape) {
     std::call_once(other_shape_note_, [] {
       TORCH_WARN("autograph: the program was planned for other input shapes; running it on these is correct if the "
@@ -163,7 +243,29 @@ std::vector<at::Tensor> AtenProgram::Run(const std::vector<at::Tensor>& inputs) 
     });
   }
   at::NoGradGuard no_grad;  // inference: weights may be parameters, and no run records autograd history
-  std::vector<c10::IValue> outputs = executor_->Run(std::vector<c10::IValue>(inputs.begin(), inputs.end()));
+  std::vector<c10::IValue> outputs =
+      executor_->Run(std::vector<c10::IValue>(inputs.begin(), inputs.begin() + aten.inputs.size()));
+  std::vector<at::Tensor> tensors;
+  tensors.reserve(outputs.size());
+  for (size_t o = 0; o < outputs.size(); ++o) {
+    at::Tensor t = std::move(outputs[o]).toTensor();
+    // A dynamic program's outputs have the strides its graph gives at every shape (what its fake
+    // implementation says), whichever way they were computed.
+    if (other_shapes_ && other_shapes_->restride[o]) {
+      const AtenValueInfo& info = other_shapes_->graph->values[other_shapes_->graph->outputs[o]];
+      t = at::empty_strided(t.sizes(), info.stride, t.options()).copy_(t);
+    }
+    tensors.push_back(std::move(t));
+  }
+  return tensors;
+}
+
+std::vector<at::Tensor> AtenProgram::RunOtherShapes(const std::vector<at::Tensor>& inputs) const {
+  std::vector<c10::IValue> graph_inputs;
+  graph_inputs.reserve(other_shapes_->positions.size());
+  for (int p : other_shapes_->positions) graph_inputs.emplace_back(inputs[p]);
+  at::NoGradGuard no_grad;
+  std::vector<c10::IValue> outputs = other_shapes_->compiled->Run(std::move(graph_inputs));
   std::vector<at::Tensor> tensors;
   tensors.reserve(outputs.size());
   for (c10::IValue& v : outputs) tensors.push_back(std::move(v).toTensor());

@@ -5,6 +5,12 @@
 // tensors), and the same StageExecutor as a TorchScript Program runs the schedule on CPU threads or
 // CUDA streams. The text's first line is a header (format, digest of the rest, device, the outputs'
 // metadata) that autograph::execute's fake implementation reads and its cache is keyed by.
+//
+// A program exported with dynamic shapes is planned for one shape (its example's) and carries the
+// original graph beside the plan, with its sizes computed by the graph (sym_size, autograph::scalar_op):
+// inputs of the planned shape run the plan, others run that graph operator by operator. Such a
+// program (format version 2, header "dynamic": true) takes the original's weights that the plan no
+// longer reads (frozen into compiled parts) after the user's tensors.
 #include <ATen/core/Tensor.h>
 
 #include <memory>
@@ -15,6 +21,7 @@
 
 #include "core/op_graph.h"
 #include "core/schedule.h"
+#include "executor/compiled_graph.h"
 #include "executor/executor_options.h"
 #include "executor/stage_executor.h"
 
@@ -22,7 +29,8 @@ namespace autograph {
 
 class AtenProgram {
  public:
-  static constexpr int64_t kFormatVersion = 1;
+  static constexpr int64_t kFormatVersion = 1;         // a program planned for one shape
+  static constexpr int64_t kDynamicFormatVersion = 2;  // with the graph for other shapes beside it
 
   // `graph` is over an AtenGraph (graph.aten_graph()); the schedule must validate against it (the
   // StageExecutor checks: ScheduleError).
@@ -37,21 +45,39 @@ class AtenProgram {
   // FromText once per distinct text in this process, so a call costs a lookup (by header, which holds
   // the body's digest) and a comparison of the text, not a parse. Thread-safe.
   static std::shared_ptr<const AtenProgram> Cached(std::string_view text);
+  // `text` with `graph` (AtenGraph JSON: the program's graph for any shape) beside its plan; the
+  // graph's k-th input is the run's input at `positions[k]` (the plan's inputs first, then extra
+  // weights). Validates the result as FromText does.
+  static std::string WithGraphForOtherShapes(const std::string& text, const std::string& graph,
+                                             const std::vector<int>& positions);
 
   // Runs the schedule on the graph's inputs (weights first, then the user's tensors, as the exported
   // program's placeholders are ordered) and returns its outputs. Checks their number, devices, ranks
-  // and dtypes (InputError); other sizes run with a one-time note. Thread-safe.
+  // and dtypes (InputError); other sizes run the graph for other shapes when the program has one,
+  // else the plan with a one-time note. Thread-safe.
   std::vector<at::Tensor> Run(const std::vector<at::Tensor>& inputs) const;
 
   const OpGraph& graph() const { return graph_; }
   const Schedule& schedule() const { return schedule_; }
   const ExecutorOptions& options() const { return options_; }
+  bool dynamic() const { return other_shapes_ != nullptr; }
 
  private:
+  struct OtherShapes {
+    std::shared_ptr<const AtenGraph> graph;
+    std::vector<int> positions;  // per graph input: its index among Run's inputs
+    std::unique_ptr<CompiledGraph> compiled;
+    std::vector<bool> restride;  // per output: the plan returns other strides than the graph
+  };
+  void SetOtherShapes(std::shared_ptr<const AtenGraph> graph, std::vector<int> positions);
+  std::vector<at::Tensor> RunOtherShapes(const std::vector<at::Tensor>& inputs) const;
+
   OpGraph graph_;
   Schedule schedule_;
   ExecutorOptions options_;
   std::unique_ptr<StageExecutor> executor_;
+  std::unique_ptr<OtherShapes> other_shapes_;
+  size_t num_inputs_ = 0;  // the plan's, plus the extra weights of other_shapes_
   mutable std::once_flag other_shape_note_;
 };
 

@@ -15,6 +15,13 @@ std::vector<at::Tensor> ExecuteOp(const std::vector<at::Tensor>& inputs, c10::st
   return WithTorchErrors([&] { return AtenProgram::Cached(std::string_view(program.data(), program.size()))->Run(inputs); });
 }
 
+std::string WithGraphForOtherShapesOp(const std::string& program, const std::string& graph,
+                                      const std::vector<int64_t>& positions) {
+  return WithTorchErrors([&] {
+    return AtenProgram::WithGraphForOtherShapes(program, graph, std::vector<int>(positions.begin(), positions.end()));
+  });
+}
+
 }  // namespace
 }  // namespace autograph
 
@@ -22,4 +29,7 @@ TORCH_LIBRARY_FRAGMENT(autograph, m) {
   // Pure: reads its inputs, writes nothing else.
   m.def("execute(Tensor[] inputs, str program) -> Tensor[]");
   m.impl("execute", c10::DispatchKey::CompositeExplicitAutograd, TORCH_FN(autograph::ExecuteOp));
+  // The export path's step for a program exported with dynamic shapes (see AtenProgram).
+  m.def("with_graph_for_other_shapes(str program, str graph, int[] positions) -> str",
+        TORCH_FN(autograph::WithGraphForOtherShapesOp));
 }
