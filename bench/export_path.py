@@ -26,6 +26,7 @@ if "--warm-cache" not in sys.argv:
     os.environ["TORCHINDUCTOR_CACHE_DIR"] = tempfile.mkdtemp(prefix="inductor-cache-")
     os.environ["AUTOGRAPH_INDUCTOR_CACHE"] = tempfile.mkdtemp(prefix="autograph-inductor-")
 import torch  # noqa: E402
+import torch._inductor.utils  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -37,6 +38,23 @@ from models import registry  # noqa: E402
 
 DEFAULT_MODELS = ["squeezenet", "resnet50", "inception_v3", "resnext50_32x4d", "nasnet_a_mobile", "rnntc_sru",
                   "bert_base", "randwire", "nasnet_a_large"]
+
+
+def fresh_compile_caches() -> None:
+    """Before each compiling method of each model (unless --warm-cache): new on-disk caches and Inductor's
+    in-memory ones cleared, so no method reuses kernels another compiled (the same fused kernel has the
+    same source whoever asks for it). Inductor's one-time check of the CPU's vector ISA is done once
+    before the run (warm_isa_check): it is paid once per machine, not per model."""
+    if "--warm-cache" in sys.argv:
+        return
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = tempfile.mkdtemp(prefix="inductor-cache-")
+    os.environ["AUTOGRAPH_INDUCTOR_CACHE"] = tempfile.mkdtemp(prefix="autograph-inductor-")
+    torch._inductor.utils.clear_inductor_caches()
+
+
+def warm_isa_check() -> None:
+    from torch._inductor import cpu_vec_isa
+    cpu_vec_isa.valid_vec_isa_list()
 
 
 def rel_err(got, want) -> float:
@@ -73,6 +91,7 @@ def export_run(model, inputs, want, args, row):
     """The export path: exported, optimized (row gets its optimize time, error, kept candidate); the
     optimized program's callable, or None when the path failed (row["export_error"] says why)."""
     try:
+        fresh_compile_caches()
         start = time.perf_counter()
         ep = torch.export.export(model, inputs, strict=False)
         exported, report = autograph.optimize(ep, method=args.method)
@@ -102,6 +121,7 @@ def compile_runs(model, inputs, want, device, row):
                 "compile_freezing": torch.compile(model, options={"freezing": True}) if device.type == "cpu"
                 else torch.compile(model, mode="max-autotune")}
     for name, compiled in variants.items():
+        fresh_compile_caches()
         start = time.perf_counter()
         with torch.no_grad():
             row[f"{name}_rel_err"] = rel_err(compiled(*inputs), want)
@@ -201,6 +221,7 @@ def main() -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     device = torch.device(args.device)
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
+    warm_isa_check()
     rows = earlier_rows(args.out / "results.csv", skip=args.models.split(",")) if args.append else []
     for name in args.models.split(","):
         rows.append(measure(name, args, device, sync))

@@ -149,6 +149,23 @@ def test_the_fastest_candidate_is_kept_and_every_one_is_reported(block):
     _close(optimized.module()(x), want)
 
 
+def test_a_candidate_whose_outputs_differ_is_never_kept(block, monkeypatch):
+    """A candidate is kept only with the plan's outputs, however fast: here a "whole" candidate that is
+    the plan itself on doubled weights (wrong by order 1) is dropped and reported."""
+    import autograph.export as export_module
+    _, x, want, ep = block
+
+    def wrong_candidates(decomposed, graph, imported, program, weights, tensors, settings):
+        return {"whole": (program, [w * 2 for w in weights], {}, 1)}, {}, 0
+
+    monkeypatch.setattr(export_module, "inductor_candidates", wrong_candidates)
+    optimized, report = autograph.optimize(ep, method="sequential")
+    summary = report["inductor"]
+    assert summary["kept"] == "aten" and "whole" not in summary["candidates"]
+    assert "from the plan's" in summary["errors"]["whole"]
+    _close(optimized.module()(x), want, tol=1e-5)
+
+
 def test_inductor_off_compiles_nothing(block):
     _, x, want, ep = block
     optimized, report = autograph.optimize(ep, method="nimble", inductor=False)
