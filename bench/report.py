@@ -3,12 +3,13 @@
 
 Usage: bench/report.py DIR [--baseline jit]
 
-Reads DIR/results.csv (`autograph bench` rows, plus torch_compile_* rows from bench/torch_compile_bench.py;
-several devices and batch sizes may be mixed) and, per (device, batch):
+Reads DIR/results.csv (`autograph bench` rows, plus torch_compile_*, onnxruntime, openvino and
+autograph_export rows from bench/torch_compile_bench.py; several devices and batch sizes may be mixed)
+and, per (device, batch):
   - latency: rows = models, columns = methods (jit, jit_frozen, taso_jit, nimble, taso_nimble, ios,
     autograph, then the others), cells = median ms, `1.234 (2.10×)` = speedup over the baseline,
-    the fastest cell of a row in bold (torch.compile columns are reference only: never bold unless
-    nothing else is in the row), `–` = no row for that method;
+    the fastest cell of a row in bold, whichever method it is (the rivals' columns included),
+    `–` = no row for that method;
   - speedup over the baseline per model and method, and the geometric mean of each method;
   - accuracy: max relative error against the TorchScript module, ⚠ above 1e-3.
 Writes DIR/results.md (replacing the one `autograph bench` wrote) and prints it; writes DIR/speedup.svg,
@@ -30,6 +31,7 @@ NUMERIC_FIELDS = CSV_FIELDS[4:]
 PAPER_METHODS = ["jit", "jit_frozen", "taso_jit", "nimble", "taso_nimble", "ios", "autograph"]
 OUR_EXTRA_METHODS = ["sequential", "greedy"]
 REFERENCE_PREFIX = "torch_compile_"
+RIVALS = ("onnxruntime", "openvino")  # the tools a user would pick instead (bench/rivals.py)
 ACCURACY_LIMIT = 1e-3
 EMPTY = "–"
 PROG = "report.py"
@@ -95,7 +97,8 @@ def method_order(methods: Sequence[str]) -> List[str]:
 
 
 def is_reference(method: str) -> bool:
-    return method.startswith(REFERENCE_PREFIX)
+    """Another tool's column (torch.compile, ONNX Runtime, OpenVINO): ordered after autograph's own."""
+    return method.startswith(REFERENCE_PREFIX) or method in RIVALS
 
 
 def speedup(by_method: Dict[str, dict], method: str, baseline: str) -> Optional[float]:
@@ -120,9 +123,7 @@ def group_markdown(key: Key, models: Dict[str, Dict[str, dict]], methods: List[s
     lines = [f"## {device}, batch {batch}", "", "### Latency", ""]
     body = []
     for model, by_method in models.items():
-        # Reference-only columns compete for bold only when the row has nothing else.
-        contenders = [m for m in by_method if not is_reference(m)] or list(by_method)
-        fastest = min(by_method[m]["median_ms"] for m in contenders)
+        fastest = min(row["median_ms"] for row in by_method.values())
         cells = [model]
         for method in methods:
             if method not in by_method:
@@ -132,13 +133,13 @@ def group_markdown(key: Key, models: Dict[str, Dict[str, dict]], methods: List[s
             s = speedup(by_method, method, baseline)
             if s is not None:
                 cell += f" ({s:.2f}×)"
-            if method in contenders and by_method[method]["median_ms"] == fastest:
+            if by_method[method]["median_ms"] == fastest:
                 cell = f"**{cell}**"
             cells.append(cell)
         body.append(cells)
     lines += table(["model"] + methods, body)
-    lines += ["", f"Median ms (batch {batch}, {device}); (n×) = speedup over {baseline}; torch.compile columns "
-                  f"are reference only. **Bold**: fastest in the row, torch.compile excluded.", ""]
+    lines += ["", f"Median ms (batch {batch}, {device}); (n×) = speedup over {baseline}. **Bold**: fastest in the "
+                  f"row, whichever tool it is (torch.compile, ONNX Runtime and OpenVINO included).", ""]
 
     others = [m for m in methods if m != baseline]
     lines += [f"### Speedup over {baseline}", ""]

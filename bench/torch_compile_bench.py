@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
-"""torch.compile latencies of zoo models, appended to an `autograph bench` results.csv as reference columns.
+"""torch.compile latencies of zoo models, appended to an `autograph bench` results.csv as reference columns;
+with --rivals also ONNX Runtime's and OpenVINO's, and with --export-path autograph's export path.
 
 Usage: bench/torch_compile_bench.py --zoo models/zoo --out DIR --models resnet50 bert_base
                                     [--device cpu|cuda] [--batch 1] [--warmup 50] [--runs 100]
-                                    [--modes default reduce-overhead]
+                                    [--modes default reduce-overhead freezing] [--rivals] [--export-path]
 
 Per model: the eager module from models/registry.py with the weights of ZOO/NAME.pt loaded into it
 (same state-dict keys, so exactly the exported weights), inputs shaped from ZOO/NAME.json with the
@@ -14,12 +15,19 @@ one-time start-up paid before the first model); then warm-up and timed runs unde
 timed with CUDA events on the current stream (CUDA) or perf_counter (CPU); `autograph bench` times wall
 clock with a synchronize per run, so on CUDA these columns read slightly low by comparison. One row per
 (model, mode), method torch_compile_<mode with - as _>, is appended to DIR/results.csv (header written
-when the file is absent). Run it after `autograph bench`, which overwrites results.csv.
+when the file is absent). Run it after `autograph bench`, which overwrites results.csv. Mode
+`freezing` is the default mode with Inductor's weight freezing (what a CPU user tries for speed).
+--rivals (CPU): methods onnxruntime (CPU execution provider, sequential executor) and openvino (latency
+hint, f32), both from one ONNX export (bench/rivals.py; search_s = export and session set-up; a rival
+whose package is missing is reported and skipped, never faked). --export-path: method
+autograph_export, the model exported with torch.export and optimized by autograph.optimize (Inductor
+parts on; search_s = export and optimize).
 Exit 0 when at least one row was written, 1 when none, 2 on bad arguments.
 """
 import argparse
 import csv
 import json
+import os
 import sys
 import time
 import warnings
@@ -32,7 +40,7 @@ if str(ROOT) not in sys.path:
 
 CSV_FIELDS = ["model", "batch", "device", "method", "median_ms", "p10_ms", "p90_ms", "max_abs_err", "max_rel_err",
               "search_s"]
-MODES = ["default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"]
+MODES = ["default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs", "freezing"]
 INPUT_SEED = 0  # autograph bench's MakeExampleInputs seed: both tools time the same input values
 PROG = "torch_compile_bench"
 
@@ -141,7 +149,8 @@ def bench_mode(model, inputs, reference, mode: str, args, cuda: bool) -> dict:
             torch.cuda.synchronize()
 
     start = time.perf_counter()
-    compiled = torch.compile(model, mode=mode)
+    compiled = (torch.compile(model, options={"freezing": True}) if mode == "freezing"
+                else torch.compile(model, mode=mode))
 
     def call():
         if uses_cudagraphs:
@@ -160,6 +169,40 @@ def bench_mode(model, inputs, reference, mode: str, args, cuda: bool) -> dict:
         times = time_runs(call, args.warmup, args.runs, cuda)
     return {"median_ms": percentile(times, 0.5), "p10_ms": percentile(times, 0.1), "p90_ms": percentile(times, 0.9),
             "max_abs_err": max_abs, "max_rel_err": max_rel, "search_s": search_s}
+
+
+def bench_callable(call, reference, ready_s: float, args, cuda: bool) -> dict:
+    """A method that is ready to run (its set-up took ready_s): outputs checked, then timed."""
+    import torch
+    with torch.inference_mode():
+        max_abs, max_rel = output_errors(flatten_tensors(call()), reference)
+        times = time_runs(call, args.warmup, args.runs, cuda)
+    return {"median_ms": percentile(times, 0.5), "p10_ms": percentile(times, 0.1), "p90_ms": percentile(times, 0.9),
+            "max_abs_err": max_abs, "max_rel_err": max_rel, "search_s": ready_s}
+
+
+def rival_methods(model, inputs, device):
+    """{method: (call, ready seconds)} for ONNX Runtime and OpenVINO, and {method: why not}."""
+    import tempfile
+    if device.type != "cpu":
+        why = "CPU only here (ONNX Runtime's CUDA provider is not installed on the GPU machine)"
+        return {}, {"onnxruntime": why, "openvino": why}
+    sys.path.insert(0, str(ROOT / "bench"))
+    import rivals
+    with tempfile.TemporaryDirectory() as workdir:
+        return rivals.rivals(model, inputs, Path(workdir))
+
+
+def export_path_method(model, inputs):
+    """autograph's export path: (call, seconds to export and optimize)."""
+    import torch
+    sys.path.insert(0, str(ROOT / "python"))
+    import autograph
+    start = time.perf_counter()
+    ep = torch.export.export(model, tuple(inputs), strict=False)
+    optimized, _ = autograph.optimize(ep)
+    module = optimized.module()
+    return (lambda: module(*inputs)), time.perf_counter() - start
 
 
 def warm_up_compiler(device) -> None:
@@ -201,8 +244,11 @@ def parse_args(argv: Optional[List[str]]) -> argparse.Namespace:
     p.add_argument("--batch", type=int, default=1)
     p.add_argument("--warmup", type=int, default=50, help="warm-up runs after the first (compiling) call")
     p.add_argument("--runs", type=int, default=100, help="timed runs")
-    p.add_argument("--modes", nargs="+", choices=MODES, default=["default", "reduce-overhead"],
-                   help="torch.compile modes (default: default reduce-overhead)")
+    p.add_argument("--modes", nargs="*", choices=MODES, default=["default", "reduce-overhead"],
+                   help="torch.compile modes (default: default reduce-overhead; none: --modes alone)")
+    p.add_argument("--rivals", action="store_true", help="also ONNX Runtime and OpenVINO (CPU; bench/rivals.py)")
+    p.add_argument("--export-path", action="store_true",
+                   help="also autograph's export path (torch.export, then autograph.optimize with Inductor parts)")
     p.add_argument("--out", type=Path, required=True, help="directory of results.csv (created when missing)")
     p.add_argument("--threads", type=int, default=None,
                    help="intra-op CPU threads (default: torch's default, as `autograph bench` uses); inductor's "
@@ -249,8 +295,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     if args.threads is not None:
         torch.set_num_threads(args.threads)
     if not args.use_compile_cache:
+        import tempfile
         import torch._inductor.config
         torch._inductor.config.force_disable_caches = True
+        # autograph's own cache of compiled parts too: the export path's search_s is a cold optimize.
+        os.environ["AUTOGRAPH_INDUCTOR_CACHE"] = tempfile.mkdtemp(prefix="autograph-inductor-")
     warnings.filterwarnings("ignore", "dynamo_pgo force disabled", UserWarning)
     cuda = args.device == "cuda"
     device = torch.device(args.device)
@@ -277,10 +326,25 @@ def main(argv: Optional[List[str]] = None) -> int:
         except Exception as e:  # one model's failure must not stop the others
             print(f"{PROG}: {name}: skipped, cannot prepare the model: {one_line(e)}", file=sys.stderr, flush=True)
             continue
-        for mode in args.modes:
-            method = method_name(mode)
+        methods = [(method_name(mode), (lambda m: lambda: bench_mode(model, inputs, reference, m, args, cuda))(mode))
+                   for mode in args.modes]
+        if args.rivals:
             try:
-                result = bench_mode(model, inputs, reference, mode, args, cuda)
+                made, missing = rival_methods(model, inputs, device)
+            except Exception as e:  # noqa: BLE001 - the rivals are reported, the rest goes on
+                made, missing = {}, {"onnxruntime and openvino": one_line(e)}
+            for rival, why in missing.items():
+                print(f"{PROG}: {name} {rival}: skipped: {why}", file=sys.stderr, flush=True)
+            methods += [(rival, (lambda c, s: lambda: bench_callable(c, reference, s, args, cuda))(call, ready_s))
+                        for rival, (call, ready_s) in made.items()]
+        if args.export_path:
+            def export_run(model=model, inputs=inputs, reference=reference):
+                call, ready_s = export_path_method(model, inputs)
+                return bench_callable(call, reference, ready_s, args, cuda)
+            methods.append(("autograph_export", export_run))
+        for method, run in methods:
+            try:
+                result = run()
             except Exception as e:
                 print(f"{PROG}: {name} {method}: skipped: {one_line(e)}", file=sys.stderr, flush=True)
                 if cuda:

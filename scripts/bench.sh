@@ -6,8 +6,10 @@
 # bench/results/<device>-<date>/: results.csv, results.md (tables), speedup.svg, environment.txt.
 # Usage: scripts/bench.sh [--full] [--device cpu|cuda] [--models "resnet50 bert_base"] [--batch "1 16"]
 #                         [--methods "jit autograph"] [--runs N] [--warmup N] [--out DIR]
-#   --full: every zoo model (NASNet-A Large included on CPU too) and torch.compile (default,
-#   reduce-overhead) as reference columns. On a GPU machine whose python3 already has torch 2.11 (no
+#   --full: every zoo model (NASNet-A Large included on CPU too) and the other tools' columns
+#   (bench/torch_compile_bench.py): torch.compile default and with weight freezing (CUDA: default and
+#   max-autotune), ONNX Runtime and OpenVINO (CPU), and autograph's export path (torch.export +
+#   Inductor parts), each with its compile time. On a GPU machine whose python3 already has torch 2.11 (no
 #   network) that python is used directly (scripts/setup.sh); carry .deps/ (scripts/bundle_deps.sh)
 #   where the C++ dependencies are not installed.
 set -euo pipefail
@@ -27,7 +29,7 @@ while [ $# -gt 0 ]; do
     --runs) runs=$2; shift 2 ;;
     --warmup) warmup=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
-    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
     *) echo "bench.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -58,11 +60,13 @@ echo "## Latency ($device)"
 "$cli" bench $models --zoo "$zoo" --device "$device" --methods $methods --batch $batches --runs "$runs" \
   --warmup "$warmup" --out "$out" >/dev/null || echo "bench.sh: some method runs failed (see above)" >&2
 if [ $full -eq 1 ]; then
-  # torch.compile as reference columns, appended to results.csv (compiles take minutes per model).
+  # The other tools' columns and the export path, appended to results.csv (compiles take minutes per model).
+  if [ "$device" = cuda ]; then modes="default max-autotune" rivals=""; else modes="default freezing" rivals="--rivals"; fi
   for b in $batches; do
     # shellcheck disable=SC2086
     "$PYTHON" bench/torch_compile_bench.py --zoo "$zoo" --models $models --device "$device" --batch "$b" \
-      --runs "$runs" --warmup "$warmup" --out "$out" || echo "bench.sh: torch.compile reference skipped" >&2
+      --runs "$runs" --warmup "$warmup" --out "$out" --modes $modes $rivals --export-path \
+      || echo "bench.sh: the other tools' columns skipped" >&2
   done
 fi
 "$PYTHON" bench/report.py "$out"

@@ -12,6 +12,9 @@
 #              CudaSanitizer.MultiStreamEagerRun and CudaSanitizer.GraphReplay, each run with a timeout
 #   bench      `autograph bench` of the paper's methods at batch 1, one zoo model at a time while time
 #              is left; measured costs and optimized modules are cached under OUT_DIR/cache
+#   others     the other tools' columns in the same table (bench/torch_compile_bench.py): torch.compile
+#              default and max-autotune, and autograph's export path (torch.export, Inductor parts
+#              compiled by Triton), one model at a time while time is left (compiles take minutes)
 # Calling again with the same OUT_DIR resumes: steps and sanitizer runs that passed on the same
 # sources, and benchmarked models, are kept (the measured costs too, so searches do not re-measure).
 # A failing step does not stop the later ones. Exit status 0 only when every step passed (or was
@@ -27,7 +30,7 @@
 #               CUDA-registration checks); the benchmark runs on CPU, squeezenet only, 3 timed runs.
 #   --budget S  seconds for all the steps (default 540 on a GPU, leaving time to pack within a
 #               10-minute call; 5400 when rehearsing); each step's timeout comes out of what is left
-#   --steps     a subset of env,build,zoo,tests,sanitizer,bench
+#   --steps     a subset of env,build,zoo,tests,sanitizer,bench,others
 #   --models    the models to benchmark (default: the whole zoo, smallest first)
 #   --verbose   each step's output on the console too, not only in OUT_DIR/logs/ (CI)
 # On the GPU machine (carry .deps):
@@ -36,7 +39,7 @@ set -uo pipefail  # no -e: a failing step must not stop the later ones
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root" || exit 1
 
-ALL_STEPS="env build zoo tests sanitizer bench"
+ALL_STEPS="env build zoo tests sanitizer bench others"
 SANITIZER_TOOLS="memcheck racecheck synccheck"
 SANITIZER_TESTS=${AUTOGRAPH_SANITIZER_TESTS:-CudaSanitizer.MultiStreamEagerRun CudaSanitizer.GraphReplay}
 BENCH_METHODS="jit jit_frozen taso_jit nimble taso_nimble ios autograph"
@@ -247,20 +250,64 @@ step_bench() {
       *) echo "failed $GC_SOURCES" > "$dir/status"; failed+=("$m") ;;
     esac
   done
-  # One table from every model's rows (report.py keeps the last row per model, method and batch).
-  local csv=$GC_OUT/bench/results.csv first=1 f
+  merge_tables "$models"
+  local n
+  n=$(echo $models | wc -w)
+  note "$device, batch 1: ${#done_[@]} of $n models done${failed:+; some methods FAILED on ${failed[*]}}${timed_out:+; timed out: ${timed_out[*]}}${left:+; not reached: ${left[*]}}$([ ${#timed_out[@]} -gt 0 ] || [ ${#left[@]} -gt 0 ] && echo ': call again with the same OUT_DIR to resume')$([ "$GC_REHEARSE" = 1 ] && echo ' (CPU rehearsal of the harness: 3 runs, not a measurement)')"
+  [ ${#failed[@]} -eq 0 ] || return 1
+  [ ${#timed_out[@]} -eq 0 ] && [ ${#left[@]} -eq 0 ] || return $INCOMPLETE
+}
+
+# One table from every model's rows of both benchmark steps (report.py keeps the last row per model,
+# method and batch).
+merge_tables() {
+  local csv=$GC_OUT/bench/results.csv first=1 f m
+  mkdir -p "$GC_OUT/bench"
   rm -f "$csv"
-  for m in $models; do
-    f=$GC_OUT/bench/$m/results.csv
-    [ -f "$f" ] || continue
-    if [ $first -eq 1 ]; then cat "$f" > "$csv"; first=0; else tail -n +2 "$f" >> "$csv"; fi
+  for m in $1; do
+    for f in "$GC_OUT/bench/$m/results.csv" "$GC_OUT/others/$m/results.csv"; do
+      [ -s "$f" ] || continue
+      if [ $first -eq 1 ]; then cat "$f" > "$csv"; first=0; else tail -n +2 "$f" >> "$csv"; fi
+    done
   done
   if [ -f "$csv" ]; then
     "$GC_PYTHON" bench/report.py "$GC_OUT/bench" > /dev/null && cp "$GC_OUT/bench/results.md" "$GC_OUT/results.md"
   fi
+}
+
+step_others() {
+  local device=cuda runs=() modes=(default max-autotune) models=$GC_MODELS
+  if [ "$GC_REHEARSE" = 1 ]; then
+    # The harness end to end on CPU, not a measurement: one small model, the export path only.
+    device=cpu runs=(--runs 3 --warmup 1) modes=() models=${GC_MODELS_GIVEN:-squeezenet}
+  fi
+  local m dir rc t done_=() failed=() timed_out=() left=()
+  for m in $models; do
+    dir=$GC_OUT/others/$m
+    mkdir -p "$dir"
+    case "$(cat "$dir/status" 2>/dev/null)" in
+      "done $GC_SOURCES") done_+=("$m"); echo "$m: done in an earlier call"; continue ;;
+      "failed $GC_SOURCES") failed+=("$m"); echo "$m: failed in an earlier call (see logs/others-$m.log)"; continue ;;
+    esac
+    t=$(run_time_left); [ $t -le $BENCH_MODEL_MAX_S ] || t=$BENCH_MODEL_MAX_S
+    if [ $t -lt 60 ]; then left+=("$m"); continue; fi
+    echo "== $m (timeout ${t}s)"
+    rm -f "$dir/results.csv"  # a rerun replaces the model's rows
+    AUTOGRAPH_LIBRARY=$GC_BUILD_DIR/libautograph.so XDG_CACHE_HOME=$GC_OUT/cache timeout -k 10 "$t" \
+      "$GC_PYTHON" bench/torch_compile_bench.py --zoo "$GC_ZOO" --models "$m" --device "$device" --batch 1 \
+      --modes "${modes[@]}" --export-path "${runs[@]}" --out "$dir" > "$GC_OUT/logs/others-$m.log" 2>&1
+    rc=$?
+    grep -E ' ms \(p10|skipped' "$GC_OUT/logs/others-$m.log"
+    case $rc in
+      0) echo "done $GC_SOURCES" > "$dir/status"; done_+=("$m") ;;
+      124|137) echo "timed out $GC_SOURCES" > "$dir/status"; timed_out+=("$m") ;;
+      *) echo "failed $GC_SOURCES" > "$dir/status"; failed+=("$m") ;;
+    esac
+  done
+  merge_tables "$models"
   local n
   n=$(echo $models | wc -w)
-  note "$device, batch 1: ${#done_[@]} of $n models done${failed:+; some methods FAILED on ${failed[*]}}${timed_out:+; timed out: ${timed_out[*]}}${left:+; not reached: ${left[*]}}$([ ${#timed_out[@]} -gt 0 ] || [ ${#left[@]} -gt 0 ] && echo ': call again with the same OUT_DIR to resume')$([ "$GC_REHEARSE" = 1 ] && echo ' (CPU rehearsal of the harness: 3 runs, not a measurement)')"
+  note "$device, batch 1: torch.compile (${modes[*]:-none}) and the export path: ${#done_[@]} of $n models done${failed:+; FAILED on ${failed[*]}}${timed_out:+; timed out: ${timed_out[*]}}${left:+; not reached: ${left[*]}}$([ "$GC_REHEARSE" = 1 ] && echo ' (CPU rehearsal of the harness: 3 runs, not a measurement)')"
   [ ${#failed[@]} -eq 0 ] || return 1
   [ ${#timed_out[@]} -eq 0 ] && [ ${#left[@]} -eq 0 ] || return $INCOMPLETE
 }
@@ -274,7 +321,7 @@ fi
 
 # ------------------------------------------------------------------------------------------------
 # Arguments
-usage() { sed -n '2,34p' "$0"; exit "${1:-0}"; }
+usage() { sed -n '2,37p' "$0"; exit "${1:-0}"; }
 args=("$@")
 rehearse=0 budget="" steps=$ALL_STEPS models="" out="" verbose=0
 while [ $# -gt 0 ]; do

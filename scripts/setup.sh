@@ -8,9 +8,9 @@
 #  - Otherwise (the CPU machines, CI): Debian packages for the build (apt, when missing) and a venv
 #    outside the clone (AUTOGRAPH_VENV, default ~/.cache/autograph/venv) with torch 2.11.0 and
 #    torchvision 0.26.0 — the GPU machines' versions — plus numpy, pytest, lizard (scripts/check_source.py)
-#    scikit-build-core (pip install of the package, tested by scripts/test.sh) and cairosvg (the
-#    timeline test renders its SVG to PNG)
-#    from PyPI.
+#    scikit-build-core (pip install of the package, tested by scripts/test.sh), cairosvg (the
+#    timeline test renders its SVG to PNG) and the benchmark rivals (onnxruntime, openvino,
+#    onnxscript, onnx) from PyPI.
 set -euo pipefail
 
 TORCH_VERSION=2.11.0
@@ -72,7 +72,8 @@ if [ ! -x "$VENV/bin/python" ]; then
   mkdir -p "$(dirname "$VENV")"
   "$PY" -m venv "$VENV"
 fi
-want="torch==$TORCH_VERSION torchvision==$TORCHVISION_VERSION numpy pytest lizard scikit-build-core cairosvg"
+# onnxruntime, openvino, onnxscript, onnx: the rivals' columns of the benchmarks (bench/rivals.py)
+want="torch==$TORCH_VERSION torchvision==$TORCHVISION_VERSION numpy pytest lizard scikit-build-core cairosvg onnxruntime openvino onnxscript onnx"
 stamp="$VENV/.autograph-stamp"
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   log "installing into venv: $want (first time: several minutes, a few GB)"

@@ -1,5 +1,7 @@
-"""bench/report.py tables and chart from a small results.csv, and bench/torch_compile_bench.py argument errors
-(torch.compile itself is too slow for the test suite)."""
+"""bench/report.py tables and chart from a small results.csv, bench/torch_compile_bench.py argument errors,
+and its rivals' and export-path columns on squeezenet (torch.compile's own columns are too slow for the
+test suite)."""
+import csv
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -30,7 +32,8 @@ def row(model, method, median, rel_err=0.0, device="cpu", batch=1):
 
 ROWS = [
     row("m1", "jit", 2.0),
-    row("m1", "torch_compile_default", 0.5),   # fastest, but reference only: not bold
+    row("m1", "torch_compile_default", 0.5),   # fastest: bold, whoever it is
+    row("m1", "openvino", 0.75),
     row("m1", "autograph", 1.0, rel_err=5e-3),
     row("m1", "nimble", 4.0),
     row("m2", "jit", 3.0),
@@ -45,21 +48,21 @@ def test_latency_table_bold_speedups_and_gaps(tmp_path):
     assert r.returncode == 0, r.stderr
     md = r.stdout
     assert (tmp_path / "results.md").read_text(encoding="utf-8") == md
-    # Paper order (jit, nimble, autograph), torch.compile last; speedups over jit; '–' where no row.
-    assert "| model | jit | nimble | autograph | torch_compile_default |" in md
-    assert "| m1 | 2.000 | 4.000 (0.50×) | **1.000 (2.00×)** | 0.500 (4.00×) |" in md
-    assert "| m2 | 3.000 | **1.500 (2.00×)** | – | – |" in md
-    assert "Median ms (batch 1, cpu); (n×) = speedup over jit; torch.compile columns are reference only." in md
+    # Paper order (jit, nimble, autograph), the other tools' columns last; the fastest cell bold.
+    assert "| model | jit | nimble | autograph | openvino | torch_compile_default |" in md
+    assert "| m1 | 2.000 | 4.000 (0.50×) | 1.000 (2.00×) | 0.750 (2.67×) | **0.500 (4.00×)** |" in md
+    assert "| m2 | 3.000 | **1.500 (2.00×)** | – | – | – |" in md
+    assert "Median ms (batch 1, cpu); (n×) = speedup over jit. **Bold**: fastest in the row, whichever tool" in md
     assert "## cuda, batch 8" in md and "Median ms (batch 8, cuda);" in md
     assert "| m1 | 1.000 | **0.500 (2.00×)** |" in md
 
 
 def test_speedup_table_geomean_and_accuracy_flags(tmp_path):
     md = run(REPORT, results_dir(tmp_path, ROWS)).stdout
-    assert "| m1 | 0.50× | 2.00× | 4.00× |" in md
+    assert "| m1 | 0.50× | 2.00× | 2.67× | 4.00× |" in md
     # nimble: 0.5× on m1 and 2× on m2 → geometric mean 1×.
     assert "nimble 1.00× (2 models); autograph 2.00× (1 model)" in md
-    assert "| m1 | 0 | 0 | 5.0e-03 ⚠ | 0 |" in md
+    assert "| m1 | 0 | 0 | 5.0e-03 ⚠ | 0 | 0 |" in md
 
 
 def test_svg_parses_with_one_rect_per_bar(tmp_path):
@@ -67,8 +70,8 @@ def test_svg_parses_with_one_rect_per_bar(tmp_path):
     svg = ET.parse(tmp_path / "speedup.svg").getroot()
     assert svg.tag == f"{SVG_NS}svg"
     bars = [e for e in svg.iter(f"{SVG_NS}rect") if e.get("class") == "bar"]
-    # cpu b1: m1 nimble, autograph, torch_compile_default; m2 nimble. cuda b8: m1 autograph_graph.
-    assert len(bars) == 5
+    # cpu b1: m1 nimble, autograph, openvino, torch_compile_default; m2 nimble. cuda b8: m1 autograph_graph.
+    assert len(bars) == 6
     titles = sorted(b.find(f"{SVG_NS}title").text for b in bars)
     assert "m1 autograph: 2.00×" in titles and "m2 nimble: 2.00×" in titles
     charts = [g for g in svg.iter(f"{SVG_NS}g") if g.get("class") == "chart"]
@@ -109,3 +112,19 @@ def test_torch_compile_bench_rejects_bad_arguments(tmp_path, args, needle):
     assert r.returncode == 2, r.stderr
     assert needle in r.stderr
     assert not (tmp_path / "out" / "results.csv").exists()
+
+
+def test_rivals_and_export_path_columns_are_measured_and_checked(tmp_path, zoo):
+    """bench/torch_compile_bench.py's other tools on a real zoo model: ONNX Runtime and OpenVINO (one ONNX
+    export) and autograph's export path, each a row with outputs checked against the TorchScript module."""
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("openvino")
+    r = subprocess.run([sys.executable, str(TORCH_COMPILE_BENCH), "--zoo", str(zoo), "--models", "squeezenet",
+                        "--device", "cpu", "--runs", "2", "--warmup", "1", "--modes", "--rivals", "--export-path",
+                        "--out", str(tmp_path)], capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    rows = {row["method"]: row for row in csv.DictReader((tmp_path / "results.csv").open())}
+    assert set(rows) == {"onnxruntime", "openvino", "autograph_export"}
+    for method, row in rows.items():
+        assert float(row["median_ms"]) > 0 and float(row["search_s"]) > 0, method
+        assert float(row["max_rel_err"]) < 1e-4, (method, row["max_rel_err"])
