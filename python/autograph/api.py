@@ -171,9 +171,11 @@ def _eval_mode(model: torch.nn.Module):
         model.train(training)
 
 
-def _first_line(e: BaseException) -> str:
+def _first_line(e: BaseException, limit: int = 300) -> str:
+    """The first line of an error, cut at `limit` characters (export's guard expressions run to pages)."""
     lines = str(e).strip().splitlines()
-    return lines[0] if lines else type(e).__name__
+    line = lines[0] if lines else type(e).__name__
+    return line if len(line) <= limit else line[:limit] + " …"
 
 
 __all__ = ["optimize", "substitute", "load", "to_script_module", "export_module", "Error"]
