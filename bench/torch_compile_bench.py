@@ -149,6 +149,7 @@ def bench_mode(model, inputs, reference, mode: str, args, cuda: bool) -> dict:
             torch.cuda.synchronize()
 
     start = time.perf_counter()
+    # (options make it a backend of its own: dynamo's cache does not hand it another mode's graph)
     compiled = (torch.compile(model, options={"freezing": True}) if mode == "freezing"
                 else torch.compile(model, mode=mode))
 
@@ -158,10 +159,14 @@ def bench_mode(model, inputs, reference, mode: str, args, cuda: bool) -> dict:
             torch.compiler.cudagraph_mark_step_begin()
         return compiled(*inputs)
 
-    with torch.inference_mode():
+    import torch._inductor.config
+    # options={"freezing": True} alone does not freeze in torch 2.11 (the weights stay graph inputs);
+    # Inductor's global setting during the compiling call does.
+    with torch.inference_mode(), torch._inductor.config.patch(freezing=mode == "freezing"):
         first = call()
         sync()
         search_s = time.perf_counter() - start
+    with torch.inference_mode():
         # Clone before later calls: under CUDA graphs the outputs live in the graph's memory pool.
         got = [t.detach().clone() for t in flatten_tensors(first)]
         del first
