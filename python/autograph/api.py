@@ -22,8 +22,11 @@ def optimize(model: Model, example_inputs: Union[Sequence[Any], torch.Tensor, No
     own by default), or an nn.Module with ir="export" (exported here with torch.export.export, strict=False,
     `dynamic_shapes` passed on). Returns an optimized ExportedProgram — save it with torch.export.save,
     load it with torch.export.load after `import autograph` — and the report. Its graph calls
-    autograph::execute; no TorchScript is involved. Only the scheduling is done on this path so far (no
-    substitutions or stitching; cost="analytical" ranks, on-board verification measures).
+    autograph::execute; no TorchScript is involved. The plan's kernels come from Inductor where that
+    measures faster (option inductor; report["inductor"] says what was compiled, timed and kept); no
+    TorchScript substitutions or stitching; cost="analytical" ranks, on-board verification measures.
+    A program with dynamic dims is planned at the example's shapes and runs other shapes in its range
+    on its own graph (report["dynamic_shapes"]).
 
     The TorchScript path (ir=None or "torchscript"):
     `model` is an nn.Module (traced in eval mode with the example inputs; scripted when tracing fails), a
