@@ -80,3 +80,24 @@ def test_the_cpp_cli_names_the_export_path_for_a_pt2(cli, program, tmp_path):
     r = subprocess.run([cli, "optimize", str(program), "-o", str(tmp_path / "o.pt")], capture_output=True, text=True,
                        timeout=120)
     assert r.returncode == 2 and "torch.export program (.pt2)" in r.stderr and "pip install" in r.stderr, r.stderr
+
+
+def test_a_pt2_with_dynamic_shapes_is_optimized_for_its_example_and_runs_others(tmp_path):
+    torch.manual_seed(0)
+    model = Branches().eval()
+    path, out = tmp_path / "dynamic.pt2", tmp_path / "dynamic_opt.pt2"
+    batch = torch.export.Dim("batch", min=1, max=16)
+    torch.export.save(torch.export.export(model, (torch.randn(2, 4, 8, 8),), dynamic_shapes=({0: batch},)), str(path))
+    r = _autograph("optimize", path, "-o", out, "--option", "inductor=false", "--json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["dynamic_shapes"]["planned_for"] == [[2, 4, 8, 8]]
+    r = _autograph("inspect", out, "--json")
+    info = json.loads(r.stdout)
+    assert info["dynamic"] and info["planned_for"] == [[2, 4, 8, 8]] and info["other_shapes"] == "aten"
+    r = _autograph("inspect", out)
+    assert "dynamic shapes: planned for [[2, 4, 8, 8]]; other shapes run the exported graph" in r.stdout, r.stdout
+    optimized = torch.export.load(str(out))
+    with torch.no_grad():
+        x = torch.randn(5, 4, 8, 8)
+        want = model(x)
+        assert (optimized.module()(x) - want).abs().max().item() <= 1e-5 * want.abs().max().item()

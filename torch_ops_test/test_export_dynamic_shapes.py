@@ -135,14 +135,52 @@ def test_dynamic_program_compiles_with_aotinductor(cnn, tmp_path):
             _close(runner(x), model(x))
 
 
-def test_inductor_parts_at_the_example_shape_and_the_graph_at_others(cnn):
+def test_inductor_compiles_the_plan_and_a_package_for_every_other_shape(cnn, tmp_path):
+    """With Inductor on, the plan's parts are compiled for the example's shape and the whole program
+    once more for every shape in its range; the optimized program then carries no raw weight at all
+    (the graph for other shapes only describes their sizes), saves, and runs in a fresh process."""
     model, x, ep = cnn
     optimized, report = autograph.optimize(ep, method="autograph", check_rewrites=False)
     assert report["inductor"]["kept"] in ("plan", "whole") and not report["inductor"]["errors"]
+    dynamic = report["dynamic_shapes"]
+    assert dynamic["other_shapes"] == "inductor" and "error" not in dynamic and dynamic["compile_s"] >= 0
+    assert all(t.dtype == torch.uint8 for t in optimized.state_dict.values())  # packages only
     with torch.no_grad():
         for n in (4, 2, 11):
             xi = torch.randn(n, 3, 8, 8)
             _close(optimized.module()(xi), model(xi), tol=1e-4)
+    path = tmp_path / "every_shape.pt2"
+    torch.export.save(optimized, str(path))
+    xs = [torch.randn(n, 3, 8, 8) for n in (4, 5)]
+    with torch.no_grad():
+        torch.save({"xs": xs, "want": [model(x) for x in xs]}, tmp_path / "io.pt")
+    script = f"""
+import sys, torch
+sys.path.insert(0, {str(ROOT / 'python')!r})
+import autograph
+ep = torch.export.load({str(path)!r})
+io = torch.load({str(tmp_path / 'io.pt')!r})
+for x, want in zip(io["xs"], io["want"]):
+    got = ep.module()(x)
+    err = (got - want).abs().max().item() / want.abs().max().item()
+    assert got.shape == want.shape and err <= 1e-4, (x.shape, err)
+print("ok")
+"""
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+
+
+def test_the_package_for_other_shapes_is_kept_only_when_faster(cnn):
+    """Measured (check_rewrites on): the report has both times and the kept one is the faster."""
+    model, _, ep = cnn
+    optimized, report = autograph.optimize(ep, method="sequential")
+    dynamic = report["dynamic_shapes"]
+    times = dynamic["median_ms"]
+    assert set(times) == {"inductor", "aten"} and all(t > 0 for t in times.values())
+    assert dynamic["other_shapes"] == ("inductor" if times["inductor"] < times["aten"] else "aten")
+    with torch.no_grad():
+        xi = torch.randn(6, 3, 8, 8)
+        _close(optimized.module()(xi), model(xi), tol=1e-4)
 
 
 @pytest.mark.parametrize("op, a, b", [

@@ -39,7 +39,8 @@ AtenProgram::AtenProgram(OpGraph graph, Schedule schedule, ExecutorOptions optio
   num_inputs_ = graph_.aten_graph()->inputs.size();
 }
 
-void AtenProgram::SetOtherShapes(std::shared_ptr<const AtenGraph> graph, std::vector<int> positions) {
+void AtenProgram::SetOtherShapes(std::shared_ptr<const AtenGraph> graph, std::vector<int> positions,
+                                 std::shared_ptr<const AtenGraph> run_graph, std::vector<int> run_positions) {
   const AtenGraph& plan = *graph_.aten_graph();
   if (positions.size() != graph->inputs.size())
     throw Error("corrupted program: " + std::to_string(positions.size()) + " input positions for a graph of " +
@@ -47,8 +48,19 @@ void AtenProgram::SetOtherShapes(std::shared_ptr<const AtenGraph> graph, std::ve
   if (graph->outputs.size() != plan.outputs.size())
     throw Error("corrupted program: the graph for other shapes returns " + std::to_string(graph->outputs.size()) +
                 " values, the plan " + std::to_string(plan.outputs.size()));
+  if (run_graph && (run_positions.size() != run_graph->inputs.size() || run_graph->outputs.size() != plan.outputs.size()))
+    throw Error("corrupted program: the graph run for other shapes has " + std::to_string(run_graph->inputs.size()) +
+                " inputs and " + std::to_string(run_graph->outputs.size()) + " outputs for " +
+                std::to_string(run_positions.size()) + " positions and " + std::to_string(plan.outputs.size()) +
+                " outputs");
   size_t count = plan.inputs.size();
+  for (int p : run_positions) {
+    if (p < 0) throw Error("corrupted program: input position " + std::to_string(p));
+    count = std::max(count, static_cast<size_t>(p) + 1);
+  }
   for (size_t k = 0; k < positions.size(); ++k) {
+    // A weight that only describes shapes (another graph runs) need not be passed.
+    if (positions[k] < 0 && run_graph && graph->input_is_weight[k]) continue;
     if (positions[k] < 0) throw Error("corrupted program: input position " + std::to_string(positions[k]));
     count = std::max(count, static_cast<size_t>(positions[k]) + 1);
     // An input the plan reads too must be the same tensor to both.
@@ -64,9 +76,10 @@ void AtenProgram::SetOtherShapes(std::shared_ptr<const AtenGraph> graph, std::ve
     }
   }
   auto other = std::make_unique<OtherShapes>();
-  std::vector<int> order(graph->nodes.size());
+  const std::shared_ptr<const AtenGraph>& runs = run_graph ? run_graph : graph;
+  std::vector<int> order(runs->nodes.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
-  other->compiled = std::make_unique<CompiledGraph>(graph, order);
+  other->compiled = std::make_unique<CompiledGraph>(runs, order);
   for (size_t o = 0; o < plan.outputs.size(); ++o) {
     const AtenValueInfo& planned = plan.values[plan.outputs[o]];
     const AtenValueInfo& mine = graph->values[graph->outputs[o]];
@@ -77,12 +90,15 @@ void AtenProgram::SetOtherShapes(std::shared_ptr<const AtenGraph> graph, std::ve
   }
   other->graph = std::move(graph);
   other->positions = std::move(positions);
+  other->run_graph = std::move(run_graph);
+  other->run_positions = std::move(run_positions);
   num_inputs_ = count;
   other_shapes_ = std::move(other);
 }
 
 std::string AtenProgram::WithGraphForOtherShapes(const std::string& text, const std::string& graph,
-                                                 const std::vector<int>& positions) {
+                                                 const std::vector<int>& positions, const std::string& run_graph,
+                                                 const std::vector<int>& run_positions) {
   const size_t newline = text.find('\n');
   json header = json::parse(text.substr(0, newline), nullptr, /*allow_exceptions=*/false);
   json body = json::parse(newline == std::string::npos ? std::string() : text.substr(newline + 1), nullptr,
@@ -92,6 +108,11 @@ std::string AtenProgram::WithGraphForOtherShapes(const std::string& text, const 
     throw Error("not an autograph program: the text does not start with an autograph-program header");
   if (other.is_discarded()) throw Error("malformed exported graph: not JSON");
   body["other_shapes"] = {{"graph", std::move(other)}, {"inputs", positions}};
+  if (!run_graph.empty()) {
+    json run = json::parse(run_graph, nullptr, /*allow_exceptions=*/false);
+    if (run.is_discarded()) throw Error("malformed exported graph: not JSON");
+    body["other_shapes"]["run"] = {{"graph", std::move(run)}, {"inputs", run_positions}};
+  }
   const std::string body_text = body.dump();
   header["version"] = kDynamicFormatVersion;
   header["dynamic"] = true;
@@ -115,7 +136,12 @@ std::string AtenProgram::ToText() const {
                      {"schedule", ScheduleToJson(schedule_)},
                      {"cuda_graph", options_.cuda_graph}};
   json full = body;
-  if (other_shapes_) full["other_shapes"] = {{"graph", other_shapes_->graph->ToJson()}, {"inputs", other_shapes_->positions}};
+  if (other_shapes_) {
+    full["other_shapes"] = {{"graph", other_shapes_->graph->ToJson()}, {"inputs", other_shapes_->positions}};
+    if (other_shapes_->run_graph)
+      full["other_shapes"]["run"] = {{"graph", other_shapes_->run_graph->ToJson()},
+                                     {"inputs", other_shapes_->run_positions}};
+  }
   const std::string body_text = full.dump();
   json outputs = json::array();
   for (int v : aten.outputs) {
@@ -178,10 +204,15 @@ std::shared_ptr<const AtenProgram> AtenProgram::FromText(const std::string& text
                   (body.contains("other_shapes") ? "" : "out") + " a graph for other shapes");
     if (body.contains("other_shapes")) {
       const json& other = body.at("other_shapes");
-      std::vector<int> positions;
-      for (const json& p : other.at("inputs")) positions.push_back(PlanIndex(p));
+      std::vector<int> positions, run_positions;
+      for (const json& p : other.at("inputs")) positions.push_back(p.get<int>());
+      std::shared_ptr<const AtenGraph> run_graph;
+      if (other.contains("run")) {
+        run_graph = std::make_shared<const AtenGraph>(AtenGraph::FromJson(other.at("run").at("graph")));
+        for (const json& p : other.at("run").at("inputs")) run_positions.push_back(PlanIndex(p));
+      }
       program->SetOtherShapes(std::make_shared<const AtenGraph>(AtenGraph::FromJson(other.at("graph"))),
-                              std::move(positions));
+                              std::move(positions), std::move(run_graph), std::move(run_positions));
     }
     return program;
   } catch (const json::exception& e) {
@@ -261,9 +292,10 @@ std::vector<at::Tensor> AtenProgram::Run(const std::vector<at::Tensor>& inputs) 
 }
 
 std::vector<at::Tensor> AtenProgram::RunOtherShapes(const std::vector<at::Tensor>& inputs) const {
+  const std::vector<int>& positions = other_shapes_->run_graph ? other_shapes_->run_positions : other_shapes_->positions;
   std::vector<c10::IValue> graph_inputs;
-  graph_inputs.reserve(other_shapes_->positions.size());
-  for (int p : other_shapes_->positions) graph_inputs.emplace_back(inputs[p]);
+  graph_inputs.reserve(positions.size());
+  for (int p : positions) graph_inputs.emplace_back(inputs[p]);
   at::NoGradGuard no_grad;
   std::vector<c10::IValue> outputs = other_shapes_->compiled->Run(std::move(graph_inputs));
   std::vector<at::Tensor> tensors;

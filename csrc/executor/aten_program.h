@@ -47,9 +47,12 @@ class AtenProgram {
   static std::shared_ptr<const AtenProgram> Cached(std::string_view text);
   // `text` with `graph` (AtenGraph JSON: the program's graph for any shape) beside its plan; the
   // graph's k-th input is the run's input at `positions[k]` (the plan's inputs first, then extra
-  // weights). Validates the result as FromText does.
+  // weights). With `run_graph` (e.g. one package compiled by Inductor for every shape) other shapes
+  // run that graph, fed by `run_positions`, and `graph` only describes them (its sizes are what
+  // export traces); a weight it reads then needs no position (-1). Validates the result as FromText does.
   static std::string WithGraphForOtherShapes(const std::string& text, const std::string& graph,
-                                             const std::vector<int>& positions);
+                                             const std::vector<int>& positions, const std::string& run_graph = "",
+                                             const std::vector<int>& run_positions = {});
 
   // Runs the schedule on the graph's inputs (weights first, then the user's tensors, as the exported
   // program's placeholders are ordered) and returns its outputs. Checks their number, devices, ranks
@@ -65,11 +68,14 @@ class AtenProgram {
  private:
   struct OtherShapes {
     std::shared_ptr<const AtenGraph> graph;
-    std::vector<int> positions;  // per graph input: its index among Run's inputs
-    std::unique_ptr<CompiledGraph> compiled;
+    std::vector<int> positions;  // per graph input: its index among Run's inputs (-1: not passed)
+    std::shared_ptr<const AtenGraph> run_graph;  // what runs instead of `graph`, when set
+    std::vector<int> run_positions;
+    std::unique_ptr<CompiledGraph> compiled;     // of run_graph, else of graph
     std::vector<bool> restride;  // per output: the plan returns other strides than the graph
   };
-  void SetOtherShapes(std::shared_ptr<const AtenGraph> graph, std::vector<int> positions);
+  void SetOtherShapes(std::shared_ptr<const AtenGraph> graph, std::vector<int> positions,
+                      std::shared_ptr<const AtenGraph> run_graph, std::vector<int> run_positions);
   std::vector<at::Tensor> RunOtherShapes(const std::vector<at::Tensor>& inputs) const;
 
   OpGraph graph_;

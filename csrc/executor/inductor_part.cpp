@@ -113,8 +113,15 @@ std::vector<at::Tensor> RunInductorPart(const std::vector<at::Tensor>& inputs, c
   if (outputs.size() != part.shapes.size())
     throw Error("run_inductor_part: the package returned " + std::to_string(outputs.size()) + " outputs, its spec lists " +
                 std::to_string(part.shapes.size()) + " (a package of another part?)");
+  // A size of -1 in the spec is any size (a package compiled for dynamic shapes).
+  auto fits = [](c10::IntArrayRef sizes, const std::vector<int64_t>& spec) {
+    if (sizes.size() != spec.size()) return false;
+    for (size_t d = 0; d < spec.size(); ++d)
+      if (spec[d] >= 0 && sizes[d] != spec[d]) return false;
+    return true;
+  };
   for (size_t i = 0; i < outputs.size(); ++i)
-    if (outputs[i].sizes() != c10::IntArrayRef(part.shapes[i]) || outputs[i].scalar_type() != part.dtypes[i])
+    if (!fits(outputs[i].sizes(), part.shapes[i]) || outputs[i].scalar_type() != part.dtypes[i])
       throw Error("run_inductor_part: output " + std::to_string(i) + " is " + c10::str(outputs[i].sizes()) + " " +
                   c10::toString(outputs[i].scalar_type()) + ", the spec says " +
                   c10::str(c10::IntArrayRef(part.shapes[i])) + " " + c10::toString(part.dtypes[i]));

@@ -16,9 +16,12 @@ std::vector<at::Tensor> ExecuteOp(const std::vector<at::Tensor>& inputs, c10::st
 }
 
 std::string WithGraphForOtherShapesOp(const std::string& program, const std::string& graph,
-                                      const std::vector<int64_t>& positions) {
+                                      const std::vector<int64_t>& positions, const std::optional<std::string>& run_graph,
+                                      const std::optional<std::vector<int64_t>>& run_positions) {
   return WithTorchErrors([&] {
-    return AtenProgram::WithGraphForOtherShapes(program, graph, std::vector<int>(positions.begin(), positions.end()));
+    const std::vector<int64_t> run = run_positions.value_or(std::vector<int64_t>{});
+    return AtenProgram::WithGraphForOtherShapes(program, graph, std::vector<int>(positions.begin(), positions.end()),
+                                                run_graph.value_or(""), std::vector<int>(run.begin(), run.end()));
   });
 }
 
@@ -30,6 +33,7 @@ TORCH_LIBRARY_FRAGMENT(autograph, m) {
   m.def("execute(Tensor[] inputs, str program) -> Tensor[]");
   m.impl("execute", c10::DispatchKey::CompositeExplicitAutograd, TORCH_FN(autograph::ExecuteOp));
   // The export path's step for a program exported with dynamic shapes (see AtenProgram).
-  m.def("with_graph_for_other_shapes(str program, str graph, int[] positions) -> str",
+  m.def("with_graph_for_other_shapes(str program, str graph, int[] positions, str? run_graph=None, "
+        "int[]? run_positions=None) -> str",
         TORCH_FN(autograph::WithGraphForOtherShapesOp));
 }

@@ -11,6 +11,7 @@ import json
 import logging
 import math
 import operator
+import os
 import statistics
 import sys
 import time
@@ -341,14 +342,16 @@ def optimize_exported(ep: ExportedProgram, *, method: str, device: Optional[str]
     settings = dict(options, method=method, device=str(target))
     program, report = _plan(graph, weights + tensors, settings)
     measure = report.pop("check_rewrites")
-    if report.pop("inductor"):
+    compile_parts = report.pop("inductor")
+    if compile_parts:
         program, weights, report = _with_inductor_parts(decomposed, graph, imported, program, weights, tensors,
                                                         settings, report, measure)
     extra: List[torch.Tensor] = []
     if dynamic:
-        program, extra = _with_graph_for_other_shapes(ep, program, weights, len(tensors), target, moved)
-        report["dynamic_shapes"] = {"planned_for": [list(t.shape) for t in tensors],
-                                    "other_shapes": "the exported graph, operator by operator"}
+        structured = pytree.tree_unflatten(tensors, in_spec)
+        program, extra, other = _with_graph_for_other_shapes(ep, program, weights, tensors, structured, target, moved,
+                                                             compile_parts=compile_parts, measure=measure)
+        report["dynamic_shapes"] = dict(planned_for=[list(t.shape) for t in tensors], **other)
     module = ExecuteProgram(program, weights, in_spec, ep.call_spec.out_spec, extra)
     placed = tuple(t.to(target) if isinstance(t, torch.Tensor) else t for t in example_inputs)
     placed_kwargs = {k: (v.to(target) if isinstance(v, torch.Tensor) else v) for k, v in example_kwargs.items()}
@@ -377,11 +380,30 @@ def _specialized(ep: ExportedProgram, example_inputs, example_kwargs) -> Exporte
                                     f"to plan it: {str(e).splitlines()[0]}") from e
 
 
-def _with_graph_for_other_shapes(ep: ExportedProgram, program: str, weights: List[torch.Tensor], num_inputs: int,
-                                 target: torch.device, moved: Dict[int, torch.Tensor]) -> Tuple[str, List[torch.Tensor]]:
-    """The program with `ep`'s own graph (sizes computed) beside the plan, for inputs of other shapes; and
-    the weights that graph reads which the plan's inputs do not hold (frozen into compiled parts)."""
-    graph, graph_weights, _ = _import(ep.run_decompositions({}), symbolic=True)
+def _with_graph_for_other_shapes(ep: ExportedProgram, program: str, weights: List[torch.Tensor],
+                                 tensors: List[torch.Tensor], structured, target: torch.device,
+                                 moved: Dict[int, torch.Tensor], compile_parts: bool,
+                                 measure: bool) -> Tuple[str, List[torch.Tensor], Dict[str, Any]]:
+    """The program with `ep`'s own graph (sizes computed) beside the plan, for inputs of other shapes;
+    the tensors to pass after the user's (the weights that graph reads which the plan's inputs do not
+    hold, or the package Inductor compiled for every shape, when that runs other shapes instead); and
+    what the report says of it."""
+    decomposed = ep.run_decompositions({})
+    graph, graph_weights, _ = _import(decomposed, symbolic=True)
+    num_inputs = len(tensors)
+    user_positions = [len(weights) + i for i in range(num_inputs)]
+    summary: Dict[str, Any] = {"other_shapes": "aten"}
+    run = _every_shape_package(decomposed, graph, structured, target, measure, summary) if compile_parts else None
+    if run is not None:  # the package runs other shapes; the graph only describes their sizes
+        run_graph, package = run
+        positions = [-1] * len(graph_weights) + user_positions
+        try:
+            program = torch.ops.autograph.with_graph_for_other_shapes(
+                program, json.dumps(graph), positions, json.dumps(run_graph),
+                [len(weights) + num_inputs] + user_positions)
+        except (RuntimeError, ValueError) as e:
+            raise translate(e) from None
+        return program, [package], summary
     index_of = {_storage_key(w): i for i, w in enumerate(weights)}
     positions, extra = [], []
     for w in graph_weights:
@@ -393,12 +415,75 @@ def _with_graph_for_other_shapes(ep: ExportedProgram, program: str, weights: Lis
             positions.append(len(weights) + num_inputs + len(extra))
             extra.append(w)
             index_of[key] = positions[-1]  # a weight read twice is passed once
-    positions += [len(weights) + i for i in range(num_inputs)]
+    positions += user_positions
     try:
         program = torch.ops.autograph.with_graph_for_other_shapes(program, json.dumps(graph), positions)
     except (RuntimeError, ValueError) as e:
         raise translate(e) from None
-    return program, extra
+    return program, extra, summary
+
+
+def _every_shape_package(decomposed: ExportedProgram, graph: Dict[str, Any], structured, target: torch.device,
+                         measure: bool, summary: Dict[str, Any]):
+    """The whole program compiled by Inductor for every shape in its range, as (the AtenGraph that runs it,
+    the package as a tensor) when its outputs match the program's at the example's shapes and (with
+    `measure`) it runs faster there than the program's own graph on ATen's kernels; else None. The
+    summary gets the times, the compile seconds and any error."""
+    import tempfile
+    from . import inductor_parts as parts_module
+    start = time.perf_counter()
+    try:
+        package, specs, cached = parts_module.compile_for_every_shape(decomposed, target, _progress)
+        summary["compile_s"] = round(time.perf_counter() - start, 3)
+        summary["cached"] = cached
+        with tempfile.TemporaryDirectory() as workdir:
+            path = os.path.join(workdir, "every_shape.pt2")
+            with open(path, "wb") as f:
+                f.write(package)
+            compiled = torch._inductor.aoti_load_package(path)
+        eager = decomposed.module()
+        args, kwargs = structured
+        with torch.no_grad():
+            want = pytree.tree_leaves(eager(*args, **kwargs))
+            got = pytree.tree_leaves(compiled(*args, **kwargs))
+            for k, (g, e) in enumerate(zip(got, want)):
+                scale = e.abs().max().item() if e.numel() else 0.0
+                err = (g - e).abs().max().item() if e.numel() else 0.0
+                if g.shape != e.shape or not err <= _CANDIDATE_TOLERANCE * max(scale, 1e-12):
+                    summary["error"] = f"output {k} is {err:.3g} from the program's (scale {scale:.3g})"
+                    return None
+            if measure:
+                times = _time_callables({"inductor": lambda: compiled(*args, **kwargs),
+                                         "aten": lambda: eager(*args, **kwargs)}, target)
+                summary["median_ms"] = {k: round(v, 4) for k, v in times.items()}
+                if times["inductor"] >= times["aten"]:
+                    return None
+    except Exception as e:  # noqa: BLE001 - other shapes then run the program's graph; the report says why
+        summary["error"] = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:300]
+        return None
+    summary["other_shapes"] = "inductor"
+    values = graph["values"]
+    user_inputs = [values[v] for v, w in zip(graph["inputs"], graph["weights"]) if not w]
+    run_graph = parts_module.package_graph(package, specs, user_inputs, [values[v] for v in graph["outputs"]], target)
+    return run_graph, torch.frombuffer(bytearray(package), dtype=torch.uint8).to(target)
+
+
+def _time_callables(calls: Dict[str, Any], device: torch.device, rounds: int = 10) -> Dict[str, float]:
+    """Median ms of each callable, run in alternation (two warm-up runs each)."""
+    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
+    samples: Dict[str, List[float]] = {name: [] for name in calls}
+    with torch.no_grad():
+        for call in calls.values():
+            call()
+            call()
+        sync()
+        for _ in range(rounds):
+            for name, call in calls.items():
+                begin = time.perf_counter()
+                call()
+                sync()
+                samples[name].append((time.perf_counter() - begin) * 1e3)
+    return {name: statistics.median(s) for name, s in samples.items()}
 
 
 def _storage_key(t: torch.Tensor):
@@ -560,20 +645,8 @@ def _time_side_by_side(programs: Dict[str, Tuple[str, List[torch.Tensor]]], tens
                        rounds: int = 10) -> Dict[str, float]:
     """Median ms of each program, run in alternation (two warm-up runs each) on the device."""
     device = tensors[0].device if tensors else torch.device("cpu")
-    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
-    samples: Dict[str, List[float]] = {name: [] for name in programs}
-    with torch.no_grad():
-        for name, (program, weights) in programs.items():
-            for _ in range(2):
-                torch.ops.autograph.execute(weights + tensors, program)
-        sync()
-        for _ in range(rounds):
-            for name, (program, weights) in programs.items():
-                begin = time.perf_counter()
-                torch.ops.autograph.execute(weights + tensors, program)
-                sync()
-                samples[name].append((time.perf_counter() - begin) * 1e3)
-    return {name: statistics.median(s) for name, s in samples.items()}
+    return _time_callables({name: (lambda p=program, w=weights: torch.ops.autograph.execute(w + tensors, p))
+                            for name, (program, weights) in programs.items()}, device, rounds)
 
 
 _FAKE_REGISTERED = False
@@ -593,7 +666,13 @@ def register_fake() -> None:
         device = torch.device(header["device"])
         if header.get("dynamic"):  # sizes follow the inputs': run the graph for other shapes on them
             graph, positions = _graph_for_other_shapes(header["digest"], program)
-            outputs = _run_graph_fake(graph, [inputs[p] for p in positions])
+            values = graph["values"]
+            # A weight that is not passed (a package runs other shapes) is made from its metadata.
+            fed = [inputs[p] if p >= 0 else
+                   torch.empty_strided(values[v]["shape"], values[v]["stride"],
+                                       dtype=_DTYPES_BY_NAME[values[v]["dtype"]], device=device)
+                   for p, v in zip(positions, graph["inputs"])]
+            outputs = _run_graph_fake(graph, fed)
             return [torch.empty_strided(o.shape, o.stride(), dtype=o.dtype, device=device) for o in outputs]
         return [torch.empty_strided(o["shape"], o["stride"], dtype=_DTYPES_BY_NAME[o["dtype"]], device=device)
                 for o in header["outputs"]]

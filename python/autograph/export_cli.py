@@ -184,6 +184,12 @@ def describe(ep: torch.export.ExportedProgram) -> Dict[str, Any]:
                  "streams": max((len(s["groups"]) for s in stages), default=0),
                  "operators": len(body["operators"]), "aten_nodes": len(nodes), "inductor_parts": len(parts),
                  "inductor_part_bytes": sum(body["graph"]["values"][p["args"][1]["value"]]["shape"][0] for p in parts)})
+    other = body.get("other_shapes")
+    info["dynamic"] = other is not None
+    if other is not None:
+        planned = body["graph"]
+        info["planned_for"] = [planned["values"][v]["shape"] for v, w in zip(planned["inputs"], planned["weights"]) if not w]
+        info["other_shapes"] = "inductor" if "run" in other else "aten"
     return info
 
 
@@ -197,6 +203,10 @@ def _inspect(args) -> int:
               f"{info['operators']} operators in {info['stages']} stages, {info['groups']} groups, up to "
               f"{info['streams']} streams; {info['inductor_parts']} Inductor-compiled parts "
               f"({info['inductor_part_bytes'] / 2**20:.1f} MiB); {info['inputs']} inputs, {info['outputs']} outputs")
+        if info["dynamic"]:
+            runs = ("one Inductor package for every shape" if info["other_shapes"] == "inductor"
+                    else "the exported graph on ATen's kernels")
+            print(f"{args.model}: dynamic shapes: planned for {info['planned_for']}; other shapes run {runs}")
     else:
         top = ", ".join(f"{k} ×{v}" for k, v in list(info["by_operator"].items())[:8])
         print(f"{args.model}: not optimized; {info['operators']} operator calls ({top}); "

@@ -179,6 +179,60 @@ class PartBuilder:
             return f.read(), input_ids, output_ids
 
 
+def compile_for_every_shape(ep: torch.export.ExportedProgram, device: torch.device,
+                            progress: Callable[[str], None]) -> Tuple[bytes, List[Dict[str, Any]], bool]:
+    """One AOTInductor package of a whole program with dynamic shapes (weights frozen), for every shape
+    in its range; the outputs' spec (-1 where a size is symbolic) and whether it came from the disk cache."""
+    configs = dict(_INDUCTOR_CONFIGS, dynamic=True)
+    h = hashlib.sha256()
+    h.update(f"{torch.__version__}|{device}|{json.dumps(configs, sort_keys=True)}|".encode())
+    h.update(str(ep.graph).encode())
+    h.update(str(sorted((str(k), str(v)) for k, v in ep.range_constraints.items())).encode())
+    for name, t in sorted(list(ep.state_dict.items()) + list(ep.constants.items()), key=lambda kv: kv[0]):
+        if isinstance(t, torch.Tensor):
+            h.update(f"{name}{tuple(t.shape)}{t.stride()}{t.dtype}".encode())
+            h.update(t.detach().cpu().contiguous().view(torch.uint8).numpy().tobytes() if t.numel() else b"")
+    path = os.path.join(cache_dir(), h.hexdigest()[:32] + ".pt2")
+    cached = os.path.exists(path)
+    if not cached:
+        progress("compiling the program for every shape in its range with Inductor")
+        os.makedirs(cache_dir(), exist_ok=True)
+        partial = f"{path[:-4]}.{os.getpid()}.partial.pt2"
+        with torch.no_grad():
+            torch._inductor.aoti_compile_and_package(ep, package_path=partial, inductor_configs=_INDUCTOR_CONFIGS)
+        os.replace(partial, path)
+    from .export import _DTYPE_NAMES
+    (output,) = [n for n in ep.graph.nodes if n.op == "output"]
+    specs = []
+    for r in output.args[0]:
+        val = r.meta["val"]
+        specs.append({"shape": [d if isinstance(d, int) else -1 for d in val.shape],
+                      "stride": [d if isinstance(d, int) else -1 for d in val.stride()],
+                      "dtype": _DTYPE_NAMES[val.dtype]})
+    with open(path, "rb") as f:
+        return f.read(), specs, cached
+
+
+def package_graph(package: bytes, specs: List[Dict[str, Any]], input_values: List[Dict[str, Any]],
+                  output_values: List[Dict[str, Any]], device: torch.device) -> Dict[str, Any]:
+    """The AtenGraph that runs one package on the user's inputs: inputs [package, user's tensors...],
+    one run_inductor_part node, its outputs by getitem."""
+    spec = {"format": _FORMAT, "digest": hashlib.sha256(package).hexdigest(), "device": str(device),
+            "outputs": specs, "flops": 0.0, "compute_bound": True}
+    values = [{"tensor": True, "shape": [len(package)], "stride": [1], "dtype": "Byte"}] + list(input_values)
+    user = list(range(1, len(values)))
+    values.append({"tensor": False})
+    listed = len(values) - 1
+    outputs = list(range(len(values), len(values) + len(output_values)))
+    values += list(output_values)
+    nodes = [{"op": PART_OP, "overload": "default", "name": "every_shape", "args": [{"values": user}, {"value": 0},
+              {"str": json.dumps(spec)}], "kwargs": {}, "outputs": [listed]}]
+    nodes += [{"op": "getitem", "overload": "default", "name": f"every_shape_{j}", "args": [{"value": listed}, j],
+               "kwargs": {}, "outputs": [v]} for j, v in enumerate(outputs)]
+    return {"version": 1, "values": values, "inputs": [0] + user, "weights": [True] + [False] * len(user),
+            "nodes": nodes, "outputs": outputs}
+
+
 def rewrite_with_parts(graph: Dict[str, Any], weight_tensors: List[torch.Tensor], body: Dict[str, Any],
                        parts: List[List[int]], compiled: List[Tuple[bytes, List[int], List[int]]],
                        device: torch.device) -> Tuple[Dict[str, Any], List[torch.Tensor]]:
@@ -296,4 +350,5 @@ def _cache_key(gm: torch.fx.GraphModule, examples: Sequence[torch.Tensor], devic
     return h.hexdigest()[:32]
 
 
-__all__ = ["parts_of_plan", "whole_graph_part", "PartBuilder", "rewrite_with_parts", "cache_dir", "MAX_PARTS"]
+__all__ = ["parts_of_plan", "whole_graph_part", "PartBuilder", "rewrite_with_parts", "cache_dir", "MAX_PARTS",
+           "compile_for_every_shape", "package_graph"]
