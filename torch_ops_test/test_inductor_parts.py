@@ -220,3 +220,36 @@ def test_weights_used_once_are_compiled_frozen_only(block):
     decomposed, graph, weights, _, _ = _builder(ep)
     program, _ = export_module._plan(graph, weights + [x], {"method": "sequential", "device": "cpu"})
     assert not inductor_parts.shares_weights(graph, json.loads(program[program.index("\n") + 1:]))
+
+
+def test_packed_linear_matches_linear_and_follows_its_weight():
+    torch.manual_seed(0)
+    w, b = torch.randn(64, 32), torch.randn(64)
+    # Packed for the first call's 5 rows; 14 and 3 rows run unpacked inside MKL's op: all equal.
+    for x in (torch.randn(5, 32), torch.randn(2, 7, 32), torch.randn(3, 32)):
+        torch.testing.assert_close(torch.ops.autograph.packed_linear(x, w, b), torch.nn.functional.linear(x, w, b),
+                                   rtol=1e-5, atol=1e-5)
+    w.mul_(2)  # new values at the same address: a new pack, not the old one
+    x = torch.randn(5, 32)
+    torch.testing.assert_close(torch.ops.autograph.packed_linear(x, w, None), torch.nn.functional.linear(x, w),
+                               rtol=1e-5, atol=1e-5)
+    xd, wd = x.double(), w.double()  # not packable: plain linear
+    assert torch.equal(torch.ops.autograph.packed_linear(xd, wd, None), torch.nn.functional.linear(xd, wd))
+
+
+def test_linears_of_a_cpu_part_are_packed_at_run_time():
+    """A part's linears with weights of the program call autograph::packed_linear on CPU (AOTInductor
+    cannot keep MKL-packed weights); the compiled program matches eager."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.GELU(), torch.nn.Linear(32, 8)).eval()
+    x = torch.randn(4, 16)
+    ep = torch.export.export(model, (x,))
+    _, graph, _, _, builder = _builder(ep)
+    module, _, _ = builder.module_of(list(range(len(graph["nodes"]))))
+    targets = [n.target for n in module.graph.nodes if n.op == "call_function"]
+    assert targets.count(torch.ops.autograph.packed_linear.default) == 2
+    assert torch.ops.aten.linear.default not in targets
+    optimized, report = autograph.optimize(ep, method="sequential", check_rewrites=False)
+    assert report["inductor"]["kept"] == "whole"
+    with torch.no_grad():
+        _close(optimized.module()(x), model(x))

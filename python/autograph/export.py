@@ -554,6 +554,11 @@ def _with_inductor_parts(decomposed: ExportedProgram, graph: Dict[str, Any], imp
     summary["kept"] = best
     program, weights, chosen, _ = candidates[best]
     chosen = dict(chosen, inductor=summary)
+    if best != "aten":  # what the user asked for, and the kept program's own measured time
+        chosen["method"] = settings["method"]
+        chosen["chosen"] = f"inductor {best}" + (f" ({chosen['chosen']})" if chosen.get("chosen") else "")
+        if "median_ms" in summary["candidates"].get(best, {}):
+            chosen["measured_ms"] = summary["candidates"][best]["median_ms"]
     for key in ("operators_before", "memory_bound_before"):
         chosen[key] = report.get(key, chosen.get(key))
     return program, weights, chosen
@@ -676,6 +681,10 @@ def register_fake() -> None:
             return [torch.empty_strided(o.shape, o.stride(), dtype=o.dtype, device=device) for o in outputs]
         return [torch.empty_strided(o["shape"], o["stride"], dtype=_DTYPES_BY_NAME[o["dtype"]], device=device)
                 for o in header["outputs"]]
+
+    @torch.library.register_fake("autograph::packed_linear")
+    def _packed_linear_fake(x, weight, bias):
+        return torch.nn.functional.linear(x, weight, bias)
 
     _FAKE_REGISTERED = True
 

@@ -153,10 +153,25 @@ class PartBuilder:
                 if source not in inside:
                     outside(source)
             env[node] = graph.node_copy(node, lambda n: env[n])
+            if self._packs_linear(node, env):
+                env[node].target = torch.ops.autograph.packed_linear.default
         returned = [n for n in ordered if isinstance(self.value_of.get(n.name), int)
                     and any(u not in inside for u in n.users)]  # read after the part, or returned
         graph.output(tuple(env[n] for n in returned))
         return torch.fx.GraphModule(module, graph), input_ids, [self.value_of[n.name] for n in returned]
+
+    def _packs_linear(self, node: torch.fx.Node, env: Dict[torch.fx.Node, torch.fx.Node]) -> bool:
+        """Whether a linear of the part runs as autograph::packed_linear (its weight packed for MKL's
+        GEMM when the package first runs): on CPU with MKL, for a float32 weight of the program, what
+        Inductor's just-in-time freezing does and its ahead-of-time compile cannot (it cannot save a
+        packed matrix, and falls back to oneDNN's linear)."""
+        if node.target is not torch.ops.aten.linear.default or self.device.type != "cpu" or not torch._C.has_mkl:
+            return False
+        weight = node.args[1] if len(node.args) > 1 else None
+        if not isinstance(weight, torch.fx.Node) or weight.name not in self.weights or env[weight].op != "get_attr":
+            return False
+        w = self.weights[weight.name]
+        return w.dtype == torch.float32 and w.dim() == 2 and not node.kwargs
 
     def compile(self, part: Sequence[int], label: str, freezing: bool = True) -> Tuple[bytes, List[int], List[int]]:
         """The part's AOTInductor package (from the disk cache when there) and its input / output ids."""
