@@ -241,7 +241,7 @@ def test_linears_of_a_cpu_part_are_packed_at_run_time():
     """A part's linears with weights of the program call autograph::packed_linear on CPU (AOTInductor
     cannot keep MKL-packed weights); the compiled program matches eager."""
     torch.manual_seed(0)
-    model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.GELU(), torch.nn.Linear(32, 8)).eval()
+    model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.GELU(), torch.nn.Linear(32, 8, bias=False)).eval()
     x = torch.randn(4, 16)
     ep = torch.export.export(model, (x,))
     _, graph, _, _, builder = _builder(ep)

@@ -64,6 +64,6 @@ at::Tensor PackedLinear(const at::Tensor& x, const at::Tensor& weight, const std
 }  // namespace autograph
 
 TORCH_LIBRARY_FRAGMENT(autograph, m) {
-  m.def("packed_linear(Tensor x, Tensor weight, Tensor? bias) -> Tensor");
+  m.def("packed_linear(Tensor x, Tensor weight, Tensor? bias=None) -> Tensor");
   m.impl("packed_linear", c10::DispatchKey::CompositeExplicitAutograd, TORCH_FN(autograph::PackedLinear));
 }

@@ -683,7 +683,7 @@ def register_fake() -> None:
                 for o in header["outputs"]]
 
     @torch.library.register_fake("autograph::packed_linear")
-    def _packed_linear_fake(x, weight, bias):
+    def _packed_linear_fake(x, weight, bias=None):
         return torch.nn.functional.linear(x, weight, bias)
 
     _FAKE_REGISTERED = True
