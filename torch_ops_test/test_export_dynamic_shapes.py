@@ -214,3 +214,16 @@ def test_graph_for_other_shapes_that_does_not_fit_the_plan_is_refused(cnn):
         torch.ops.autograph.with_graph_for_other_shapes(text, graph, [0, 1])
     with pytest.raises(RuntimeError, match="not the plan's input"):
         torch.ops.autograph.with_graph_for_other_shapes(text, graph, [8, 1, 2, 3, 4, 5, 6, 7, 0])
+
+
+def test_planned_for_the_inputs_given_not_the_exported_example(cnn):
+    """optimize(ep, inputs) plans at the given inputs' shapes, whatever example the program was exported
+    with; the graph for other shapes is recorded at those sizes too."""
+    model, _, ep = cnn  # exported at batch 4
+    x = torch.randn(6, 3, 8, 8)
+    optimized, report = autograph.optimize(ep, (x,), method="sequential", inductor=False)
+    assert report["dynamic_shapes"]["planned_for"] == [[6, 3, 8, 8]]
+    with torch.no_grad():
+        for n in (6, 4, 1):
+            xi = torch.randn(n, 3, 8, 8)
+            _close(optimized.module()(xi), model(xi))

@@ -40,7 +40,8 @@ AtenProgram::AtenProgram(OpGraph graph, Schedule schedule, ExecutorOptions optio
 }
 
 void AtenProgram::SetOtherShapes(std::shared_ptr<const AtenGraph> graph, std::vector<int> positions,
-                                 std::shared_ptr<const AtenGraph> run_graph, std::vector<int> run_positions) {
+                                 std::shared_ptr<const AtenGraph> run_graph, std::vector<int> run_positions,
+                                 std::string source) {
   const AtenGraph& plan = *graph_.aten_graph();
   if (positions.size() != graph->inputs.size())
     throw Error("corrupted program: " + std::to_string(positions.size()) + " input positions for a graph of " +
@@ -92,6 +93,7 @@ void AtenProgram::SetOtherShapes(std::shared_ptr<const AtenGraph> graph, std::ve
   other->positions = std::move(positions);
   other->run_graph = std::move(run_graph);
   other->run_positions = std::move(run_positions);
+  other->source = std::move(source);
   num_inputs_ = count;
   other_shapes_ = std::move(other);
 }
@@ -136,12 +138,8 @@ std::string AtenProgram::ToText() const {
                      {"schedule", ScheduleToJson(schedule_)},
                      {"cuda_graph", options_.cuda_graph}};
   json full = body;
-  if (other_shapes_) {
-    full["other_shapes"] = {{"graph", other_shapes_->graph->ToJson()}, {"inputs", other_shapes_->positions}};
-    if (other_shapes_->run_graph)
-      full["other_shapes"]["run"] = {{"graph", other_shapes_->run_graph->ToJson()},
-                                     {"inputs", other_shapes_->run_positions}};
-  }
+  // As it came (the importer's tags, e.g. dtypes by name, which the fake kernel reads).
+  if (other_shapes_) full["other_shapes"] = json::parse(other_shapes_->source);
   const std::string body_text = full.dump();
   json outputs = json::array();
   for (int v : aten.outputs) {
@@ -212,7 +210,7 @@ std::shared_ptr<const AtenProgram> AtenProgram::FromText(const std::string& text
         for (const json& p : other.at("run").at("inputs")) run_positions.push_back(PlanIndex(p));
       }
       program->SetOtherShapes(std::make_shared<const AtenGraph>(AtenGraph::FromJson(other.at("graph"))),
-                              std::move(positions), std::move(run_graph), std::move(run_positions));
+                              std::move(positions), std::move(run_graph), std::move(run_positions), other.dump());
     }
     return program;
   } catch (const json::exception& e) {

@@ -73,9 +73,10 @@ class AtenProgram {
     std::vector<int> run_positions;
     std::unique_ptr<CompiledGraph> compiled;     // of run_graph, else of graph
     std::vector<bool> restride;  // per output: the plan returns other strides than the graph
+    std::string source;          // the JSON it came from, written back as it was (the fake kernel reads it)
   };
   void SetOtherShapes(std::shared_ptr<const AtenGraph> graph, std::vector<int> positions,
-                      std::shared_ptr<const AtenGraph> run_graph, std::vector<int> run_positions);
+                      std::shared_ptr<const AtenGraph> run_graph, std::vector<int> run_positions, std::string source);
   std::vector<at::Tensor> RunOtherShapes(const std::vector<at::Tensor>& inputs) const;
 
   OpGraph graph_;

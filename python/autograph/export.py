@@ -89,10 +89,16 @@ def has_dynamic_shapes(ep: ExportedProgram) -> bool:
                for node, spec in zip(placeholders, sig.input_specs))
 
 
-def _hint(d) -> int:
-    """A size's value at the example inputs (the shape the plan is made for)."""
+def _hint(d, sizes: Optional[Dict[Any, int]] = None) -> int:
+    """A size's value at the example inputs (the shape the plan is made for): from `sizes` (each symbol
+    of the inputs' shapes -> its size in the inputs optimize was given), else the exported example's."""
     if isinstance(d, int):
         return d
+    if sizes:
+        import sympy
+        value = d.node.expr.xreplace({s: sympy.Integer(v) for s, v in sizes.items()})
+        if value.is_number:
+            return int(value)
     hint = d.node.hint
     if hint is None:
         raise UnsupportedModelError(f"the exported program has a data-dependent size ({d}); the export path "
@@ -100,10 +106,11 @@ def _hint(d) -> int:
     return int(hint)
 
 
-def _import(ep: ExportedProgram, symbolic: bool = False) -> Tuple[Dict[str, Any], List[torch.Tensor], _Imported]:
+def _import(ep: ExportedProgram, symbolic: bool = False,
+            sizes: Optional[Dict[Any, int]] = None) -> Tuple[Dict[str, Any], List[torch.Tensor], _Imported]:
     """aten_graph_of on a program already in functional ATen IR, with the FX-to-AtenGraph mapping.
     `symbolic`: the program may have dynamic shapes; sizes computed on symbols become values
-    (aten::sym_size, autograph::scalar_op) and shapes are recorded at the example's sizes."""
+    (aten::sym_size, autograph::scalar_op) and shapes are recorded at the example's sizes (`sizes`)."""
     sig = ep.graph_signature
     bad_outputs = [s.kind.name for s in sig.output_specs if s.kind != OutputKind.USER_OUTPUT]
     if bad_outputs:
@@ -113,7 +120,7 @@ def _import(ep: ExportedProgram, symbolic: bool = False) -> Tuple[Dict[str, Any]
     value_of: Dict[torch.fx.Node, Any] = {}  # node -> value id, or a tuple of ids (multiple returns)
 
     def new_value(meta) -> int:
-        values.append(_value_info(meta, symbolic))
+        values.append(_value_info(meta, symbolic, sizes))
         return len(values) - 1
 
     inputs, weights, weight_tensors = [], [], []
@@ -204,14 +211,15 @@ def _weight(ep: ExportedProgram, spec) -> torch.Tensor:
     return t.detach()
 
 
-def _value_info(meta, symbolic: bool = False) -> Dict[str, Any]:
+def _value_info(meta, symbolic: bool = False, sizes: Optional[Dict[Any, int]] = None) -> Dict[str, Any]:
     if isinstance(meta, torch.Tensor):
         if not symbolic and (any(not isinstance(d, int) for d in meta.shape)
                              or any(not isinstance(s, int) for s in meta.stride())):
             raise UnsupportedModelError("the exported program has dynamic shapes (internal: imported as static)")
         if meta.dtype not in _DTYPE_NAMES:
             raise UnsupportedModelError(f"dtype {meta.dtype} is not supported by the export path")
-        return {"tensor": True, "shape": [_hint(d) for d in meta.shape], "stride": [_hint(d) for d in meta.stride()],
+        return {"tensor": True, "shape": [_hint(d, sizes) for d in meta.shape],
+                "stride": [_hint(d, sizes) for d in meta.stride()],
                 "dtype": _DTYPE_NAMES[meta.dtype]}
     if not symbolic and isinstance(meta, (torch.SymInt, torch.SymFloat, torch.SymBool)):
         raise UnsupportedModelError("the exported program computes symbolic sizes (internal: imported as static)")
@@ -389,7 +397,7 @@ def _with_graph_for_other_shapes(ep: ExportedProgram, program: str, weights: Lis
     hold, or the package Inductor compiled for every shape, when that runs other shapes instead); and
     what the report says of it."""
     decomposed = ep.run_decompositions({})
-    graph, graph_weights, _ = _import(decomposed, symbolic=True)
+    graph, graph_weights, _ = _import(decomposed, symbolic=True, sizes=_symbol_sizes(decomposed, tensors))
     num_inputs = len(tensors)
     user_positions = [len(weights) + i for i in range(num_inputs)]
     summary: Dict[str, Any] = {"other_shapes": "aten"}
@@ -421,6 +429,20 @@ def _with_graph_for_other_shapes(ep: ExportedProgram, program: str, weights: Lis
     except (RuntimeError, ValueError) as e:
         raise translate(e) from None
     return program, extra, summary
+
+
+def _symbol_sizes(ep: ExportedProgram, tensors: List[torch.Tensor]) -> Dict[Any, int]:
+    """Each symbol that is a size of a user input of `ep` -> that size in `tensors` (the inputs optimize
+    was given, which need not be the exported example's)."""
+    import sympy
+    placeholders = [n for n in ep.graph.nodes if n.op == "placeholder"]
+    user = [n for n, spec in zip(placeholders, ep.graph_signature.input_specs) if spec.kind == InputKind.USER_INPUT]
+    sizes: Dict[Any, int] = {}
+    for node, tensor in zip(user, tensors):
+        for d, n in zip(node.meta["val"].shape, tensor.shape):
+            if not isinstance(d, int) and isinstance(d.node.expr, sympy.Symbol):
+                sizes[d.node.expr] = int(n)
+    return sizes
 
 
 def _every_shape_package(decomposed: ExportedProgram, graph: Dict[str, Any], structured, target: torch.device,
