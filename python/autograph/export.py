@@ -80,13 +80,16 @@ _PYTHON_SCALAR_OPS = {
 }
 
 
+def _user_inputs(ep: ExportedProgram) -> List[torch.fx.Node]:
+    """The placeholders of `ep` that are the user's inputs (not weights), in order."""
+    placeholders = [n for n in ep.graph.nodes if n.op == "placeholder"]
+    return [n for n, spec in zip(placeholders, ep.graph_signature.input_specs) if spec.kind == InputKind.USER_INPUT]
+
+
 def has_dynamic_shapes(ep: ExportedProgram) -> bool:
     """Whether any user input of `ep` has a symbolic size."""
-    sig = ep.graph_signature
-    placeholders = [n for n in ep.graph.nodes if n.op == "placeholder"]
-    return any(spec.kind == InputKind.USER_INPUT and isinstance(node.meta.get("val"), torch.Tensor)
-               and any(not isinstance(d, int) for d in node.meta["val"].shape)
-               for node, spec in zip(placeholders, sig.input_specs))
+    return any(isinstance(node.meta.get("val"), torch.Tensor) and any(not isinstance(d, int) for d in node.meta["val"].shape)
+               for node in _user_inputs(ep))
 
 
 def _hint(d, sizes: Optional[Dict[Any, int]] = None) -> int:
@@ -435,10 +438,8 @@ def _symbol_sizes(ep: ExportedProgram, tensors: List[torch.Tensor]) -> Dict[Any,
     """Each symbol that is a size of a user input of `ep` -> that size in `tensors` (the inputs optimize
     was given, which need not be the exported example's)."""
     import sympy
-    placeholders = [n for n in ep.graph.nodes if n.op == "placeholder"]
-    user = [n for n, spec in zip(placeholders, ep.graph_signature.input_specs) if spec.kind == InputKind.USER_INPUT]
     sizes: Dict[Any, int] = {}
-    for node, tensor in zip(user, tensors):
+    for node, tensor in zip(_user_inputs(ep), tensors):
         for d, n in zip(node.meta["val"].shape, tensor.shape):
             if not isinstance(d, int) and isinstance(d.node.expr, sympy.Symbol):
                 sizes[d.node.expr] = int(n)
@@ -519,10 +520,7 @@ def _dynamic_shapes_of(ep: ExportedProgram, module, args, kwargs):
     from torch.utils._sympy.numbers import int_oo
     dims: Dict[Any, Any] = {}
     collection = torch.export.ShapesCollection()
-    placeholders = [n for n in ep.graph.nodes if n.op == "placeholder"]
-    user = [n for n, spec in zip(placeholders, ep.graph_signature.input_specs) if spec.kind == InputKind.USER_INPUT]
-    flat = [t for t in pytree.tree_leaves((tuple(args), dict(kwargs)))]
-    for node, tensor in zip(user, flat):
+    for node, tensor in zip(_user_inputs(ep), pytree.tree_leaves((tuple(args), dict(kwargs)))):
         spec = {}
         for k, d in enumerate(node.meta["val"].shape):
             if isinstance(d, int):
