@@ -221,39 +221,38 @@ step_sanitizer() {
   [ ${#left[@]} -eq 0 ] || return $INCOMPLETE
 }
 
-step_bench() {
-  local device=cuda runs=() models=$GC_MODELS
-  if [ "$GC_REHEARSE" = 1 ]; then
-    # The harness end to end on CPU, not a measurement: one small model, few runs.
-    device=cpu runs=(--runs 3 --warmup 1) models=${GC_MODELS_GIVEN:-squeezenet}
-  fi
-  local m dir rc t done_=() failed=() timed_out=() left=()
-  for m in $models; do
-    dir=$GC_OUT/bench/$m
+# One zoo model at a time while time is left, resumable: `$2 MODEL DIR TIMEOUT LOG` runs one model
+# of step $1 into DIR=OUT_DIR/$1/MODEL (exit 0: done; 124/137: timed out; else failed); a model done or
+# failed on the same sources in an earlier call is not run again. Fills the calling step's done_,
+# failed, timed_out and left.
+each_model() {
+  local kind=$1 run=$2 m dir log rc t
+  for m in $3; do
+    dir=$GC_OUT/$kind/$m log=$GC_OUT/logs/$kind-$m.log
     mkdir -p "$dir"
     case "$(cat "$dir/status" 2>/dev/null)" in
       "done $GC_SOURCES") done_+=("$m"); echo "$m: done in an earlier call"; continue ;;
-      "failed $GC_SOURCES") failed+=("$m"); echo "$m: failed in an earlier call (see logs/bench-$m.log)"; continue ;;
+      "failed $GC_SOURCES") failed+=("$m"); echo "$m: failed in an earlier call (see logs/$kind-$m.log)"; continue ;;
     esac
     t=$(run_time_left); [ $t -le $BENCH_MODEL_MAX_S ] || t=$BENCH_MODEL_MAX_S
     if [ $t -lt 60 ]; then left+=("$m"); continue; fi
     echo "== $m (timeout ${t}s)"
-    # XDG_CACHE_HOME: the measured-cost cache (autograph/costs/) goes under OUT_DIR too.
-    XDG_CACHE_HOME=$GC_OUT/cache timeout -k 10 "$t" "$GC_BUILD_DIR/autograph" bench "$m" --zoo "$GC_ZOO" \
-      --device "$device" --methods $BENCH_METHODS --batch 1 "${runs[@]}" --out "$dir" --cache "$GC_OUT/cache/bench" \
-      > "$GC_OUT/logs/bench-$m.log" 2>&1
+    "$run" "$m" "$dir" "$t" "$log"
     rc=$?
-    grep -E ' ms \(p10|failed' "$GC_OUT/logs/bench-$m.log"
+    grep -E ' ms \(p10|failed|skipped' "$log"
     case $rc in
       0) echo "done $GC_SOURCES" > "$dir/status"; done_+=("$m") ;;
       124|137) echo "timed out $GC_SOURCES" > "$dir/status"; timed_out+=("$m") ;;
       *) echo "failed $GC_SOURCES" > "$dir/status"; failed+=("$m") ;;
     esac
   done
-  merge_tables "$models"
-  local n
-  n=$(echo $models | wc -w)
-  note "$device, batch 1: ${#done_[@]} of $n models done${failed:+; some methods FAILED on ${failed[*]}}${timed_out:+; timed out: ${timed_out[*]}}${left:+; not reached: ${left[*]}}$([ ${#timed_out[@]} -gt 0 ] || [ ${#left[@]} -gt 0 ] && echo ': call again with the same OUT_DIR to resume')$([ "$GC_REHEARSE" = 1 ] && echo ' (CPU rehearsal of the harness: 3 runs, not a measurement)')"
+}
+
+# What a benchmark step's summary line ends with, and its exit status.
+models_note() {
+  echo "${#done_[@]} of $(echo $1 | wc -w) models done${failed:+; some methods FAILED on ${failed[*]}}${timed_out:+; timed out: ${timed_out[*]}}${left:+; not reached: ${left[*]}}$([ ${#timed_out[@]} -gt 0 ] || [ ${#left[@]} -gt 0 ] && echo ': call again with the same OUT_DIR to resume')$([ "$GC_REHEARSE" = 1 ] && echo ' (CPU rehearsal of the harness: 3 runs, not a measurement)')"
+}
+models_status() {
   [ ${#failed[@]} -eq 0 ] || return 1
   [ ${#timed_out[@]} -eq 0 ] && [ ${#left[@]} -eq 0 ] || return $INCOMPLETE
 }
@@ -275,41 +274,40 @@ merge_tables() {
   fi
 }
 
+step_bench() {
+  local device=cuda runs=() models=$GC_MODELS done_=() failed=() timed_out=() left=()
+  if [ "$GC_REHEARSE" = 1 ]; then
+    # The harness end to end on CPU, not a measurement: one small model, few runs.
+    device=cpu runs=(--runs 3 --warmup 1) models=${GC_MODELS_GIVEN:-squeezenet}
+  fi
+  # XDG_CACHE_HOME: the measured-cost cache (autograph/costs/) goes under OUT_DIR too.
+  bench_model() {
+    XDG_CACHE_HOME=$GC_OUT/cache timeout -k 10 "$3" "$GC_BUILD_DIR/autograph" bench "$1" --zoo "$GC_ZOO" \
+      --device "$device" --methods $BENCH_METHODS --batch 1 "${runs[@]}" --out "$2" --cache "$GC_OUT/cache/bench" \
+      > "$4" 2>&1
+  }
+  each_model bench bench_model "$models"
+  merge_tables "$models"
+  note "$device, batch 1: $(models_note "$models")"
+  models_status
+}
+
 step_others() {
-  local device=cuda runs=() modes=(default max-autotune) models=$GC_MODELS
+  local device=cuda runs=() modes=(default max-autotune) models=$GC_MODELS done_=() failed=() timed_out=() left=()
   if [ "$GC_REHEARSE" = 1 ]; then
     # The harness end to end on CPU, not a measurement: one small model, the export path only.
     device=cpu runs=(--runs 3 --warmup 1) modes=() models=${GC_MODELS_GIVEN:-squeezenet}
   fi
-  local m dir rc t done_=() failed=() timed_out=() left=()
-  for m in $models; do
-    dir=$GC_OUT/others/$m
-    mkdir -p "$dir"
-    case "$(cat "$dir/status" 2>/dev/null)" in
-      "done $GC_SOURCES") done_+=("$m"); echo "$m: done in an earlier call"; continue ;;
-      "failed $GC_SOURCES") failed+=("$m"); echo "$m: failed in an earlier call (see logs/others-$m.log)"; continue ;;
-    esac
-    t=$(run_time_left); [ $t -le $BENCH_MODEL_MAX_S ] || t=$BENCH_MODEL_MAX_S
-    if [ $t -lt 60 ]; then left+=("$m"); continue; fi
-    echo "== $m (timeout ${t}s)"
-    rm -f "$dir/results.csv"  # a rerun replaces the model's rows
-    AUTOGRAPH_LIBRARY=$GC_BUILD_DIR/libautograph.so XDG_CACHE_HOME=$GC_OUT/cache timeout -k 10 "$t" \
-      "$GC_PYTHON" bench/torch_compile_bench.py --zoo "$GC_ZOO" --models "$m" --device "$device" --batch 1 \
-      --modes "${modes[@]}" --export-path "${runs[@]}" --out "$dir" > "$GC_OUT/logs/others-$m.log" 2>&1
-    rc=$?
-    grep -E ' ms \(p10|skipped' "$GC_OUT/logs/others-$m.log"
-    case $rc in
-      0) echo "done $GC_SOURCES" > "$dir/status"; done_+=("$m") ;;
-      124|137) echo "timed out $GC_SOURCES" > "$dir/status"; timed_out+=("$m") ;;
-      *) echo "failed $GC_SOURCES" > "$dir/status"; failed+=("$m") ;;
-    esac
-  done
+  others_model() {
+    rm -f "$2/results.csv"  # a rerun replaces the model's rows
+    AUTOGRAPH_LIBRARY=$GC_BUILD_DIR/libautograph.so XDG_CACHE_HOME=$GC_OUT/cache timeout -k 10 "$3" \
+      "$GC_PYTHON" bench/torch_compile_bench.py --zoo "$GC_ZOO" --models "$1" --device "$device" --batch 1 \
+      --modes "${modes[@]}" --export-path "${runs[@]}" --out "$2" > "$4" 2>&1
+  }
+  each_model others others_model "$models"
   merge_tables "$models"
-  local n
-  n=$(echo $models | wc -w)
-  note "$device, batch 1: torch.compile (${modes[*]:-none}) and the export path: ${#done_[@]} of $n models done${failed:+; FAILED on ${failed[*]}}${timed_out:+; timed out: ${timed_out[*]}}${left:+; not reached: ${left[*]}}$([ "$GC_REHEARSE" = 1 ] && echo ' (CPU rehearsal of the harness: 3 runs, not a measurement)')"
-  [ ${#failed[@]} -eq 0 ] || return 1
-  [ ${#timed_out[@]} -eq 0 ] && [ ${#left[@]} -eq 0 ] || return $INCOMPLETE
+  note "$device, batch 1, torch.compile (${modes[*]:-none}) and the export path: $(models_note "$models")"
+  models_status
 }
 
 if [ "${1:-}" = --step ]; then  # one step, in its own process (see run_step)

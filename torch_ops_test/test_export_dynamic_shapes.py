@@ -64,6 +64,30 @@ def cnn():
     return model, x, ep
 
 
+def _runs_in_a_fresh_process(optimized, model, batches, tmp_path, tol):
+    """Saves `optimized`, loads it in a new Python process and checks its outputs at each batch size."""
+    path = tmp_path / "optimized.pt2"
+    torch.export.save(optimized, str(path))
+    xs = [torch.randn(n, 3, 8, 8) for n in batches]
+    with torch.no_grad():
+        torch.save({"xs": xs, "want": [model(x) for x in xs]}, tmp_path / "io.pt")
+    script = f"""
+import sys, torch
+sys.path.insert(0, {str(ROOT / 'python')!r})
+import autograph
+ep = torch.export.load({str(path)!r})
+io = torch.load({str(tmp_path / 'io.pt')!r})
+for x, want in zip(io["xs"], io["want"]):
+    got = ep.module()(x)
+    err = (got - want).abs().max().item() / want.abs().max().item()
+    assert got.shape == want.shape and err <= {tol}, (x.shape, err)
+print("ok")
+"""
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert "ok" in run.stdout
+
+
 def _header(optimized):
     (call,) = [n for n in optimized.graph.nodes if n.target == torch.ops.autograph.execute.default]
     text = call.args[1]
@@ -102,26 +126,7 @@ def test_transformer_with_dynamic_batch_and_length():
 def test_dynamic_program_saved_and_run_in_a_fresh_process(cnn, tmp_path):
     model, _, ep = cnn
     optimized, _ = autograph.optimize(ep, method="autograph", inductor=False)
-    path = tmp_path / "dynamic.pt2"
-    torch.export.save(optimized, str(path))
-    xs = [torch.randn(n, 3, 8, 8) for n in (4, 3, 17)]
-    with torch.no_grad():
-        torch.save({"xs": xs, "want": [model(x) for x in xs]}, tmp_path / "io.pt")
-    script = f"""
-import sys, torch
-sys.path.insert(0, {str(ROOT / 'python')!r})
-import autograph
-ep = torch.export.load({str(path)!r})
-io = torch.load({str(tmp_path / 'io.pt')!r})
-for x, want in zip(io["xs"], io["want"]):
-    got = ep.module()(x)
-    err = (got - want).abs().max().item() / want.abs().max().item()
-    assert got.shape == want.shape and err <= {TOL}, (x.shape, err)
-print("ok")
-"""
-    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
-    assert run.returncode == 0, run.stderr
-    assert "ok" in run.stdout
+    _runs_in_a_fresh_process(optimized, model, (4, 3, 17), tmp_path, TOL)
 
 
 def test_dynamic_program_compiles_with_aotinductor(cnn, tmp_path):
@@ -149,25 +154,7 @@ def test_inductor_compiles_the_plan_and_a_package_for_every_other_shape(cnn, tmp
         for n in (4, 2, 11):
             xi = torch.randn(n, 3, 8, 8)
             _close(optimized.module()(xi), model(xi), tol=1e-4)
-    path = tmp_path / "every_shape.pt2"
-    torch.export.save(optimized, str(path))
-    xs = [torch.randn(n, 3, 8, 8) for n in (4, 5)]
-    with torch.no_grad():
-        torch.save({"xs": xs, "want": [model(x) for x in xs]}, tmp_path / "io.pt")
-    script = f"""
-import sys, torch
-sys.path.insert(0, {str(ROOT / 'python')!r})
-import autograph
-ep = torch.export.load({str(path)!r})
-io = torch.load({str(tmp_path / 'io.pt')!r})
-for x, want in zip(io["xs"], io["want"]):
-    got = ep.module()(x)
-    err = (got - want).abs().max().item() / want.abs().max().item()
-    assert got.shape == want.shape and err <= 1e-4, (x.shape, err)
-print("ok")
-"""
-    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
-    assert run.returncode == 0, run.stderr
+    _runs_in_a_fresh_process(optimized, model, (4, 5), tmp_path, 1e-4)
 
 
 def test_the_package_for_other_shapes_is_kept_only_when_faster(cnn):

@@ -4,7 +4,9 @@
 // Python's semantics (floor division and modulo round toward minus infinity; `/` gives a float).
 #include <torch/library.h>
 
+#include <algorithm>
 #include <cmath>
+#include <optional>
 #include <string>
 
 namespace autograph {
@@ -33,43 +35,39 @@ c10::Scalar Unary(const std::string& op, const c10::Scalar& a) {
   TORCH_CHECK(false, "autograph::scalar_op: unknown unary operation '", op, "'");
 }
 
+// What ints and floats do alike.
+template <typename T>
+std::optional<c10::Scalar> Common(const std::string& op, T x, T y) {
+  if (op == "add") return c10::Scalar(x + y);
+  if (op == "sub") return c10::Scalar(x - y);
+  if (op == "mul") return c10::Scalar(x * y);
+  if (op == "max") return c10::Scalar(std::max(x, y));
+  if (op == "min") return c10::Scalar(std::min(x, y));
+  if (op == "eq") return c10::Scalar(x == y);
+  if (op == "ne") return c10::Scalar(x != y);
+  if (op == "lt") return c10::Scalar(x < y);
+  if (op == "le") return c10::Scalar(x <= y);
+  if (op == "gt") return c10::Scalar(x > y);
+  if (op == "ge") return c10::Scalar(x >= y);
+  return std::nullopt;
+}
+
 c10::Scalar Binary(const std::string& op, const c10::Scalar& a, const c10::Scalar& b) {
   if (op == "and") return c10::Scalar(a.toBool() && b.toBool());
   if (op == "or") return c10::Scalar(a.toBool() || b.toBool());
-  const bool floating = a.isFloatingPoint() || b.isFloatingPoint();
-  if (floating || op == "truediv") {
+  if (a.isFloatingPoint() || b.isFloatingPoint() || op == "truediv") {
     const double x = a.toDouble(), y = b.toDouble();
-    if (op == "add") return x + y;
-    if (op == "sub") return x - y;
-    if (op == "mul") return x * y;
+    if (std::optional<c10::Scalar> r = Common(op, x, y)) return *r;
     if (op == "truediv") return x / y;
     if (op == "floordiv") return std::floor(x / y);
     if (op == "mod") return x - std::floor(x / y) * y;
     if (op == "pow") return std::pow(x, y);
-    if (op == "max") return std::max(x, y);
-    if (op == "min") return std::min(x, y);
-    if (op == "eq") return x == y;
-    if (op == "ne") return x != y;
-    if (op == "lt") return x < y;
-    if (op == "le") return x <= y;
-    if (op == "gt") return x > y;
-    if (op == "ge") return x >= y;
   } else {
     const int64_t x = a.toLong(), y = b.toLong();
-    if (op == "add") return x + y;
-    if (op == "sub") return x - y;
-    if (op == "mul") return x * y;
+    if (std::optional<c10::Scalar> r = Common(op, x, y)) return *r;
     if (op == "floordiv") return FloorDiv(x, y);
     if (op == "mod") return x - FloorDiv(x, y) * y;
     if (op == "pow") return y >= 0 ? c10::Scalar(IntPow(x, y)) : c10::Scalar(std::pow(double(x), double(y)));
-    if (op == "max") return std::max(x, y);
-    if (op == "min") return std::min(x, y);
-    if (op == "eq") return x == y;
-    if (op == "ne") return x != y;
-    if (op == "lt") return x < y;
-    if (op == "le") return x <= y;
-    if (op == "gt") return x > y;
-    if (op == "ge") return x >= y;
   }
   TORCH_CHECK(false, "autograph::scalar_op: unknown binary operation '", op, "'");
 }
