@@ -19,12 +19,15 @@ ENV = dict(os.environ) if os.environ.get("AUTOGRAPH_TEST_INSTALLED") == "1" else
     ("compile_bert.py", ["--layers", "1", "--length", "16"]),
     ("save_and_reload.py", []),
     ("export_and_reload.py", []),
+    ("dynamic_shapes.py", []),
 ])
 def test_example_runs(script, args, tmp_path):
     if script == "save_and_reload.py":
         args = ["--out", str(tmp_path / "squeezenet_autograph.pt")]
     if script == "export_and_reload.py":
         args = ["--out", str(tmp_path / "inception_block_autograph.pt2")]
+    if script == "dynamic_shapes.py":
+        args = ["--out", str(tmp_path / "encoder_dynamic.pt2")]
     r = subprocess.run([sys.executable, str(ROOT / "examples" / script), *args], capture_output=True, text=True,
                        timeout=600, cwd=tmp_path, env=ENV)
     assert r.returncode == 0, r.stdout + r.stderr
