@@ -168,11 +168,36 @@ def test_torch_compile_backend_falls_back_to_eager_with_one_warning():
     torch._dynamo.reset()
 
     def f(x):
-        return torch.nonzero(x > 0).float().sum() + x.sum()  # nonzero: a data-dependent shape
+        x.add_(1)  # mutates its input: the export path refuses the graph
+        return x * 2
 
-    compiled = torch.compile(f, backend="autograph", options={"no_such_option": 1})
+    compiled = torch.compile(f, backend="autograph")
     x = torch.randn(8)
+    a, b = x.clone(), x.clone()
     with pytest.warns(UserWarning, match="runs a captured graph eagerly"):
         with torch.no_grad():
-            got = compiled(x)
-    assert torch.allclose(got, f(x))
+            got = compiled(a)
+    assert torch.allclose(got, f(b)) and torch.equal(a, b)
+
+
+def test_torch_compile_backend_refuses_bad_options():
+    """An option error is the user's to fix: torch.compile raises it instead of running eagerly."""
+    torch._dynamo.reset()
+    compiled = torch.compile(lambda x: x * 2, backend="autograph", options={"no_such_option": 1})
+    with pytest.raises(Exception, match="unknown option 'no_such_option'"):
+        with torch.no_grad():
+            compiled(torch.randn(4))
+    torch._dynamo.reset()
+    compiled = torch.compile(lambda x: x * 2, backend="autograph", options={"ir": "onnx"})
+    with pytest.raises(Exception, match="ir='onnx'"):
+        with torch.no_grad():
+            compiled(torch.randn(4))
+
+
+def test_bad_options_are_refused_before_any_export():
+    class Branchy(torch.nn.Module):  # torch.export cannot take it: the option error must come first
+        def forward(self, x):
+            return x * 2 if x.sum() > 0 else x - 1
+
+    with pytest.raises(autograph.InputError, match="unknown option 'max_stream'"):
+        autograph.optimize(Branchy(), (torch.randn(3),), ir="export", max_stream=2)

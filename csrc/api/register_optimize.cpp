@@ -81,6 +81,12 @@ std::tuple<std::string, std::string> OptimizeExportedOp(std::string graph_json, 
   });
 }
 
+// The options alone, checked as optimize would check them (InputError naming a bad key or value), so
+// that Python refuses bad options before any tracing, export or compile.
+void CheckOptionsOp(std::string options_json) {
+  WithErrorKinds([&] { OptionsOf({}, options_json); });
+}
+
 // A report's "timeline" drawn as SVG (autograph.optimize puts it in report["timeline"]["svg"]).
 std::string TimelineSvgOp(std::string timeline_json, std::string title) {
   nlohmann::json json = nlohmann::json::parse(timeline_json, nullptr, /*allow_exceptions=*/false);
@@ -101,4 +107,5 @@ TORCH_LIBRARY_FRAGMENT(autograph, m) {
         &autograph::DriverOp<&autograph::substitute>);
   m.def("optimize_exported(str graph, Tensor[] tensors, str options) -> (str, str)", &autograph::OptimizeExportedOp);
   m.def("timeline_svg(str timeline, str title) -> str", &autograph::TimelineSvgOp);
+  m.def("check_options(str options) -> ()", &autograph::CheckOptionsOp);
 }

@@ -46,6 +46,7 @@ def optimize(model: Model, example_inputs: Union[Sequence[Any], torch.Tensor, No
     """
     if ir not in (None, "torchscript", "export"):
         raise InputError(f"unknown ir '{ir}': use 'export' (torch.export) or 'torchscript'")
+    check_options(dict(options, method=method))  # before any tracing, export or compile
     from torch.export import ExportedProgram
     if isinstance(model, ExportedProgram) or ir == "export":
         from .export import optimize_exported
@@ -121,7 +122,20 @@ def to_script_module(model: Model, example_inputs: Sequence[Any]) -> torch.jit.S
                                 ". Pass a ScriptModule you made yourself, or make forward() traceable")
 
 
+def check_options(options: Dict[str, Any]) -> None:
+    """Raises InputError naming the first option optimize would refuse (an unknown name, a value of the
+    wrong type or out of range): what every entry point checks before it does any work."""
+    load_library()
+    try:
+        torch.ops.autograph.check_options(json.dumps(options))
+    except (RuntimeError, ValueError) as e:
+        raise translate(e) from None
+    except TypeError as e:  # a value json cannot write (an object)
+        raise InputError(f"options must be numbers, strings, booleans or lists of them: {e}") from None
+
+
 def _run(what: str, model: Model, example_inputs, method: Optional[str], device, options: Dict[str, Any]):
+    check_options(options)
     inputs = [example_inputs] if isinstance(example_inputs, torch.Tensor) else list(example_inputs)
     module = to_script_module(model, inputs)
     settings = dict(options)

@@ -14,7 +14,8 @@ from typing import Any, Callable, Dict, List, Tuple
 
 import torch
 
-from .api import optimize
+from .api import check_options, optimize
+from .errors import InputError
 
 
 def _is_weight(a: Any) -> bool:
@@ -82,12 +83,10 @@ class CompiledGraph:
                 if ir == "torchscript":
                     traced = torch.jit.trace(frozen, tuple(tensors), strict=False, check_trace=False)
                     module, report = optimize(traced, tensors, **options)
-                elif ir == "export":
+                else:
                     exported = torch.export.export(frozen, tuple(tensors), strict=False)
                     optimized, report = optimize(exported, tensors, **options)
                     module = optimized.module()
-                else:
-                    raise ValueError(f"option ir={ir!r}: the backend takes ir='export' (default) or 'torchscript'")
         except Exception as e:  # noqa: BLE001 - the graph stays eager, the user is told why once
             self._warn(f"compile:{type(e).__name__}", f"the autograph backend runs a captured graph eagerly: {e}")
             return self.gm
@@ -117,8 +116,14 @@ def _signature(a: Any):
 
 def autograph_backend(gm: torch.fx.GraphModule, example_inputs: List[Any], options: Dict[str, Any] = None, **_: Any):
     """The Dynamo backend (registered as "autograph" on `import autograph`, and through the
-    torch_dynamo_backends entry point of the installed package)."""
-    return CompiledGraph(gm, options or {})
+    torch_dynamo_backends entry point of the installed package). Bad options raise InputError here
+    (torch.compile reports it) instead of leaving the graph eager."""
+    options = dict(options or {})
+    ir = options.get("ir", "export")
+    if ir not in ("export", "torchscript"):
+        raise InputError(f"option ir={ir!r}: the autograph backend takes ir='export' (default) or 'torchscript'")
+    check_options({k: v for k, v in options.items() if k != "ir"})
+    return CompiledGraph(gm, options)
 
 
 def register() -> None:
