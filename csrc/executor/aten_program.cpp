@@ -36,7 +36,14 @@ AtenProgram::AtenProgram(OpGraph graph, Schedule schedule, ExecutorOptions optio
     : graph_(std::move(graph)), schedule_(std::move(schedule)), options_(options) {
   TORCH_CHECK(graph_.aten_graph(), "AtenProgram: the operator graph is not over an exported program");
   executor_ = std::make_unique<StageExecutor>(graph_, schedule_, options_);
-  num_inputs_ = graph_.aten_graph()->inputs.size();
+  const AtenGraph& aten = *graph_.aten_graph();
+  num_inputs_ = aten.inputs.size();
+  is_package_.assign(aten.inputs.size(), false);
+  for (const AtenNode& node : aten.nodes) {
+    if (node.op != "autograph::run_inductor_part" || node.args.size() < 2 || node.args[1].kind != AtenArgument::Kind::Value)
+      continue;
+    for (size_t i = 0; i < aten.inputs.size(); ++i) is_package_[i] = is_package_[i] || aten.inputs[i] == node.args[1].value;
+  }
 }
 
 void AtenProgram::SetOtherShapes(std::shared_ptr<const AtenGraph> graph, std::vector<int> positions,
@@ -256,7 +263,9 @@ std::vector<at::Tensor> AtenProgram::Run(const std::vector<at::Tensor>& inputs) 
     const std::string where = "tensor " + std::to_string(i) + (aten.input_is_weight[i] ? " (a weight)" : " (an input)");
     if (!t.defined()) throw InputError(where + " is undefined");
     const c10::Device& device = options_.device;
-    if (t.device().type() != device.type() || (device.has_index() && t.device().index() != device.index()))
+    if (is_package_[i]) {
+      if (!t.is_cpu()) throw InputError(where + " is an Inductor package on " + t.device().str() + "; packages stay on the CPU");
+    } else if (t.device().type() != device.type() || (device.has_index() && t.device().index() != device.index()))
       throw InputError(where + " is on " + t.device().str() + ", but the program was optimized for " + device.str() +
                        "; move the inputs with .to(\"" + device.str() + "\") or re-optimize for that device");
     if (t.dim() != static_cast<int64_t>(meta.shape.size()) || t.scalar_type() != meta.dtype)

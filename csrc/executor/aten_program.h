@@ -84,6 +84,7 @@ class AtenProgram {
   ExecutorOptions options_;
   std::unique_ptr<StageExecutor> executor_;
   std::unique_ptr<OtherShapes> other_shapes_;
+  std::vector<bool> is_package_;  // per input: an Inductor package (bytes the loader reads on the CPU)
   size_t num_inputs_ = 0;  // the plan's, plus the extra weights of other_shapes_
   mutable std::once_flag other_shape_note_;
 };

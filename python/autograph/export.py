@@ -488,7 +488,7 @@ def _every_shape_package(decomposed: ExportedProgram, graph: Dict[str, Any], str
     values = graph["values"]
     user_inputs = [values[v] for v, w in zip(graph["inputs"], graph["weights"]) if not w]
     run_graph = parts_module.package_graph(package, specs, user_inputs, [values[v] for v in graph["outputs"]], target)
-    return run_graph, torch.frombuffer(bytearray(package), dtype=torch.uint8).to(target)
+    return run_graph, torch.frombuffer(bytearray(package), dtype=torch.uint8)  # read on the CPU by the loader
 
 
 def _time_callables(calls: Dict[str, Any], device: torch.device, rounds: int = 10) -> Dict[str, float]:
