@@ -163,23 +163,17 @@ def bench_mode(model, inputs, reference, mode: str, args, cuda: bool) -> dict:
     # options={"freezing": True} alone does not freeze in torch 2.11 (the weights stay graph inputs);
     # Inductor's global setting during the compiling call does.
     with torch.inference_mode(), torch._inductor.config.patch(freezing=mode == "freezing"):
-        first = call()
+        call()
         sync()
         search_s = time.perf_counter() - start
-    with torch.inference_mode():
-        # Clone before later calls: under CUDA graphs the outputs live in the graph's memory pool.
-        got = [t.detach().clone() for t in flatten_tensors(first)]
-        del first
-        max_abs, max_rel = output_errors(got, reference)
-        times = time_runs(call, args.warmup, args.runs, cuda)
-    return {"median_ms": percentile(times, 0.5), "p10_ms": percentile(times, 0.1), "p90_ms": percentile(times, 0.9),
-            "max_abs_err": max_abs, "max_rel_err": max_rel, "search_s": search_s}
+    return bench_callable(call, reference, search_s, args, cuda)
 
 
 def bench_callable(call, reference, ready_s: float, args, cuda: bool) -> dict:
     """A method that is ready to run (its set-up took ready_s): outputs checked, then timed."""
     import torch
     with torch.inference_mode():
+        # Compared before the next call: under CUDA graphs the outputs live in the graph's memory pool.
         max_abs, max_rel = output_errors(flatten_tensors(call()), reference)
         times = time_runs(call, args.warmup, args.runs, cuda)
     return {"median_ms": percentile(times, 0.5), "p10_ms": percentile(times, 0.1), "p90_ms": percentile(times, 0.9),

@@ -347,7 +347,7 @@ def optimize_exported(ep: ExportedProgram, *, method: str, device: Optional[str]
     decomposed = planned.run_decompositions({})
     graph, weights, imported = _import(decomposed)
     target = torch.device(device) if device is not None else (tensors[0].device if tensors else torch.device("cpu"))
-    moved: Dict[int, torch.Tensor] = {}
+    moved: Dict[Any, torch.Tensor] = {}
     weights = [_to_device(w, target, moved) for w in weights]
     tensors = [t.to(target) for t in tensors]
     settings = dict(options, method=method, device=str(target))
@@ -374,10 +374,10 @@ def optimize_exported(ep: ExportedProgram, *, method: str, device: Optional[str]
     return optimized, report
 
 
-def _to_device(t: torch.Tensor, target: torch.device, moved: Dict[int, torch.Tensor]) -> torch.Tensor:
+def _to_device(t: torch.Tensor, target: torch.device, moved: Dict[Any, torch.Tensor]) -> torch.Tensor:
     """t on `target`, one copy per tensor (the plan's and the dynamic graph's weights share storage)."""
-    key = t.data_ptr() if t.numel() else id(t)
-    if key not in moved or moved[key].shape != t.shape or moved[key].dtype != t.dtype or moved[key].stride() != t.stride():
+    key = _storage_key(t)
+    if key not in moved:
         moved[key] = t.to(target)
     return moved[key]
 
@@ -393,7 +393,7 @@ def _specialized(ep: ExportedProgram, example_inputs, example_kwargs) -> Exporte
 
 def _with_graph_for_other_shapes(ep: ExportedProgram, program: str, weights: List[torch.Tensor],
                                  tensors: List[torch.Tensor], structured, target: torch.device,
-                                 moved: Dict[int, torch.Tensor], compile_parts: bool,
+                                 moved: Dict[Any, torch.Tensor], compile_parts: bool,
                                  measure: bool) -> Tuple[str, List[torch.Tensor], Dict[str, Any]]:
     """The program with `ep`'s own graph (sizes computed) beside the plan, for inputs of other shapes;
     the tensors to pass after the user's (the weights that graph reads which the plan's inputs do not
@@ -467,14 +467,11 @@ def _every_shape_package(decomposed: ExportedProgram, graph: Dict[str, Any], str
         eager = decomposed.module()
         args, kwargs = structured
         with torch.no_grad():
-            want = pytree.tree_leaves(eager(*args, **kwargs))
-            got = pytree.tree_leaves(compiled(*args, **kwargs))
-            for k, (g, e) in enumerate(zip(got, want)):
-                scale = e.abs().max().item() if e.numel() else 0.0
-                err = (g - e).abs().max().item() if e.numel() else 0.0
-                if g.shape != e.shape or not err <= _CANDIDATE_TOLERANCE * max(scale, 1e-12):
-                    summary["error"] = f"output {k} is {err:.3g} from the program's (scale {scale:.3g})"
-                    return None
+            why = _mismatch(pytree.tree_leaves(compiled(*args, **kwargs)), pytree.tree_leaves(eager(*args, **kwargs)),
+                            "the program")
+            if why:
+                summary["error"] = why
+                return None
             if measure:
                 times = _time_callables({"inductor": lambda: compiled(*args, **kwargs),
                                          "aten": lambda: eager(*args, **kwargs)}, target)
@@ -636,33 +633,35 @@ def inductor_candidates(decomposed: ExportedProgram, graph: Dict[str, Any], impo
 _CANDIDATE_TOLERANCE = 1e-3
 
 
+def _mismatch(got: Sequence[torch.Tensor], want: Sequence[torch.Tensor], what: str) -> Optional[str]:
+    """How `got` differs from `want` (the outputs of `what`) beyond _CANDIDATE_TOLERANCE of each output's
+    scale (exactly, for integer outputs), or None when they agree."""
+    for k, (g, e) in enumerate(zip(got, want)):
+        if g.shape != e.shape or g.dtype != e.dtype:
+            return f"output {k} is {tuple(g.shape)} {g.dtype}, {what}'s {tuple(e.shape)} {e.dtype}"
+        if not e.is_floating_point() and not e.is_complex():
+            if not torch.equal(g, e):
+                return f"output {k} differs from {what}'s"
+            continue
+        tolerance = max(_CANDIDATE_TOLERANCE, 8 * torch.finfo(e.dtype).eps)
+        scale = e.abs().max().item() if e.numel() else 0.0
+        err = (g - e).abs().max().item() if e.numel() else 0.0
+        if not err <= tolerance * max(scale, 1e-12):  # also catches NaN
+            return f"output {k} is {err:.3g} from {what}'s (scale {scale:.3g}; tolerance {tolerance:g} of the scale)"
+    return None
+
+
 def _wrong_candidates(candidates, tensors: List[torch.Tensor]) -> Dict[str, str]:
     """The candidates whose outputs differ from the plan's on ATen's kernels ("aten") on the example
-    inputs beyond _CANDIDATE_TOLERANCE, with what differs: they are not kept, whatever their speed."""
+    inputs (_mismatch), with what differs: they are not kept, whatever their speed."""
     program, weights = candidates["aten"][0], candidates["aten"][1]
+    wrong = {}
     with torch.no_grad():
         want = torch.ops.autograph.execute(weights + tensors, program)
-        wrong = {}
         for name, (p, w, _, _) in candidates.items():
-            if name == "aten":
-                continue
-            got = torch.ops.autograph.execute(w + tensors, p)
-            for k, (g, e) in enumerate(zip(got, want)):
-                if g.shape != e.shape or g.dtype != e.dtype:
-                    wrong[name] = f"output {k} is {tuple(g.shape)} {g.dtype}, the plan's {tuple(e.shape)} {e.dtype}"
-                    break
-                if not e.is_floating_point() and not e.is_complex():
-                    if not torch.equal(g, e):
-                        wrong[name] = f"output {k} differs from the plan's"
-                        break
-                    continue
-                tolerance = max(_CANDIDATE_TOLERANCE, 8 * torch.finfo(e.dtype).eps)
-                scale = e.abs().max().item() if e.numel() else 0.0
-                err = (g - e).abs().max().item() if e.numel() else 0.0
-                if not err <= tolerance * max(scale, 1e-12):  # also catches NaN
-                    wrong[name] = (f"output {k} is {err:.3g} from the plan's (scale {scale:.3g}; tolerance "
-                                   f"{tolerance:g} of the scale)")
-                    break
+            why = None if name == "aten" else _mismatch(torch.ops.autograph.execute(w + tensors, p), want, "the plan")
+            if why:
+                wrong[name] = why
     return wrong
 
 
@@ -723,6 +722,12 @@ _LAYOUTS_BY_NAME = {name: layout for layout, name in _LAYOUT_NAMES.items()}
 _MEMORY_FORMATS_BY_NAME = {name: f for f, name in _MEMORY_FORMAT_NAMES.items()}
 
 
+# A tagged constant of the importer's JSON (_constant) back to its Python value.
+_CONSTANT_OF_TAG = {"float": float, "str": str, "ints": list, "bools": list, "device": torch.device,
+                    "floats": lambda xs: [float(e) for e in xs], "dtype": _DTYPES_BY_NAME.__getitem__,
+                    "layout": _LAYOUTS_BY_NAME.__getitem__, "memory_format": _MEMORY_FORMATS_BY_NAME.__getitem__}
+
+
 def _run_graph_fake(graph: Dict[str, Any], inputs: Sequence[Any]) -> List[Any]:
     """Runs an AtenGraph (as the importer wrote it) on `inputs` with PyTorch's own operators: under the
     fake mode export and AOTInductor trace with, the outputs' symbolic sizes."""
@@ -737,10 +742,7 @@ def _run_graph_fake(graph: Dict[str, Any], inputs: Sequence[Any]) -> List[Any]:
             if "values" in a:
                 return [None if e is None else e["int"] if isinstance(e, dict) else values[e] for e in a["values"]]
             (tag, x), = a.items()
-            return {"float": float, "str": str, "ints": list, "bools": list, "device": torch.device,
-                    "floats": lambda xs: [float(e) for e in xs], "dtype": _DTYPES_BY_NAME.__getitem__,
-                    "layout": _LAYOUTS_BY_NAME.__getitem__,
-                    "memory_format": _MEMORY_FORMATS_BY_NAME.__getitem__}[tag](x)
+            return _CONSTANT_OF_TAG[tag](x)
         return a
 
     for node in graph["nodes"]:
