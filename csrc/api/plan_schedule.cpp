@@ -27,28 +27,26 @@ namespace autograph {
 namespace {
 
 // The cost model asked for; by default measured on CUDA, analytical on CPU.
-// (Analytical for an exported program, whose stages the measured model cannot cut out yet.)
-std::string CostModelName(const OptimizeOptions& options, const GraphValues* values) {
+std::string CostModelName(const OptimizeOptions& options) {
   if (!options.cost.model.empty()) return options.cost.model;
-  return options.executor.device.is_cuda() && values ? "measured" : "analytical";
+  return options.executor.device.is_cuda() ? "measured" : "analytical";
 }
 
-std::unique_ptr<CostModel> MakeCostModel(const OpGraph& graph, const GraphValues* values,
-                                         const OptimizeOptions& options) {
-  const std::string name = CostModelName(options, values);
+// `values`: the TorchScript graph's recorded run, when there is one; an exported program's graph is
+// recorded by the measured model itself on `inputs`.
+std::unique_ptr<CostModel> MakeCostModel(const OpGraph& graph, const std::vector<c10::IValue>& inputs,
+                                         const GraphValues* values, const OptimizeOptions& options) {
+  const std::string name = CostModelName(options);
   if (name == "analytical") {
     return std::make_unique<AnalyticalCostModel>(DeviceModel::ByName(DeviceModelName(options)));
   }
   if (name == "measured") {
-    if (!values)
-      throw InputError("cost 'measured' is not available for exported programs yet (stages are measured on "
-                       "TorchScript graphs); use cost='analytical' — the search's best candidates are still "
-                       "measured whole on the device — or optimize the TorchScript model");
     MeasuredCostOptions measured;
     measured.device = options.executor.device;
     measured.cache_path = options.cost.cache;
     measured.cuda_graph = options.executor.cuda_graph;  // stages timed the way the program will run them
-    return std::make_unique<MeasuredCostModel>(graph, *values, measured);
+    if (values) return std::make_unique<MeasuredCostModel>(graph, *values, measured);
+    return std::make_unique<MeasuredCostModel>(graph, inputs, measured);
   }
   throw Error("unknown cost model '" + name + "': use analytical or measured");
 }
@@ -156,7 +154,7 @@ Schedule PlanSchedule(const OpGraph& graph, const std::vector<c10::IValue>& inpu
   if (options.search.method == "nimble") return NimbleSchedule(graph, options.search.max_streams);
   if (options.search.method != "ios" && options.search.method != "autograph")
     throw Error("unknown method '" + options.search.method + "': use sequential, greedy, nimble, ios or autograph");
-  std::unique_ptr<CostModel> cost = MakeCostModel(graph, values, options);
+  std::unique_ptr<CostModel> cost = MakeCostModel(graph, inputs, values, options);
   report->cost = cost->name();
   Schedule schedule = options.search.method == "ios" ? PlanIos(graph, *cost, options, report)
                                                : PlanAutograph(graph, inputs, *cost, options, report);

@@ -20,8 +20,7 @@ std::string DeviceModelName(const OptimizeOptions& options);
 
 // `inputs`: the graph's inputs on options.device, which on-board verification runs it on. `values`:
 // the recorded run of graph.graph() on them (measured costs time stages on its values); null for a
-// graph over an exported program, which the measured cost model cannot cut stages out of yet (the
-// analytical model ranks, measurement of whole candidates decides). Throws autograph::Error for an
+// graph over an exported program, whose values the measured cost model records itself. Throws autograph::Error for an
 // unknown method or cost, or bad knobs.
 Schedule PlanSchedule(const OpGraph& graph, const std::vector<c10::IValue>& inputs, const GraphValues* values,
                       const OptimizeOptions& options, OptimizeReport* report);

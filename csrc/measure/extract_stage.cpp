@@ -140,6 +140,98 @@ StageSubgraph ExtractStage(const OpGraph& graph, const Stage& stage, const Value
   return result;
 }
 
+StageSubgraph ExtractStage(const OpGraph& graph, const Stage& stage, const AtenValueRecord& values) {
+  std::unordered_map<int, std::pair<size_t, size_t>> at;
+  CheckStage(graph, stage, &at);
+  if (!graph.aten_graph()) throw Error("ExtractStage: the OpGraph has no AtenGraph (internal error)");
+  const AtenGraph& g = *graph.aten_graph();
+  if (values.size() != g.values.size())
+    throw Error("the recorded values are of another graph than the stage's (" + std::to_string(values.size()) +
+                " values recorded, the graph has " + std::to_string(g.values.size()) + ")");
+
+  std::vector<bool> in_stage(g.nodes.size(), false);
+  for (const auto& group : stage.groups)
+    for (int op : group)
+      for (int n : graph.node(op).aten_nodes) in_stage[n] = true;
+  std::vector<bool> read_outside(g.values.size(), false);  // by a node after the stage, or returned
+  for (size_t n = 0; n < g.nodes.size(); ++n) {
+    if (in_stage[n]) continue;
+    auto mark = [&](const AtenArgument& a) {
+      if (a.kind == AtenArgument::Kind::Value) read_outside[a.value] = true;
+      for (const auto& v : a.values)
+        if (v) read_outside[*v] = true;
+    };
+    for (const AtenArgument& a : g.nodes[n].args) mark(a);
+    for (const auto& [name, a] : g.nodes[n].kwargs) mark(a);
+  }
+  for (int v : g.outputs) read_outside[v] = true;
+  std::vector<int> weight_input(g.values.size(), 0);  // 1: a weight input, -1: a user input
+  for (size_t i = 0; i < g.inputs.size(); ++i) weight_input[g.inputs[i]] = g.input_is_weight[i] ? 1 : -1;
+
+  auto sub = std::make_shared<AtenGraph>();
+  StageSubgraph result;
+  std::vector<int> new_id(g.values.size(), -1);
+  // Values from outside the stage become inputs, fed from the record. Operators of a group run in
+  // order and groups are independent, so a value produced inside the stage is mapped before it is read.
+  auto map = [&](int v) {
+    if (new_id[v] < 0) {
+      if (v < 0 || v >= static_cast<int>(values.size()) || values[v].isNone())
+        throw Error("value " + std::to_string(v) + " read by the stage was not recorded; the values come from " +
+                    "another graph than the stage (record them on the graph the stage is from)");
+      new_id[v] = static_cast<int>(sub->values.size());
+      sub->values.push_back(g.values[v]);
+      sub->inputs.push_back(new_id[v]);
+      sub->input_is_weight.push_back(weight_input[v] > 0);
+      result.inputs.push_back(values[v]);
+    }
+    return new_id[v];
+  };
+  std::unordered_map<int, int> node_of;  // AtenGraph node -> its index in `sub`
+  for (const auto& group : stage.groups) {
+    for (int op : group) {
+      for (int n : graph.node(op).aten_nodes) {
+        AtenNode node = g.nodes[n];
+        auto remap = [&](AtenArgument& a) {
+          if (a.kind == AtenArgument::Kind::Value) a.value = map(a.value);
+          for (auto& v : a.values)
+            if (v) v = map(*v);
+        };
+        for (AtenArgument& a : node.args) remap(a);
+        for (auto& [name, a] : node.kwargs) remap(a);
+        for (int& v : node.outputs) {
+          const int original = v;
+          v = new_id[original] = static_cast<int>(sub->values.size());
+          sub->values.push_back(g.values[original]);
+          if (read_outside[original]) sub->outputs.push_back(v);
+        }
+        node_of[n] = static_cast<int>(sub->nodes.size());
+        sub->nodes.push_back(std::move(node));
+      }
+    }
+  }
+
+  result.graph = OpGraph(std::shared_ptr<const AtenGraph>(sub));
+  std::unordered_map<int, int> new_op;
+  result.schedule.stages.push_back(Stage{stage.strategy, {}, {}});
+  for (const auto& group : stage.groups) {
+    std::vector<int> new_group;
+    for (int op : group) {
+      OpNode node = graph.node(op);
+      node.aten_anchor = node_of.at(node.aten_anchor);
+      for (int& n : node.aten_nodes) n = node_of.at(n);
+      new_op[op] = result.graph.AddNode(std::move(node));
+      new_group.push_back(new_op[op]);
+    }
+    result.schedule.stages[0].groups.push_back(new_group);
+  }
+  for (const auto& group : stage.groups)
+    for (int op : group)
+      for (int succ : graph.succs(op))
+        if (auto it = new_op.find(succ); it != new_op.end()) result.graph.AddEdge(new_op.at(op), it->second);
+  result.mutated = InputsWrittenInPlace(result.graph);
+  return result;
+}
+
 // An exported program's graph: inputs passed where a schema writes (`Tensor(a!)`).
 std::vector<bool> AtenInputsWrittenInPlace(const AtenGraph& aten) {
   std::vector<int> input_index(aten.values.size(), -1);

@@ -28,22 +28,31 @@ namespace autograph {
 
 struct MeasuredCostModel::Impl {
   MeasuredCostOptions options;
-  std::shared_ptr<torch::jit::Graph> jit_graph;  // identifies the bound graph
+  const void* bound = nullptr;  // the TorchScript graph or AtenGraph: identifies the bound graph
   int num_ops = 0;
-  ValueRecord values;
+  ValueRecord values;             // a TorchScript graph's
+  AtenValueRecord aten_values;    // an exported program's
   std::string device_id, device_key;  // device_key adds the settings that change kernel choice
   std::unordered_map<std::string, double> memo;  // full signature -> ms
   std::unique_ptr<CostCache> disk;
   int64_t measurements = 0, hits = 0;
 
   void CheckBound(const OpGraph& graph) const {
-    if (graph.graph().get() != jit_graph.get() || graph.size() != num_ops) {
+    if (Identity(graph) != bound || graph.size() != num_ops) {
       throw Error("this MeasuredCostModel is bound to the graph it was built with (" + std::to_string(num_ops) +
                   " operators) but was asked about another graph (" + std::to_string(graph.size()) +
                   " operators); build one MeasuredCostModel per graph, with that graph's example inputs");
     }
   }
 
+  static const void* Identity(const OpGraph& graph) {
+    return graph.aten_graph() ? static_cast<const void*>(graph.aten_graph().get())
+                              : static_cast<const void*>(graph.graph().get());
+  }
+  std::string Signature(const OpGraph& graph, const Stage& stage) const {
+    return graph.aten_graph() ? StageSignature(graph, stage, aten_values, device_key)
+                              : StageSignature(graph, stage, values, device_key);
+  }
   double Measure(const OpGraph& graph, const Stage& stage);
 };
 
@@ -64,7 +73,11 @@ MeasuredCostModel::MeasuredCostModel(const OpGraph& graph, std::vector<c10::IVal
     : impl_(std::make_unique<Impl>()) {
   Init(graph, std::move(options));
   at::NoGradGuard no_grad;
-  impl_->values = RecordValues(graph, std::move(inputs));
+  if (graph.aten_graph()) {
+    impl_->aten_values = RecordAtenValues(graph, std::move(inputs));
+  } else {
+    impl_->values = RecordValues(graph, std::move(inputs));
+  }
 }
 
 MeasuredCostModel::MeasuredCostModel(const OpGraph& graph, const GraphValues& values, MeasuredCostOptions options)
@@ -85,7 +98,7 @@ void MeasuredCostModel::Init(const OpGraph& graph, MeasuredCostOptions options) 
     throw Error("MeasuredCostOptions.fastest_fraction is " + std::to_string(options.fastest_fraction) +
                 "; expected a fraction in (0, 1]");
   m.options = std::move(options);
-  m.jit_graph = graph.graph();
+  m.bound = Impl::Identity(graph);
   m.num_ops = graph.size();
   m.device_id = DeviceId(m.options.device);
   std::string settings = DeviceSettings(m.options.device);
@@ -126,7 +139,7 @@ double MeasuredCostModel::StageMs(const OpGraph& graph, const Stage& stage) {
   Impl& m = *impl_;
   m.CheckBound(graph);
   ValidateStage(graph, stage);
-  const std::string signature = StageSignature(graph, stage, m.values, m.device_key);
+  const std::string signature = m.Signature(graph, stage);
   if (auto it = m.memo.find(signature); it != m.memo.end()) {
     ++m.hits;
     return it->second;
@@ -148,7 +161,7 @@ double MeasuredCostModel::StageMs(const OpGraph& graph, const Stage& stage) {
 // stage is never built twice.
 double MeasuredCostModel::Impl::Measure(const OpGraph& graph, const Stage& stage) {
   at::NoGradGuard no_grad;
-  StageSubgraph sub = ExtractStage(graph, stage, values);
+  StageSubgraph sub = graph.aten_graph() ? ExtractStage(graph, stage, aten_values) : ExtractStage(graph, stage, values);
   try {
     const bool replayed = options.cuda_graph && options.device.is_cuda();  // as the program runs it
     StageExecutor executor(sub.graph, sub.schedule, ExecutorOptions{options.device, replayed});

@@ -33,7 +33,8 @@ struct MeasuredCostOptions {
 // Not thread-safe: one search thread owns one model.
 class MeasuredCostModel : public CostModel {
  public:
-  // Bound to one graph: `inputs` are the graph's example inputs on options.device. Runs the graph
+  // Bound to one graph (a TorchScript graph's or an exported program's): `inputs` are the graph's
+  // example inputs on options.device (an AtenGraph's: its weights, then the user's tensors). Runs the graph
   // once to record every intermediate value (the inputs a stage needs); they stay alive as long as
   // the model. Throws autograph::Error when called with another graph, InputError when the inputs
   // do not fit the graph.

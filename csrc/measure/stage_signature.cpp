@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "autograph/error.h"
+#include "core/aten_graph.h"
 
 namespace autograph {
 
@@ -194,6 +195,99 @@ std::string StageSignature(const OpGraph& graph, const Stage& stage, const Value
           os << ' ';
           WriteNodeKind(os, n);
         }
+      }
+    }
+  }
+  return os.str();
+}
+
+std::string StageSignature(const OpGraph& graph, const Stage& stage, const AtenValueRecord& values,
+                           const std::string& device_key) {
+  if (!graph.aten_graph()) throw Error("measured cost model: the OpGraph has no AtenGraph (internal error)");
+  const AtenGraph& g = *graph.aten_graph();
+  std::ostringstream os;
+  os << "aten stage v1|torch " << TORCH_VERSION << '|' << device_key << '|'
+     << (stage.strategy == StageStrategy::Merge ? "merge" : "concurrent");
+
+  std::unordered_map<int, int> position_of_value;  // values the stage produces -> operator position
+  int position = 0;
+  for (const auto& group : stage.groups)
+    for (int op : group) {
+      for (int n : graph.node(op).aten_nodes)
+        for (int v : g.nodes[n].outputs) position_of_value[v] = position;
+      ++position;
+    }
+  std::unordered_map<int, int> outside_index;  // values from outside the stage, numbered by first read
+  auto recorded = [&](int v) -> const c10::IValue& {
+    if (v < 0 || v >= static_cast<int>(values.size()) || values[v].isNone())
+      throw Error("measured cost model: value " + std::to_string(v) +
+                  " read by the stage was not recorded; the stage is not from the graph the model was built on");
+    return values[v];
+  };
+  auto write_value = [&](int v, int position) {
+    auto producer = position_of_value.find(v);
+    if (producer == position_of_value.end()) {
+      os << '$' << outside_index.emplace(v, static_cast<int>(outside_index.size())).first->second << ':';
+    } else if (producer->second == position) {
+      os << "~:";  // from a node folded into this operator (a view, a getitem, ...)
+    } else {
+      os << '@' << producer->second << ':';
+    }
+    WriteValue(os, recorded(v));
+  };
+  auto write_op = [&](const AtenNode& node) {
+    os << node.op;
+    if (!node.overload.empty()) os << '.' << node.overload;
+  };
+  auto write_argument = [&](const AtenArgument& a, int position) {
+    if (a.kind == AtenArgument::Kind::Constant) {
+      os << "c:";
+      WriteValue(os, a.constant);
+    } else if (a.kind == AtenArgument::Kind::Value) {
+      write_value(a.value, position);
+    } else {
+      os << '[';
+      for (size_t i = 0; i < a.values.size(); ++i) {
+        if (i) os << ',';
+        if (a.values[i]) write_value(*a.values[i], position);
+        else WriteValue(os, i < a.element_constants.size() ? a.element_constants[i] : c10::IValue());
+      }
+      os << ']';
+    }
+  };
+
+  position = 0;
+  for (const auto& group : stage.groups) {
+    os << "\n|";
+    for (size_t k = 0; k < group.size(); ++k, ++position) {
+      const OpNode& op = graph.node(group[k]);
+      if (op.aten_anchor < 0)
+        throw Error("measured cost model: operator " + std::to_string(group[k]) + " has no ATen node");
+      const AtenNode& anchor = g.nodes[op.aten_anchor];
+      os << (k ? " ; #" : "#") << position << ' ';
+      write_op(anchor);
+      os << '(';
+      for (size_t i = 0; i < anchor.args.size(); ++i) {
+        if (i) os << ", ";
+        write_argument(anchor.args[i], position);
+      }
+      for (const auto& [name, a] : anchor.kwargs) {
+        os << ", " << name << '=';
+        write_argument(a, position);
+      }
+      os << ") -> (";
+      for (size_t i = 0; i < anchor.outputs.size(); ++i) {
+        if (i) os << ", ";
+        WriteValue(os, recorded(anchor.outputs[i]));
+      }
+      os << ')';
+      if (op.aten_nodes.size() > 1) {
+        os << " with";
+        for (int n : op.aten_nodes)
+          if (n != op.aten_anchor) {
+            os << ' ';
+            write_op(g.nodes[n]);
+          }
       }
     }
   }

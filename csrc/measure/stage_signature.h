@@ -19,6 +19,12 @@ namespace autograph {
 std::string StageSignature(const OpGraph& graph, const Stage& stage, const ValueRecord& values,
                            const std::string& device_key);
 
+// The same for an OpGraph over an AtenGraph (an exported program), values by id: the anchor's
+// schema name and overload, its arguments (constants by value, tensors by recorded shape) and outputs,
+// the folded nodes' operators. Equal stages of either kind of graph need not share a signature.
+std::string StageSignature(const OpGraph& graph, const Stage& stage, const AtenValueRecord& values,
+                           const std::string& device_key);
+
 // Stable short key of a signature for the disk cache (SHA-1, hex).
 std::string SignatureHash(const std::string& signature);
 
