@@ -312,7 +312,14 @@ Command AddBenchCommand(CLI::App& app) {
   cmd->add_option("models", o->models, "Zoo model names");
   cmd->add_flag("--host-overhead", o->host_overhead, "Measure the host time each executor adds per operator");
   cmd->add_option("--zoo", o->zoo, "Directory of NAME.pt and NAME.json");
-  cmd->add_option("--device", o->device, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}));
+  cmd->add_option("--device", o->device, "cpu, cuda or cuda:N")->check([](const std::string& text) -> std::string {
+    try {
+      const c10::Device device(text);
+      return device.is_cpu() || device.is_cuda() ? "" : "not cpu, cuda or cuda:N";
+    } catch (const c10::Error&) {
+      return "not a device (cpu, cuda or cuda:N)";
+    }
+  });
   cmd->add_option("--methods", o->methods,
                   "Default: the paper's jit jit_frozen taso_jit nimble taso_nimble ios autograph; also sequential, "
                   "greedy, and METHOD_graph under a CUDA Graph")

@@ -2,6 +2,8 @@
 // Subcommands of the `autograph` CLI. Each registers itself on the app and returns its exit code.
 #include <CLI/CLI.hpp>
 
+#include <nlohmann/json.hpp>
+
 #include <functional>
 #include <string>
 #include <vector>
@@ -24,6 +26,10 @@ std::string MeasureHostOverhead();
 // Chrome / Perfetto trace at `path` (tools/trace_run.cpp). Throws Error when it cannot be written.
 void WriteTrace(torch::jit::Module& module, const std::vector<c10::IValue>& inputs, c10::Device device,
                 const std::string& path);
+
+// One flag per optimize option, made from the option table (tools/option_flags.cpp); the options given
+// land in `given` by name, for OptimizeOptionsFromJson.
+void AddOptimizeOptionFlags(CLI::App* cmd, nlohmann::json* given);
 
 // --input-shape / --dtype, shared by the commands that run a model.
 struct InputOptions {

@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 import torch
 
+import autograph  # noqa: F401 - registers autograph::execute, which torch.export.load of an optimized program needs
+
 ROOT = Path(__file__).resolve().parents[1]
 ENV = dict(os.environ) if os.environ.get("AUTOGRAPH_TEST_INSTALLED") == "1" else \
     {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT / "python"), os.environ.get("PYTHONPATH")]))}
@@ -43,6 +45,12 @@ def test_optimize_inspect_and_bench_a_pt2(program, tmp_path):
     assert r.returncode == 0, r.stderr
     report = json.loads(r.stdout)
     assert report["method"] == "nimble" and report["streams"] >= 2 and out.exists()
+    # The same options as flags made from the option table.
+    r = _autograph("optimize", program, "-o", tmp_path / "one_stream.pt2", "--method", "nimble", "--no-inductor",
+                   "--max-streams", 1, "--json")
+    assert r.returncode == 0, r.stderr
+    report = json.loads(r.stdout)
+    assert report["method"] == "nimble" and report["streams"] == 1 and "inductor" not in report
 
     r = _autograph("inspect", out, "--json")
     assert r.returncode == 0, r.stderr
@@ -70,6 +78,8 @@ def test_bad_inputs_are_one_line_errors(program, tmp_path):
     assert r.returncode == 2 and _error(r).startswith("autograph: error: unknown option 'no_such_option'"), r.stderr
     r = _autograph("optimize", program, "-o", tmp_path / "o.pt2", "--option", "verify")
     assert r.returncode == 2 and "KEY=VALUE" in _error(r)
+    r = _autograph("optimize", program, "-o", tmp_path / "o.pt2", "--verify", 99)
+    assert r.returncode == 2 and _error(r) == "autograph: error: option 'verify' is 99; expected 0..16", r.stderr
     not_a_program = tmp_path / "junk.pt2"
     not_a_program.write_bytes(b"not a zip")
     r = _autograph("inspect", not_a_program)

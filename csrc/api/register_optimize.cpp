@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "api/optimize_exported.h"
-#include "api/options_from_json.h"
+#include "api/option_table.h"
 #include "api/timeline.h"
 #include "api/timeline_svg.h"
 #include "autograph/error.h"
@@ -87,6 +87,9 @@ void CheckOptionsOp(std::string options_json) {
   WithErrorKinds([&] { OptionsOf({}, options_json); });
 }
 
+// Every option as the table declares it (JSON), for Python's Settings and the docs.
+std::string OptionTableOp() { return OptimizeOptionTableJson().dump(); }
+
 // A report's "timeline" drawn as SVG (autograph.optimize puts it in report["timeline"]["svg"]).
 std::string TimelineSvgOp(std::string timeline_json, std::string title) {
   nlohmann::json json = nlohmann::json::parse(timeline_json, nullptr, /*allow_exceptions=*/false);
@@ -108,4 +111,5 @@ TORCH_LIBRARY_FRAGMENT(autograph, m) {
   m.def("optimize_exported(str graph, Tensor[] tensors, str options) -> (str, str)", &autograph::OptimizeExportedOp);
   m.def("timeline_svg(str timeline, str title) -> str", &autograph::TimelineSvgOp);
   m.def("check_options(str options) -> ()", &autograph::CheckOptionsOp);
+  m.def("option_table() -> str", &autograph::OptionTableOp);
 }

@@ -4,6 +4,7 @@
 #include <torch/csrc/jit/ir/alias_analysis.h>
 #include <torch/csrc/jit/ir/ir.h>
 
+#include <functional>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -53,6 +54,30 @@ void CheckStage(const OpGraph& graph, const Stage& stage, std::unordered_map<int
 const Node* TopLevel(const Node* n, const torch::jit::Block* top) {
   while (n->owningBlock() != top) n = n->owningBlock()->owningNode();
   return n;
+}
+
+// The stage's operators into result->graph (their nodes repointed into the cut-out graph by
+// `repoint`), the edges among them, the one-stage schedule with the same groups, and which inputs
+// the cut-out graph may write.
+void AddStageOperators(const OpGraph& graph, const Stage& stage, StageSubgraph* result,
+                       const std::function<void(OpNode&)>& repoint) {
+  std::unordered_map<int, int> new_id;
+  result->schedule.stages.push_back(Stage{stage.strategy, {}, {}});
+  for (const auto& group : stage.groups) {
+    std::vector<int> new_group;
+    for (int op : group) {
+      OpNode node = graph.node(op);
+      repoint(node);
+      new_id[op] = result->graph.AddNode(std::move(node));
+      new_group.push_back(new_id[op]);
+    }
+    result->schedule.stages[0].groups.push_back(new_group);
+  }
+  for (const auto& group : stage.groups)
+    for (int op : group)
+      for (int succ : graph.succs(op))
+        if (auto it = new_id.find(succ); it != new_id.end()) result->graph.AddEdge(new_id.at(op), it->second);
+  result->mutated = InputsWrittenInPlace(result->graph);
 }
 
 }  // namespace
@@ -117,26 +142,10 @@ StageSubgraph ExtractStage(const OpGraph& graph, const Stage& stage, const Value
   }
 
   result.graph = OpGraph(sub);
-  std::unordered_map<int, int> new_id;
-  std::vector<int> new_group;
-  result.schedule.stages.push_back(Stage{stage.strategy, {}, {}});
-  for (const auto& group : stage.groups) {
-    new_group.clear();
-    for (int op : group) {
-      OpNode node = graph.node(op);
-      node.anchor = clone_of.at(node.anchor);
-      for (Node*& n : node.jit_nodes) n = clone_of.at(n);
-      new_id[op] = result.graph.AddNode(std::move(node));
-      new_group.push_back(new_id[op]);
-    }
-    result.schedule.stages[0].groups.push_back(new_group);
-  }
-  for (const auto& group : stage.groups)
-    for (int op : group)
-      for (int succ : graph.succs(op))
-        if (auto it = new_id.find(succ); it != new_id.end()) result.graph.AddEdge(new_id.at(op), it->second);
-
-  result.mutated = InputsWrittenInPlace(result.graph);
+  AddStageOperators(graph, stage, &result, [&](OpNode& node) {
+    node.anchor = clone_of.at(node.anchor);
+    for (Node*& n : node.jit_nodes) n = clone_of.at(n);
+  });
   return result;
 }
 
@@ -211,24 +220,10 @@ StageSubgraph ExtractStage(const OpGraph& graph, const Stage& stage, const AtenV
   }
 
   result.graph = OpGraph(std::shared_ptr<const AtenGraph>(sub));
-  std::unordered_map<int, int> new_op;
-  result.schedule.stages.push_back(Stage{stage.strategy, {}, {}});
-  for (const auto& group : stage.groups) {
-    std::vector<int> new_group;
-    for (int op : group) {
-      OpNode node = graph.node(op);
-      node.aten_anchor = node_of.at(node.aten_anchor);
-      for (int& n : node.aten_nodes) n = node_of.at(n);
-      new_op[op] = result.graph.AddNode(std::move(node));
-      new_group.push_back(new_op[op]);
-    }
-    result.schedule.stages[0].groups.push_back(new_group);
-  }
-  for (const auto& group : stage.groups)
-    for (int op : group)
-      for (int succ : graph.succs(op))
-        if (auto it = new_op.find(succ); it != new_op.end()) result.graph.AddEdge(new_op.at(op), it->second);
-  result.mutated = InputsWrittenInPlace(result.graph);
+  AddStageOperators(graph, stage, &result, [&](OpNode& node) {
+    node.aten_anchor = node_of.at(node.aten_anchor);
+    for (int& n : node.aten_nodes) n = node_of.at(n);
+  });
   return result;
 }
 

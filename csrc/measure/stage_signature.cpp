@@ -201,6 +201,7 @@ std::string StageSignature(const OpGraph& graph, const Stage& stage, const Value
   return os.str();
 }
 
+// Long function: one canonical text in one pass; its writers share the maps of where values come from.
 std::string StageSignature(const OpGraph& graph, const Stage& stage, const AtenValueRecord& values,
                            const std::string& device_key) {
   if (!graph.aten_graph()) throw Error("measured cost model: the OpGraph has no AtenGraph (internal error)");

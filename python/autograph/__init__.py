@@ -22,9 +22,10 @@ import torch
 from ._library import library_path, load_library
 from .api import load, optimize, substitute
 from .errors import Error, InputError, UnsupportedModelError
+from .settings import Settings, option_table
 
 __all__ = ["optimize", "substitute", "inspect", "load", "library_path", "load_library", "Error", "InputError",
-           "UnsupportedModelError"]
+           "UnsupportedModelError", "Settings", "option_table"]
 
 
 def inspect(model: Union[str, os.PathLike, torch.jit.ScriptModule],

@@ -8,13 +8,14 @@ import torch
 
 from ._library import load_library
 from .errors import Error, InputError, UnsupportedModelError, translate
+from .settings import Settings
 
 Model = Union[torch.nn.Module, torch.jit.ScriptModule, str, "os.PathLike[str]"]
 
 
-def optimize(model: Model, example_inputs: Union[Sequence[Any], torch.Tensor, None] = None, *, method: str = "autograph",
-             device: Optional[Union[str, torch.device]] = None, ir: Optional[str] = None,
-             dynamic_shapes: Any = None, **options: Any):
+def optimize(model: Model, example_inputs: Union[Sequence[Any], torch.Tensor, None] = None, *,
+             method: Optional[str] = None, device: Optional[Union[str, torch.device]] = None, ir: Optional[str] = None,
+             dynamic_shapes: Any = None, settings: Optional[Settings] = None, strict: bool = False, **options: Any):
     """Optimizes `model` for inference on `example_inputs` (one per forward() argument: tensors, or tuples,
     lists and dicts of them, numbers, bools, None).
 
@@ -24,18 +25,22 @@ def optimize(model: Model, example_inputs: Union[Sequence[Any], torch.Tensor, No
     load it with torch.export.load after `import autograph` — and the report. Its graph calls
     autograph::execute; no TorchScript is involved. The plan's kernels come from Inductor where that
     measures faster (option inductor; report["inductor"] says what was compiled, timed and kept); no
-    TorchScript substitutions or stitching; cost="analytical" ranks, on-board verification measures.
+    TorchScript substitutions or stitching; the search's cost models as on the TorchScript path (cost=
+    "measured" runs the exported graph's stages on the device), on-board verification measures.
     A program with dynamic dims is planned at the example's shapes and runs other shapes in its range
     on its own graph (report["dynamic_shapes"]).
 
     The TorchScript path (ir=None or "torchscript"):
     `model` is an nn.Module (traced in eval mode with the example inputs; scripted when tracing fails), a
-    ScriptModule, or the path of a saved one. `method` is the scheduler (autograph; the baselines sequential,
-    greedy, nimble, ios); `device` where to plan and run (default: the example inputs' device). `options`
-    are the C++ OptimizeOptions by name: max_streams, cuda_graph, substitutions, fuse_attention,
-    merge_linears, regroup_convolutions, fold_conv_relu, prepack_onednn, channels_last_pools, stitch,
-    inductor, check_rewrites, merge, alpha, block_ops, block_states, r, budget, time_limit, verify, ios_r, ios_s,
-    ios_block, cost, device_model, cost_cache (see README).
+    ScriptModule, or the path of a saved one.
+
+    Options: `settings` (an autograph.Settings) and/or the same names as keywords (they win), among them
+    `method` (the scheduler: autograph; the baselines sequential, greedy, nimble, ios) and `device` (where
+    to plan and run; default: the example inputs' device). Every option is in the README's option table
+    (autograph.option_table() is its declaration). A bad option raises InputError before any work.
+    strict=True raises where autograph would otherwise fall back quietly: a model the TorchScript path
+    cannot take apart (report["fallback"]), an Inductor candidate or the every-shape package that failed
+    to compile (report["inductor"]["errors"], report["dynamic_shapes"]["error"]).
 
     Returns the optimized ScriptModule (save it with torch.jit.save, load it with autograph.load) and the
     report as a dict (the keys of `autograph optimize --json`). report["timeline"] is the kept schedule in
@@ -46,7 +51,15 @@ def optimize(model: Model, example_inputs: Union[Sequence[Any], torch.Tensor, No
     """
     if ir not in (None, "torchscript", "export"):
         raise InputError(f"unknown ir '{ir}': use 'export' (torch.export) or 'torchscript'")
-    check_options(dict(options, method=method))  # before any tracing, export or compile
+    if settings is not None and not isinstance(settings, Settings):
+        raise InputError(f"settings must be an autograph.Settings, got {type(settings).__name__}")
+    given = dict(options, **{k: v for k, v in (("method", method), ("device", device)) if v is not None})
+    if isinstance(given.get("device"), torch.device):
+        given["device"] = str(given["device"])
+    resolved = Settings.of(settings, **given)  # checked before any tracing, export or compile
+    method, device, options = resolved.method, resolved.device, resolved.options()
+    options.pop("method", None)
+    options.pop("device", None)
     from torch.export import ExportedProgram
     if isinstance(model, ExportedProgram) or ir == "export":
         from .export import optimize_exported
@@ -60,12 +73,17 @@ def optimize(model: Model, example_inputs: Union[Sequence[Any], torch.Tensor, No
         elif dynamic_shapes is not None:
             raise InputError("dynamic_shapes applies when autograph exports the model (ir='export' on an nn.Module); "
                              "this program is exported already")
-        return optimize_exported(model, method=method, device=None if device is None else str(torch.device(device)),
-                                 options=options, example_inputs=None if example_inputs is None else tuple(example_inputs),
-                                 example_kwargs=kwargs)
+        optimized, report = optimize_exported(model, method=method, device=device, options=options,
+                                              example_inputs=None if example_inputs is None else tuple(example_inputs),
+                                              example_kwargs=kwargs)
+        if strict:
+            _raise_on_fallback(report)
+        return optimized, report
     if example_inputs is None:
         raise InputError("example_inputs are required: one per forward() argument")
     module, report = _run("optimize", model, example_inputs, method, device, options)
+    if strict:
+        _raise_on_fallback(report)
     if report.get("timeline"):
         title = f"{_name_of(model)}: {report['method']} schedule on {report['device']}"
         report["timeline"]["svg"] = torch.ops.autograph.timeline_svg(json.dumps(report["timeline"]), title)
@@ -77,6 +95,18 @@ def substitute(model: Model, example_inputs: Union[Sequence[Any], torch.Tensor],
     """The graph substitutions alone (merged linears, regrouped convolutions, conv+relu folds, fused
     attention), run by TorchScript's own executor: the "TASO + JIT" baseline. Arguments as optimize."""
     return _run("substitute", model, example_inputs, None, device, options)
+
+
+def _raise_on_fallback(report: Dict[str, Any]) -> None:
+    """strict=True: what optimize would have fallen back from, as an error."""
+    if report.get("fallback"):
+        raise UnsupportedModelError(f"strict: the model was not optimized: {report['fallback']}")
+    errors = (report.get("inductor") or {}).get("errors")
+    if errors:
+        raise Error("strict: Inductor candidates failed: " + "; ".join(f"{k}: {v}" for k, v in errors.items()))
+    dynamic = report.get("dynamic_shapes") or {}
+    if dynamic.get("error"):
+        raise Error(f"strict: the program for other shapes failed: {dynamic['error']}")
 
 
 def load(path: Union[str, "os.PathLike[str]"], map_location: Optional[Union[str, torch.device]] = None) -> torch.jit.ScriptModule:
@@ -163,7 +193,7 @@ def _name_of(model: Model) -> str:
 
 def _device_of(inputs) -> str:
     for t in _tensors(inputs):
-        return "cuda" if t.is_cuda else "cpu"
+        return str(t.device)  # cuda:1 stays cuda:1
     return "cpu"
 
 

@@ -6,8 +6,9 @@ options={"ir": "torchscript"} traces the graph to TorchScript instead (the Torch
 
 Inference only: parameters and buffers are frozen into the optimized graph at its first call, and a call
 that needs autograd (grad enabled and an input that requires grad) runs the captured graph eagerly. A
-graph that cannot be exported or optimized runs eagerly too, with one warning that says why. Options go
-through torch.compile(model, backend="autograph", options={...}) with the names of autograph.optimize.
+graph that cannot be exported or optimized runs eagerly too, with one warning that says why; with
+options={"strict": True} that is an error instead. Options go through torch.compile(model,
+backend="autograph", options={...}) with the names of autograph.optimize.
 """
 import warnings
 from typing import Any, Callable, Dict, List, Tuple
@@ -78,6 +79,7 @@ class CompiledGraph:
         tensors = [args[i] for i in dynamic]
         options = dict(self.options)
         ir = options.pop("ir", "export")
+        strict = options.get("strict", False)
         try:
             with torch.no_grad():
                 if ir == "torchscript":
@@ -88,6 +90,8 @@ class CompiledGraph:
                     optimized, report = optimize(exported, tensors, **options)
                     module = optimized.module()
         except Exception as e:  # noqa: BLE001 - the graph stays eager, the user is told why once
+            if strict:
+                raise
             self._warn(f"compile:{type(e).__name__}", f"the autograph backend runs a captured graph eagerly: {e}")
             return self.gm
         if report.get("fallback"):
@@ -122,7 +126,9 @@ def autograph_backend(gm: torch.fx.GraphModule, example_inputs: List[Any], optio
     ir = options.get("ir", "export")
     if ir not in ("export", "torchscript"):
         raise InputError(f"option ir={ir!r}: the autograph backend takes ir='export' (default) or 'torchscript'")
-    check_options({k: v for k, v in options.items() if k != "ir"})
+    if not isinstance(options.get("strict", False), bool):
+        raise InputError(f"option strict={options['strict']!r}: True or False")
+    check_options({k: v for k, v in options.items() if k not in ("ir", "strict")})
     return CompiledGraph(gm, options)
 
 

@@ -1,14 +1,15 @@
 """The `autograph` command on torch.export programs (.pt2): optimize, inspect and bench.
 
-    autograph optimize model.pt2 -o out.pt2 [--method M] [--device D] [--option KEY=VALUE ...] [--aoti PKG.pt2]
+    autograph optimize model.pt2 -o out.pt2 [--method M] [--device D] [--max-streams N ...] [--aoti PKG.pt2]
     autograph inspect model.pt2 [--json]
     autograph bench model.pt2 [--optimized out.pt2] [--warmup N] [--runs N] [--json]
 
 The installed `autograph` command sends a command whose model is a .pt2 file here (the C++ CLI reads
 TorchScript); `python -m autograph.export_cli` is the same. Example inputs are the ones the program was
-exported with (torch.export saves them), or --input-shape / --dtype. Options are autograph.optimize's,
-by the names of the option table (--option inductor=false, --option verify=1). Errors, as the C++ CLI
-gives them: one line "autograph: error: ..." on stderr and exit status 2.
+exported with (torch.export saves them), or --input-shape / --dtype. Options are autograph.optimize's:
+one flag per entry of the option table, as the C++ CLI makes them (--no-inductor, --verify 1), or
+--option KEY=VALUE by the table's names. Errors, as the C++ CLI gives them: one line
+"autograph: error: ..." on stderr and exit status 2.
 """
 import argparse
 import json
@@ -49,7 +50,7 @@ def _parser() -> argparse.ArgumentParser:
     o = sub.add_parser("optimize", help="plan a schedule and write the optimized program (.pt2)")
     o.add_argument("model")
     o.add_argument("-o", "--output", required=True, help="the optimized ExportedProgram (torch.export.save)")
-    o.add_argument("--method", default="autograph", help="scheduler (default autograph; sequential, greedy, nimble, ios)")
+    _option_flags(o)
     o.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
                    help="an autograph.optimize option (value as JSON: true, 3, 0.5, \"text\")")
     o.add_argument("--aoti", default=None, metavar="PKG.pt2",
@@ -100,6 +101,30 @@ def _is_aoti_package(path: str) -> bool:
         return False
 
 
+_TYPES = {"int": int, "float": float, "str": str}
+
+
+def _option_flags(cmd: argparse.ArgumentParser) -> None:
+    """One flag per optimize option of the table (device: the inputs' --device), values in args.options."""
+    from .settings import option_table
+    for o in option_table():
+        if o["name"] == "device":
+            continue
+        flag = "--" + o["name"].replace("_", "-")
+        default = o.get("default_note") or json.dumps(o["default"])
+        help_text = f"{o['help']} [{o['applies']}; default {default}]".replace("%", "%%")
+        if o["type"] == "bool":
+            cmd.add_argument(flag, dest=f"option:{o['name']}", action=argparse.BooleanOptionalAction, default=None,
+                             help=help_text)
+        else:
+            cmd.add_argument(flag, dest=f"option:{o['name']}", type=_TYPES[o["type"]], default=None,
+                             metavar=o["type"].upper(), help=help_text)
+
+
+def _flag_options(args) -> Dict[str, Any]:
+    return {k.split(":", 1)[1]: v for k, v in vars(args).items() if k.startswith("option:") and v is not None}
+
+
 def _example_inputs(ep, args) -> Tuple[Tuple[Any, ...], Dict[str, Any]]:
     if args.input_shape:
         if args.dtype and len(args.dtype) != len(args.input_shape):
@@ -139,9 +164,9 @@ def _optimize(args) -> int:
     inputs, kwargs = _example_inputs(ep, args)
     if kwargs:
         raise InputError("the program takes keyword inputs; optimize it from Python: autograph.optimize(ep)")
-    options = _options(args.option)
+    options = dict(_options(args.option), **_flag_options(args))
     start = time.perf_counter()
-    optimized, report = optimize(ep, inputs, method=args.method, device=args.device, **options)
+    optimized, report = optimize(ep, inputs, device=args.device, **options)
     report["optimize_s"] = round(time.perf_counter() - start, 3)
     torch.export.save(optimized, args.output)
     if args.aoti:

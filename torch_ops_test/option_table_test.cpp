@@ -1,5 +1,6 @@
-// OptimizeOptionsFromJson: the Python option names onto OptimizeOptions, with typed errors.
-#include "api/options_from_json.h"
+// The option table: the Python / JSON option names onto OptimizeOptions, validated by what the table
+// declares (type, choices, bounds), and the table as JSON for Python and the docs.
+#include "api/option_table.h"
 
 #include <gtest/gtest.h>
 
@@ -48,6 +49,10 @@ TEST(OptimizeOptionsFromJson, SubstitutionsSwitchesTheSixRewritesOfTheGraph) {
   EXPECT_FALSE(s.fuse_attention || s.merge_linears || s.regroup_convolutions || s.fold_conv_relu ||
                s.prepack_onednn || s.channels_last_pools);
   EXPECT_TRUE(s.stitch);  // stitching has its own switch, as the CLI's --no-substitutions
+  // The group switch applies first, then the single ones, whatever the keys' order.
+  o = autograph::OptimizeOptionsFromJson(json::parse(R"({"fuse_attention": false, "substitutions": true})"));
+  EXPECT_FALSE(o.substitutions.fuse_attention);
+  EXPECT_TRUE(o.substitutions.merge_linears);
 }
 
 TEST(OptimizeOptionsFromJson, EveryKeyIsKnownAndTheTableHasNoDuplicates) {
@@ -73,6 +78,47 @@ TEST(OptimizeOptionsFromJson, UnknownKeysWrongTypesAndBadDevicesAreInputErrors) 
   EXPECT_NE(message(json{{"stitch", 1}}).find("option 'stitch' has the wrong type"), std::string::npos);
   EXPECT_NE(message(json{{"device", "tpu"}}).find("option 'device' is not a device"), std::string::npos);
   EXPECT_NE(message(json::array()).find("options must be a JSON object"), std::string::npos);
+  EXPECT_NE(message(json{{"device", "mps"}}).find("a device autograph does not plan for"), std::string::npos);
+  EXPECT_NE(message(json{{"method", "fastest"}}).find("option 'method' is \"fastest\"; use one of autograph, sequential"),
+            std::string::npos);
+  EXPECT_NE(message(json{{"cost", "guess"}}).find("use one of analytical, measured"), std::string::npos);
+  EXPECT_NE(message(json{{"max_streams", 0}}).find("option 'max_streams' is 0; expected 1..64"), std::string::npos);
+  EXPECT_NE(message(json{{"verify", -1}}).find("expected 0..16"), std::string::npos);
+  EXPECT_NE(message(json{{"alpha", -0.5}}).find("option 'alpha' is -0.5; expected at least 0"), std::string::npos);
+}
+
+TEST(OptimizeOptionsFromJson, AcceptsCudaWithAnIndexOnAnyMachine) {
+  // Parsing does not need the device to exist: planning on it does (and says so).
+  EXPECT_EQ(autograph::OptimizeOptionsFromJson(json{{"device", "cuda:1"}}).executor.device, c10::Device("cuda:1"));
+  EXPECT_EQ(autograph::OptimizeOptionsFromJson(json{{"cost", ""}}).cost.model, "");
+}
+
+TEST(OptimizeOptionTable, JsonListsEveryOptionWithTheStructsDefault) {
+  const json table = autograph::OptimizeOptionTableJson();
+  ASSERT_EQ(table.size(), autograph::OptimizeOptionKeys().size());
+  const autograph::OptimizeOptions defaults;
+  for (const json& entry : table) {
+    SCOPED_TRACE(entry.dump());
+    for (const char* key : {"name", "type", "default", "applies", "help"}) EXPECT_TRUE(entry.contains(key));
+    EXPECT_FALSE(entry["help"].get<std::string>().empty());
+    // Setting an option to its listed default leaves every option as it was.
+    const autograph::OptimizeOptions again = autograph::OptimizeOptionsFromJson(
+        json{{entry["name"].get<std::string>(), entry["default"]}});
+    for (const autograph::OptionSpec& spec : autograph::OptimizeOptionTable())
+      EXPECT_EQ(spec.get(again), spec.get(defaults)) << spec.name;
+  }
+  auto find = [&](const std::string& name) {
+    for (const json& e : table)
+      if (e["name"] == name) return e;
+    return json();
+  };
+  EXPECT_EQ(find("method")["default"], "autograph");
+  EXPECT_EQ(find("verify")["default"], defaults.search.verify);
+  EXPECT_EQ(find("verify")["max"], 16.0);
+  EXPECT_EQ(find("substitutions")["default"], true);
+  EXPECT_EQ(find("device")["default_note"], "the example inputs' device");
+  EXPECT_EQ(find("alpha")["type"], "float");
+  EXPECT_EQ(find("block_states")["type"], "int");
 }
 
 }  // namespace

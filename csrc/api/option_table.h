@@ -1,0 +1,49 @@
+#pragma once
+// Every option of optimize / substitute, declared once: name, type, default (read from a
+// default-constructed OptimizeOptions, so it cannot drift from the struct), which methods and devices
+// it applies to, its allowed values, and its help text. Everything else is made from this table: the
+// JSON / Python options (OptimizeOptionsFromJson), their validation, Python's typed Settings (checked
+// against OptimizeOptionTableJson by a test), and the README's option table (scripts/option_docs.py).
+#include <nlohmann/json.hpp>
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "autograph/optimize_options.h"
+
+namespace autograph {
+
+struct OptionSpec {
+  std::string name;     // as Python and JSON spell it
+  std::string type;     // "bool", "int", "float" or "str"
+  std::string applies;  // which methods / devices / paths it acts on: "all", "ios, autograph", "cpu", ...
+  std::string help;
+  // When the default is decided at the call (the inputs' device, the cost model by device): what the
+  // docs say instead of the struct's value; Python's Settings leaves such options None.
+  std::string default_note;
+  std::vector<std::string> choices;     // str: the values it takes (empty: any string)
+  std::optional<double> min, max;       // int, float: inclusive bounds
+  // Sets the option from a value already checked against type, choices and bounds; may throw
+  // InputError for what only it can check (a device string).
+  std::function<void(OptimizeOptions&, const nlohmann::json&)> set;
+  std::function<nlohmann::json(const OptimizeOptions&)> get;  // the value in `options`
+};
+
+// The table, in the order the docs list it.
+const std::vector<OptionSpec>& OptimizeOptionTable();
+
+// Starts from the defaults and sets each key given. Throws InputError naming the key for an unknown
+// key (with the known ones), a value of the wrong type, outside its choices or bounds, or a device
+// that is not cpu, cuda or cuda:N.
+OptimizeOptions OptimizeOptionsFromJson(const nlohmann::json& options);
+
+// The keys OptimizeOptionsFromJson knows, in the order of the table.
+std::vector<std::string> OptimizeOptionKeys();
+
+// The table as JSON: [{name, type, default, default_note?, applies, help, choices?, min?, max?}] (the op
+// autograph::option_table returns it to Python).
+nlohmann::json OptimizeOptionTableJson();
+
+}  // namespace autograph

@@ -1,0 +1,101 @@
+"""autograph.Settings: every option of autograph.optimize as one typed, validated object.
+
+The options are declared once, in C++ (csrc/api/option_table.cpp: name, type, default, what they apply
+to, help); this dataclass mirrors that table for editors and type checkers, and a test checks that the
+two agree (names, types, defaults). Options whose default is decided at the call (the inputs' device,
+the cost model by device) are None here. `autograph.option_table()` returns the C++ table itself.
+
+    settings = autograph.Settings(method="autograph", max_streams=4, inductor=False)
+    optimized, report = autograph.optimize(model, inputs, settings=settings)
+"""
+import dataclasses
+import json
+from typing import Any, Dict, List, Optional
+
+from ._library import load_library
+from .errors import InputError
+
+
+@dataclasses.dataclass(frozen=True)
+class Settings:
+    method: str = "autograph"
+    device: Optional[str] = None
+    max_streams: int = 8
+    cuda_graph: bool = True
+    substitutions: Optional[bool] = None
+    fuse_attention: bool = True
+    merge_linears: bool = True
+    regroup_convolutions: bool = True
+    fold_conv_relu: bool = True
+    prepack_onednn: bool = True
+    channels_last_pools: bool = True
+    stitch: bool = True
+    inductor: bool = True
+    check_rewrites: bool = True
+    merge: bool = True
+    alpha: float = 1.0
+    block_ops: int = 40
+    block_states: int = 1000
+    r: int = 4
+    budget: int = 20000
+    time_limit: Optional[float] = None
+    verify: int = 3
+    ios_r: int = 3
+    ios_s: int = 8
+    ios_block: int = 24
+    cost: Optional[str] = None
+    device_model: Optional[str] = None
+    cost_cache: Optional[str] = None
+
+    def __post_init__(self) -> None:
+        if self.device is not None and not isinstance(self.device, str):  # a torch.device
+            object.__setattr__(self, "device", str(self.device))
+        self.validate()
+
+    def options(self) -> Dict[str, Any]:
+        """The options that differ from the defaults, by name, as the C++ side reads them."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
+                if getattr(self, f.name) is not None and getattr(self, f.name) != f.default}
+
+    def validate(self) -> None:
+        """Raises InputError naming the first option optimize would refuse (wrong type, out of range,
+        not one of its choices, a device other than cpu, cuda, cuda:N)."""
+        from .api import check_options
+        check_options(self.options())
+
+    @classmethod
+    def of(cls, settings: Optional["Settings"] = None, **options: Any) -> "Settings":
+        """`settings` (default: the defaults) with `options` set on top; unknown names and bad values are
+        InputErrors naming them."""
+        from .api import check_options
+        check_options(options)  # the C++ table's message for an unknown name or a bad value
+        try:
+            return dataclasses.replace(settings if settings is not None else cls(), **options)
+        except TypeError as e:
+            raise InputError(str(e)) from None
+
+
+def option_table() -> List[Dict[str, Any]]:
+    """The C++ declaration of every option: [{name, type, default, default_note?, applies, help,
+    choices?, min?, max?}]."""
+    import torch
+    load_library()
+    return json.loads(torch.ops.autograph.option_table())
+
+
+def option_docs() -> str:
+    """The option table as Markdown (the README's, written by scripts/option_docs.py)."""
+    rows = ["| option | type | default | applies to | what it does |", "|---|---|---|---|---|"]
+    for o in option_table():
+        default = o.get("default_note") or json.dumps(o["default"])
+        kind = o["type"]
+        if o.get("choices"):
+            kind += ": " + ", ".join(c for c in o["choices"] if c)
+        elif "min" in o or "max" in o:
+            bounds = (f"{o['min']:g}" if "min" in o else "") + ".." + (f"{o['max']:g}" if "max" in o else "")
+            kind += f" ({bounds})"
+        rows.append(f"| `{o['name']}` | {kind} | {default} | {o['applies']} | {o['help']} |")
+    return "\n".join(rows) + "\n"
+
+
+__all__ = ["Settings", "option_table", "option_docs"]
