@@ -41,6 +41,7 @@ struct RewriteOutcome {
 
 struct RewriteStep {
   std::string name;
+  bool substitution;  // one of the graph substitutions that substitute() runs too
   // The graph and the record of its run on the example inputs (which the rewrite may leave stale).
   std::function<RewriteOutcome(GraphPtr&, const GraphValues&)> apply;
   std::function<void(const RewriteOutcome&, OptimizeReport*)> count;  // into the report, when kept
@@ -56,13 +57,13 @@ int CountAtenNodes(const torch::jit::Graph& graph) {
 std::vector<RewriteStep> RewriteSteps(const OptimizeOptions& options, bool searched) {
   std::vector<RewriteStep> steps;
   if (options.substitutions.fuse_attention)
-    steps.push_back({"fuse_attention", [](GraphPtr& g, const GraphValues& v) { return RewriteOutcome{FuseScaledDotProductAttention(g, v)}; },
+    steps.push_back({"fuse_attention", true, [](GraphPtr& g, const GraphValues& v) { return RewriteOutcome{FuseScaledDotProductAttention(g, v)}; },
                      [](const RewriteOutcome& o, OptimizeReport* r) { r->attentions_fused += o.changes; }});
   if (options.substitutions.merge_linears && !(searched && options.search.merge))
-    steps.push_back({"merge_linears", [](GraphPtr& g, const GraphValues&) { return RewriteOutcome{MergeSiblingLinears(g)}; },
+    steps.push_back({"merge_linears", true, [](GraphPtr& g, const GraphValues&) { return RewriteOutcome{MergeSiblingLinears(g)}; },
                      [](const RewriteOutcome& o, OptimizeReport* r) { r->linears_merged += o.changes; }});
   if (options.substitutions.regroup_convolutions)
-    steps.push_back({"regroup_convolutions",
+    steps.push_back({"regroup_convolutions", true,
                      [&](GraphPtr& g, const GraphValues& v) {
                        RegroupOptions regroup;
                        if (options.substitutions.check_rewrites) regroup.keep_graph_below = 0;  // the driver checks the graph
@@ -70,7 +71,7 @@ std::vector<RewriteStep> RewriteSteps(const OptimizeOptions& options, bool searc
                      },
                      [](const RewriteOutcome& o, OptimizeReport* r) { r->convolutions_regrouped += o.changes; }});
   if (options.substitutions.fold_conv_relu && options.executor.device.is_cuda())  // cuDNN's fused kernel: no CPU counterpart
-    steps.push_back({"fold_conv_relu",
+    steps.push_back({"fold_conv_relu", true,
                      [](GraphPtr& g, const GraphValues& v) {
                        const int before = CountAtenNodes(*g);
                        RewriteOutcome o{FoldConvolutionAddRelu(g, v)};
@@ -82,13 +83,13 @@ std::vector<RewriteStep> RewriteSteps(const OptimizeOptions& options, bool searc
                        r->ops_folded += o.absorbed;
                      }});
   if (options.substitutions.prepack_onednn && options.executor.device.is_cpu())  // oneDNN's CPU kernels
-    steps.push_back({"prepack_onednn", [](GraphPtr& g, const GraphValues&) { return RewriteOutcome{PrepackForOneDnn(g)}; },
+    steps.push_back({"prepack_onednn", false, [](GraphPtr& g, const GraphValues&) { return RewriteOutcome{PrepackForOneDnn(g)}; },
                      [](const RewriteOutcome& o, OptimizeReport* r) { r->ops_prepacked += o.changes; }});
   if (options.substitutions.channels_last_pools && options.executor.device.is_cpu())  // ATen's CPU pooling kernels
-    steps.push_back({"channels_last_pools", [](GraphPtr& g, const GraphValues& v) { return RewriteOutcome{PoolInChannelsLast(g, v)}; },
+    steps.push_back({"channels_last_pools", false, [](GraphPtr& g, const GraphValues& v) { return RewriteOutcome{PoolInChannelsLast(g, v)}; },
                      [](const RewriteOutcome& o, OptimizeReport* r) { r->pools_channels_last += o.changes; }});
   if (options.substitutions.stitch)
-    steps.push_back({"stitch",
+    steps.push_back({"stitch", false,
                      [&](GraphPtr& g, const GraphValues& v) {
                        // Checked: each planned group is first timed against its operators on the
                        // device, and only faster ones are stitched (then the whole graph decides).
@@ -148,9 +149,11 @@ StitchPlanOptions StitchPlanOptionsFor(const DeviceModel& device) {
   return plan;
 }
 
-GraphValues ApplyRewrites(GraphValues recorded, const OptimizeOptions& options, bool searched, OptimizeReport* report) {
+GraphValues ApplyRewrites(GraphValues recorded, const OptimizeOptions& options, bool searched, OptimizeReport* report,
+                          RewriteSet set) {
   const auto start = std::chrono::steady_clock::now();
   for (const RewriteStep& step : RewriteSteps(options, searched)) {
+    if (set == RewriteSet::Substitutions && !step.substitution) continue;
     RewriteDecision decision;
     decision.name = step.name;
     const bool checked = options.substitutions.check_rewrites;

@@ -16,7 +16,7 @@ struct Graph;
 namespace autograph {
 
 // Tries options' rewrites on the lowered graph in order (fuse_attention, merge_linears, regroup_convolutions,
-// fold_conv_relu on CUDA, stitch), `inputs` already on options.device. With check_rewrites each is
+// fold_conv_relu on CUDA, prepack_onednn and channels_last_pools on CPU, stitch), `inputs` already on options.device. With check_rewrites each is
 // applied to a copy, and the copy replaces the graph only when the rewrite changed something and the
 // graph, run as one stream, measures faster with it than without (side by side). Fills report's
 // rewrite counts (of kept rewrites only) and report->rewrites. `searched`: the schedule search will
@@ -25,9 +25,15 @@ namespace autograph {
 // stitch groups, and what `autograph calibrate` plans them with.
 StitchPlanOptions StitchPlanOptionsFor(const DeviceModel& device);
 
+// Which rewrites of the one registry (apply_rewrites.cpp) a driver runs: optimize all of them;
+// substitute (the "TASO + JIT" baseline) the graph substitutions alone — fuse_attention,
+// merge_linears, regroup_convolutions, fold_conv_relu — not the CPU layout rewrites or stitching.
+enum class RewriteSet { All, Substitutions };
+
 // `recorded`: the lowered graph's run on the example inputs (on options.device); returns the record
 // of the rewritten graph (its graph() is the result). The graph runs once more only after a
 // rewrite changed it.
-GraphValues ApplyRewrites(GraphValues recorded, const OptimizeOptions& options, bool searched, OptimizeReport* report);
+GraphValues ApplyRewrites(GraphValues recorded, const OptimizeOptions& options, bool searched, OptimizeReport* report,
+                          RewriteSet set = RewriteSet::All);
 
 }  // namespace autograph

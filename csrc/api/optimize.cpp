@@ -17,6 +17,7 @@
 #include "graph_pass/import_op_graph.h"
 #include "graph_pass/merge_sibling_linears.h"
 #include "graph_pass/top_level_nodes.h"
+#include "search/simple_schedulers.h"
 
 namespace autograph {
 
@@ -112,10 +113,8 @@ torch::jit::Module OptimizeModule(const torch::jit::Module& module, const Optimi
   int kernels_before = 0, memory_bound_before = 0;
   {
     const OpGraph original = ImportOpGraph(recorded);  // named: nodes() must not outlive it
-    for (const OpNode& n : original.nodes()) {
-      kernels_before += n.kind != OpKind::View;
-      memory_bound_before += n.kind == OpKind::MemoryBound;
-    }
+    kernels_before = KernelsLaunched(original, SequentialSchedule(original));  // the report's one definition
+    for (const OpNode& n : original.nodes()) memory_bound_before += n.kind == OpKind::MemoryBound;
   }
   *report = OptimizeReport{};
   const bool searched = options.search.method == "ios" || options.search.method == "autograph";

@@ -1,56 +1,40 @@
 #include <torch/csrc/jit/api/module.h>
 #include <torch/csrc/jit/ir/ir.h>
 
-#include <optional>
 
+#include "api/apply_rewrites.h"
 #include "api/prepare_module.h"
 #include "autograph/error.h"
 #include "autograph/substitute.h"
-#include "graph_pass/fold_convolution_add_relu.h"
-#include "graph_pass/fuse_attention.h"
+#include "core/schedule.h"
 #include "graph_pass/graph_values.h"
-#include "graph_pass/merge_sibling_linears.h"
-#include "graph_pass/regroup_grouped_convolutions.h"
+#include "graph_pass/import_op_graph.h"
+#include "search/simple_schedulers.h"
 
 namespace autograph {
 
 namespace {
 
-// Top-level aten nodes: before and after the fold, their difference is the relu / add kernels folded.
-int CountAtenNodes(const torch::jit::Graph& graph) {
-  int n = 0;
-  for (const torch::jit::Node* node : graph.nodes()) n += node->kind().is_aten();
-  return n;
+// Kernels the graph launches run as TorchScript runs it: the operators of its operator graph that
+// launch work (optimize's definition: views, constants and list plumbing launch nothing).
+int KernelsOf(const GraphValues& recorded) {
+  const OpGraph graph = ImportOpGraph(recorded);
+  return KernelsLaunched(graph, SequentialSchedule(graph));
 }
 
 }  // namespace
 
-SubstitutionCounts ApplySubstitutions(std::shared_ptr<torch::jit::Graph>& lowered, const std::vector<c10::IValue>& inputs,
-                                      const OptimizeOptions& options) {
-  SubstitutionCounts counts;
-  // One run of the graph, again only after a substitution changed it and another needs values.
-  std::optional<GraphValues> recorded;
-  auto values = [&]() -> const GraphValues& {
-    if (!recorded || !recorded->Fits(*lowered)) recorded = GraphValues::Record(lowered, inputs);
-    return *recorded;
-  };
-  if (options.substitutions.fuse_attention) counts.attentions_fused = FuseScaledDotProductAttention(lowered, values());
-  if (options.substitutions.merge_linears) counts.linears_merged = MergeSiblingLinears(lowered);
-  if (options.substitutions.regroup_convolutions) counts.convolutions_regrouped = RegroupGroupedConvolutions(lowered, values()).regrouped;
-  if (options.substitutions.fold_conv_relu && options.executor.device.is_cuda()) {
-    const int before = CountAtenNodes(*lowered);
-    counts.convolutions_folded = FoldConvolutionAddRelu(lowered, values());
-    counts.ops_folded = before - CountAtenNodes(*lowered);
-  }
-  return counts;
-}
-
 torch::jit::Module substitute(const torch::jit::Module& module, const OptimizeOptions& options, OptimizeReport* report) {
   PreparedModule prepared = PrepareModule(module, options, "substitute");
-  std::shared_ptr<torch::jit::Graph>& graph = prepared.lowered;
-  const std::vector<c10::IValue>& inputs = prepared.inputs;
-  const int before = CountAtenNodes(*graph);
-  const SubstitutionCounts counts = ApplySubstitutions(graph, inputs, options);
+  GraphValues recorded = GraphValues::Record(prepared.lowered, prepared.inputs);
+  const int before = KernelsOf(recorded);
+  // The substitutions of optimize's rewrite registry, applied as the passes decide (unmeasured, as a
+  // TASO-style baseline applies them).
+  OptimizeOptions unmeasured = options;
+  unmeasured.substitutions.check_rewrites = false;
+  OptimizeReport counts;
+  recorded = ApplyRewrites(std::move(recorded), unmeasured, /*searched=*/false, &counts, RewriteSet::Substitutions);
+  std::shared_ptr<torch::jit::Graph> graph = recorded.graph()->copy();
 
   // A fresh module whose forward is the rewritten graph (the frozen weights are its constants).
   torch::jit::Module substituted("__torch__.autograph.SubstitutedModule");
@@ -66,16 +50,11 @@ torch::jit::Module substitute(const torch::jit::Module& module, const OptimizeOp
   substituted.type()->addMethod(forward);
 
   if (report) {
-    *report = OptimizeReport{};
+    *report = std::move(counts);  // the rewrites' counts and decisions
     report->method = "substitutions";
     report->device = options.executor.device.str();
     report->operators_before = before;
-    report->operators_after = CountAtenNodes(*graph);
-    report->linears_merged = counts.linears_merged;
-    report->convolutions_regrouped = counts.convolutions_regrouped;
-    report->convolutions_folded = counts.convolutions_folded;
-    report->ops_folded = counts.ops_folded;
-    report->attentions_fused = counts.attentions_fused;
+    report->operators_after = KernelsOf(recorded);
   }
   return substituted;
 }

@@ -38,8 +38,10 @@ struct OptimizeReport {
   std::string method;
   std::string device;        // where it was planned and measured, e.g. "cpu", "cuda:0"
   std::string cost;          // cost model's name, empty for methods that use none
-  int operators_before = 0;  // kernels the lowered graph launches, before substitutions, stitching and merges
-  int operators_after = 0;   // kernels launched per run after merging
+  // Kernels, one definition for both counts and both drivers: the operators of the operator graph that
+  // launch work (views, constants and list plumbing launch nothing), a Merge stage one kernel.
+  int operators_before = 0;  // of the lowered graph, before rewrites, stitching and merges
+  int operators_after = 0;   // launched per run by the result
   int stages = 0, groups = 0, streams = 0;
   double search_seconds = 0;
   double rewrite_seconds = 0;  // rewrites, their timing included
