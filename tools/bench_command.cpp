@@ -1,8 +1,8 @@
 // autograph bench: every method side by side in one run, per zoo model, batch size and device —
 // the AutoGraph paper's baselines (jit, jit_frozen, taso_jit, nimble, taso_nimble, ios, autograph)
 // and our simpler schedulers. Each method's outputs are checked against jit before it is timed;
-// optimized modules are cached on disk so reruns skip the searches. Writes results.csv (DESIGN.md
-// §6 columns) and results.md.
+// optimized modules are cached on disk so reruns skip the searches. Writes results.csv (docs/design.md
+// columns) and results.md.
 #include <ATen/Context.h>
 #include <torch/csrc/jit/api/module.h>
 #include <torch/cuda.h>

@@ -23,7 +23,7 @@ struct Inspection {
 
 Inspection InspectModule(const torch::jit::Module& module, const std::vector<c10::IValue>& example_inputs);
 
-// The keys of DESIGN.md §6 (model, operators, edges, width, critical_path_ops, critical_path_flops,
+// The keys of docs/design.md (model, operators, edges, width, critical_path_ops, critical_path_flops,
 // flops, ops_by_kind) plus weight_bytes and ops_by_type.
 nlohmann::json StatisticsJson(const GraphStatistics& statistics, const std::string& model);
 
