@@ -4,7 +4,7 @@
   1. TorchScript stays above the executor: no file of csrc/{core,merge,stitch,ops,search}/ includes a
      torch/csrc/jit header or torch/script.h, and every csrc/executor/ file that does says why on a
      line starting with "// TorchScript:" (the executor runs TorchScript Operations; nothing else may).
-  2. No source file (csrc, include, tools, torch_ops_test) over 600 lines.
+  2. No source file (csrc, include, tools, tests) over 600 lines.
   3. No function over 80 lines unless a comment starting with "// Long function:" in the three lines
      above it says why (measured with lizard when it is installed: the venv of scripts/setup.sh has it;
      where it is missing, e.g. a GPU machine without pip, this check is reported as not run).
@@ -18,7 +18,7 @@ NO_TORCHSCRIPT = ["core", "merge", "stitch", "ops", "search"]
 JIT_INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]torch/(csrc/jit/|script\.h)')
 MAX_FILE_LINES = 600
 MAX_FUNCTION_LINES = 80
-SOURCE_DIRS = ["csrc", "include", "tools", "torch_ops_test"]
+SOURCE_DIRS = ["csrc", "include", "tools", "tests"]
 
 
 def sources():

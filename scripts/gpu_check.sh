@@ -366,7 +366,7 @@ else
   GC_COMMIT="unknown (no git here)"
 fi
 # What the results belong to, without git (the device's copy may have none): a hash of the sources.
-GC_SOURCES=$(find CMakeLists.txt csrc include tools torch_ops_test python models bench scripts -type f \
+GC_SOURCES=$(find CMakeLists.txt csrc include tools tests python models bench scripts -type f \
   ! -path '*/__pycache__/*' ! -name '*.pyc' ! -path 'models/zoo/*' ! -path 'bench/results/*' -print0 2>/dev/null |
   sort -z | xargs -0 sha1sum | sha1sum | cut -c1-12)
 

@@ -44,7 +44,7 @@ gtest_skipped=$(grep -cE '\(Skipped\)$' "$BUILD_DIR/ctest.log")
 
 echo "== pytest =="
 # -rs lists each skipped test with its reason.
-"$PYTHON" -m pytest -q -rs torch_ops_test 2>&1 | tee "$BUILD_DIR/pytest.log"
+"$PYTHON" -m pytest -q -rs tests/python 2>&1 | tee "$BUILD_DIR/pytest.log"
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 pytest_summary=$(grep -E '[0-9]+ (passed|failed|error|skipped)' "$BUILD_DIR/pytest.log" | tail -n 1 | tr -d '=' | sed 's/^ *//; s/ *$//')
 pytest_skipped=$(echo "$pytest_summary" | grep -oE '[0-9]+ skipped' | cut -d' ' -f1)
@@ -85,8 +85,8 @@ print('pip install -e .: autograph from', os.path.dirname(autograph.__file__), '
     package_summary="pip install . failed (see $pkg_log)"
   else
     (cd /tmp && env -u AUTOGRAPH_LIBRARY -u AUTOGRAPH_CLI AUTOGRAPH_TEST_INSTALLED=1 "$pkg_venv/bin/python" -m pytest -q -rs \
-       -p no:cacheprovider --rootdir="$root" -c "$root/pytest.ini" "$root/torch_ops_test/test_installed_package.py" \
-       "$root/torch_ops_test/test_examples.py") 2>&1 | tee -a "$pkg_log"
+       -p no:cacheprovider --rootdir="$root" -c "$root/pytest.ini" "$root/tests/python/test_installed_package.py" \
+       "$root/tests/python/test_examples.py") 2>&1 | tee -a "$pkg_log"
     pkg_pytest=${PIPESTATUS[0]}
     package_summary=$(grep -E '[0-9]+ (passed|failed|error)' "$pkg_log" | tail -n 1 | tr -d '=' | sed 's/^ *//; s/ *$//')
     [ "$pkg_pytest" -eq 0 ] && package_ok=1

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 # AUTOGRAPH_TEST_INSTALLED=1 (scripts/test.sh, after `pip install .`): the tests import the installed
 # package, not python/ of the checkout, and find its library and CLI without environment variables.
 INSTALLED = os.environ.get("AUTOGRAPH_TEST_INSTALLED") == "1"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 REPORT = ROOT / "bench" / "report.py"
 TORCH_COMPILE_BENCH = ROOT / "bench" / "torch_compile_bench.py"
 HEADER = "model,batch,device,method,median_ms,p10_ms,p90_ms,max_abs_err,max_rel_err,search_s\n"

@@ -1,12 +1,12 @@
 """`autograph bench`: every method of the paper's table side by side, outputs checked against jit,
-results.csv with DESIGN.md §6's columns, optimized modules cached for reruns; bench/report.py turns
+results.csv with docs/design.md's columns, optimized modules cached for reruns; bench/report.py turns
 the CSV into the tables and the chart."""
 import csv
 import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PAPER_METHODS = ["jit", "jit_frozen", "taso_jit", "nimble", "taso_nimble", "ios", "autograph"]
 COLUMNS = ["model", "batch", "device", "method", "median_ms", "p10_ms", "p90_ms", "max_abs_err", "max_rel_err",
            "search_s"]

@@ -1,4 +1,4 @@
-"""`autograph inspect`: JSON contract of DESIGN.md §6 and one clear error line for bad input."""
+"""`autograph inspect`: JSON contract of docs/design.md and one clear error line for bad input."""
 import json
 import subprocess
 

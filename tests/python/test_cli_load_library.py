@@ -9,7 +9,7 @@ import torch
 
 import autograph
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _test_ops_library() -> str:

@@ -15,7 +15,7 @@ import torch
 
 import autograph
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 TOL = 1e-5
 
 

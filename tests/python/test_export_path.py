@@ -16,7 +16,7 @@ from torch.export import ExportedProgram
 
 import autograph
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 TOL = 1e-5
 
 

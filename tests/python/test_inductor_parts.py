@@ -18,7 +18,7 @@ import autograph
 from autograph import export as export_module
 from autograph import inductor_parts
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 TOL = 1e-4
 
 

@@ -14,7 +14,7 @@ import torch
 
 import autograph
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _close(got, want, scale_tol=1e-4):

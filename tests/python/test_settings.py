@@ -13,7 +13,7 @@ import torch
 
 import autograph
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 _PYTHON_TYPES = {"bool": bool, "int": int, "float": float, "str": str}
 
 
