@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Set up (idempotent), build, export the model zoo if missing, run GoogleTest (ctest) and pytest, install
-# the Python package with pip (editable, then not) and test what it installed, and check the source
-# layout (scripts/check_source.py).
+# the C++ package (cmake --install) and build and run examples/cpp against it, install the Python
+# package with pip (editable, then not) and test what it installed, and check the source layout
+# (scripts/check_source.py).
 # Prints both summaries; exits non-zero on any failure.
 # Usage: scripts/test.sh [--no-skips]
 #   --no-skips: a skipped test counts as a failure (scripts/gpu_check.sh on a GPU, where every CUDA
@@ -48,6 +49,28 @@ echo "== pytest =="
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 pytest_summary=$(grep -E '[0-9]+ (passed|failed|error|skipped)' "$BUILD_DIR/pytest.log" | tail -n 1 | tr -d '=' | sed 's/^ *//; s/ *$//')
 pytest_skipped=$(echo "$pytest_summary" | grep -oE '[0-9]+ skipped' | cut -d' ' -f1)
+
+echo "== installed C++ package (cmake --install, examples/cpp) =="
+# As a LibTorch user consumes it: installed to a prefix, found by a separate project with
+# find_package(autograph), which optimizes a zoo model and compares its outputs. The build directory
+# is configured again without scikit-build-core's settings (the pip step below set them last time).
+cpp_dir=$BUILD_DIR/cpp-package
+cpp_log=$BUILD_DIR/cpp-package.log
+rm -rf "$cpp_dir"
+torch_prefix=$("$PYTHON" -c 'import torch; print(torch.utils.cmake_prefix_path)')
+json_dir=$(sed -n 's|^nlohmann_json_DIR:PATH=||p' "$BUILD_DIR/CMakeCache.txt")
+if { cmake -U 'SKBUILD*' "$BUILD_DIR" && cmake --build "$BUILD_DIR" && cmake --install "$BUILD_DIR" --prefix "$cpp_dir/prefix" &&
+     cmake -S examples/cpp -B "$cpp_dir/example" -G Ninja -DCMAKE_PREFIX_PATH="$cpp_dir/prefix;$torch_prefix" \
+       ${json_dir:+-Dnlohmann_json_DIR="$json_dir"} &&
+     cmake --build "$cpp_dir/example"; } > "$cpp_log" 2>&1 &&
+   "$cpp_dir/example/optimize_model" "$AUTOGRAPH_ZOO_DIR/squeezenet.pt" 1,3,64,64 "$cpp_dir/squeezenet_opt.pt" 2>&1 |
+     tee -a "$cpp_log"; then
+  cpp_summary="built against the install and ran: $(grep -m1 '^optimized' "$cpp_log")"
+else
+  cpp_summary="failed (see $cpp_log)"
+  tail -n 20 "$cpp_log"
+  status=1
+fi
 
 echo "== installed package (pip install) =="
 # As a user installs it: a venv that has torch (the test venv's packages through a .pth file, so no
@@ -100,6 +123,7 @@ echo "== source layout =="
 echo "== summary =="
 echo "ctest:  ${gtest_summary:-no summary (see $BUILD_DIR/ctest.log)}, $gtest_skipped skipped"
 echo "pytest: ${pytest_summary:-no summary (see $BUILD_DIR/pytest.log)}"
+echo "installed C++ package: $cpp_summary"
 echo "installed package: $package_summary"
 if [ $no_skips -eq 1 ] && [ $((gtest_skipped + ${pytest_skipped:-0})) -gt 0 ]; then
   echo "skipped tests with --no-skips: $gtest_skipped GoogleTest, ${pytest_skipped:-0} pytest (listed above)"

@@ -6,7 +6,7 @@
 #include <iostream>
 
 #include "autograph/error.h"
-#include "autograph/inspect.h"
+#include "api/inspect.h"
 #include "autograph/model_loading.h"
 #include "commands.h"
 

@@ -1,4 +1,4 @@
-#include "autograph/inspect.h"
+#include "api/inspect.h"
 
 #include <torch/script.h>
 

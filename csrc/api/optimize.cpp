@@ -12,7 +12,7 @@
 #include "api/prepare_module.h"
 #include "autograph/error.h"
 #include "autograph/optimize.h"
-#include "autograph/program.h"
+#include "executor/program.h"
 #include "executor/validate_schedule.h"
 #include "graph_pass/import_op_graph.h"
 #include "graph_pass/merge_sibling_linears.h"

@@ -1,5 +1,8 @@
 #include "autograph/optimize_report.h"
 
+#include "api/timeline.h"
+#include "core/schedule.h"
+
 #include <nlohmann/json.hpp>
 
 namespace autograph {

@@ -3,7 +3,7 @@
 #include <torch/script.h>
 
 #include "autograph/error.h"
-#include "autograph/inspect.h"
+#include "api/inspect.h"
 #include "autograph/model_loading.h"
 
 namespace autograph {

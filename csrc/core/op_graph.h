@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <vector>
+#include "autograph/timeline.h"  // OpKind (public: the report's timeline names kinds)
 
 namespace torch::jit {
 struct Graph;
@@ -18,12 +19,6 @@ struct Node;
 
 namespace autograph {
 
-enum class OpKind {
-  ComputeBound,  // convolutions, GEMMs
-  MemoryBound,   // elementwise, pooling, reductions, normalization, copies
-  View,          // no kernel: views, metadata, list/tuple plumbing
-  ControlFlow,   // prim::If / prim::Loop, run opaquely by the TorchScript interpreter
-};
 const char* ToString(OpKind kind);
 // The inverse of ToString; nullopt for a name that is no kind.
 std::optional<OpKind> OpKindFromString(const std::string& name);

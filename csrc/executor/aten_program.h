@@ -22,7 +22,7 @@
 #include "core/op_graph.h"
 #include "core/schedule.h"
 #include "executor/compiled_graph.h"
-#include "executor/executor_options.h"
+#include "autograph/executor_options.h"
 #include "executor/stage_executor.h"
 
 namespace autograph {

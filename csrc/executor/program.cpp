@@ -1,4 +1,4 @@
-#include "autograph/program.h"
+#include "executor/program.h"
 
 // TorchScript: the Program owns the lowered graph; saving and loading name its nodes and read the
 // merged operators' constant weights back from them.

@@ -7,7 +7,7 @@
 #include <torch/script.h>
 
 #include "autograph/error.h"
-#include "autograph/program.h"
+#include "executor/program.h"
 #include "executor/op_errors.h"
 
 namespace autograph {

@@ -16,7 +16,7 @@
 #include "core/op_graph.h"
 #include "core/schedule.h"
 #include "executor/compiled_graph.h"
-#include "executor/executor_options.h"
+#include "autograph/executor_options.h"
 #include "merge/merged_kernel.h"
 
 namespace autograph {

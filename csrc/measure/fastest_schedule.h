@@ -11,6 +11,7 @@
 
 #include "core/op_graph.h"
 #include "core/schedule.h"
+#include "autograph/candidate_timing.h"
 
 namespace autograph {
 
@@ -20,12 +21,6 @@ struct ScheduleCandidate {
   double predicted_ms = -1;  // under the search's cost model; -1 when none predicted it
 };
 
-struct CandidateTiming {
-  std::string name;
-  double predicted_ms = -1;
-  double measured_ms = -1;  // robust latency (mean of the fastest 30 % of the rounds)
-  double median_ms = -1, p90_ms = -1;
-};
 
 struct FastestScheduleOptions {
   int warmup = 3;

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "executor/executor_options.h"
+#include "autograph/executor_options.h"
 
 namespace autograph {
 

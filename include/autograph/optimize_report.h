@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "api/timeline.h"
-#include "core/schedule.h"
-#include "measure/fastest_schedule.h"
+#include "autograph/candidate_timing.h"
+#include "autograph/schedule.h"
+#include "autograph/timeline.h"
 
 namespace autograph {
 

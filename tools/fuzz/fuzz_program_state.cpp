@@ -14,7 +14,7 @@
 #include <string>
 
 #include "autograph/error.h"
-#include "autograph/program.h"
+#include "executor/program.h"
 
 namespace {
 

@@ -8,7 +8,7 @@
 #include <fstream>
 
 #include "autograph/error.h"
-#include "autograph/inspect.h"
+#include "api/inspect.h"
 #include "zoo_test_util.h"
 
 namespace {

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "autograph/model_loading.h"
-#include "autograph/program.h"
+#include "executor/program.h"
 #include "executor/sequential_executor.h"
 #include "graph_pass/import_op_graph.h"
 #include "graph_pass/lower_module.h"

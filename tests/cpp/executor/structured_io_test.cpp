@@ -9,7 +9,7 @@
 
 #include "autograph/error.h"
 #include "autograph/optimize.h"
-#include "autograph/program.h"
+#include "executor/program.h"
 
 namespace {
 

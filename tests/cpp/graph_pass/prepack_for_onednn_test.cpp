@@ -12,7 +12,7 @@
 
 #include "autograph/model_loading.h"
 #include "autograph/optimize.h"
-#include "autograph/program.h"
+#include "executor/program.h"
 #include "executor/graph_serialization.h"
 #include "graph_pass/import_op_graph.h"
 #include "graph_test_util.h"

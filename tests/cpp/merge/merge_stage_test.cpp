@@ -11,7 +11,7 @@
 #include "autograph/error.h"
 #include "autograph/model_loading.h"
 #include "autograph/optimize.h"
-#include "autograph/program.h"
+#include "executor/program.h"
 #include "core/schedule.h"
 #include "executor/validate_schedule.h"
 #include "executor/sequential_executor.h"
