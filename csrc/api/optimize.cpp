@@ -10,6 +10,7 @@
 #include "api/apply_rewrites.h"
 #include "api/plan_schedule.h"
 #include "api/prepare_module.h"
+#include "api/resolve_options.h"
 #include "autograph/error.h"
 #include "autograph/optimize.h"
 #include "executor/program.h"
@@ -101,8 +102,7 @@ namespace {
 
 torch::jit::Module OptimizeModule(const torch::jit::Module& module, const OptimizeOptions& requested,
                                   OptimizeReport* report) {
-  OptimizeOptions options = requested;
-  options.executor.cuda_graph = requested.executor.cuda_graph && requested.executor.device.is_cuda();  // CUDA only
+  OptimizeOptions options = ResolveOptions(requested);
   // The tensors inside the example inputs, whatever structure holds them: what the Program checks.
   const std::vector<InputSignature> signature = InputSignaturesOf(options.example_inputs);
   PreparedModule prepared = PrepareModule(module, options, "optimize");

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "api/plan_schedule.h"
+#include "api/resolve_options.h"
 #include "autograph/error.h"
 #include "core/aten_graph.h"
 #include "executor/aten_program.h"
@@ -13,8 +14,7 @@ namespace autograph {
 
 std::string OptimizeExported(const nlohmann::json& graph_json, const std::vector<at::Tensor>& tensors,
                              const OptimizeOptions& requested, OptimizeReport* report) {
-  OptimizeOptions options = requested;
-  options.executor.cuda_graph = requested.executor.cuda_graph && requested.executor.device.is_cuda();
+  const OptimizeOptions options = ResolveOptions(requested);
   auto aten = std::make_shared<const AtenGraph>(AtenGraph::FromJson(graph_json));
   if (tensors.size() != aten->inputs.size())
     throw InputError("the exported graph takes " + std::to_string(aten->inputs.size()) +

@@ -248,6 +248,19 @@ OptimizeOptions OptimizeOptionsFromJson(const nlohmann::json& options) {
   return result;
 }
 
+void CheckOptimizeOptions(const OptimizeOptions& options) {
+  for (const OptionSpec& spec : OptimizeOptionTable()) {
+    const nlohmann::json value = spec.get(options);
+    try {
+      Check(spec, value);
+      OptimizeOptions scratch;
+      spec.set(scratch, value);  // what only the setter checks (a device autograph plans for)
+    } catch (const InputError& e) {
+      throw InputError("option '" + spec.name + "' " + e.what());
+    }
+  }
+}
+
 nlohmann::json OptimizeOptionTableJson() {
   const OptimizeOptions defaults;
   nlohmann::json table = nlohmann::json::array();

@@ -39,6 +39,10 @@ const std::vector<OptionSpec>& OptimizeOptionTable();
 // that is not cpu, cuda or cuda:N.
 OptimizeOptions OptimizeOptionsFromJson(const nlohmann::json& options);
 
+// Checks options already in the struct (a C++ caller's) as OptimizeOptionsFromJson checks JSON:
+// InputError naming the first option whose value the table refuses.
+void CheckOptimizeOptions(const OptimizeOptions& options);
+
 // The keys OptimizeOptionsFromJson knows, in the order of the table.
 std::vector<std::string> OptimizeOptionKeys();
 

@@ -4,6 +4,7 @@
 
 #include "api/apply_rewrites.h"
 #include "api/prepare_module.h"
+#include "api/resolve_options.h"
 #include "autograph/error.h"
 #include "autograph/substitute.h"
 #include "core/schedule.h"
@@ -25,12 +26,13 @@ int KernelsOf(const GraphValues& recorded) {
 }  // namespace
 
 torch::jit::Module substitute(const torch::jit::Module& module, const OptimizeOptions& options, OptimizeReport* report) {
-  PreparedModule prepared = PrepareModule(module, options, "substitute");
+  const OptimizeOptions resolved = ResolveOptions(options);  // InputError before any work
+  PreparedModule prepared = PrepareModule(module, resolved, "substitute");
   GraphValues recorded = GraphValues::Record(prepared.lowered, prepared.inputs);
   const int before = KernelsOf(recorded);
   // The substitutions of optimize's rewrite registry, applied as the passes decide (unmeasured, as a
   // TASO-style baseline applies them).
-  OptimizeOptions unmeasured = options;
+  OptimizeOptions unmeasured = resolved;
   unmeasured.substitutions.check_rewrites = false;
   OptimizeReport counts;
   recorded = ApplyRewrites(std::move(recorded), unmeasured, /*searched=*/false, &counts, RewriteSet::Substitutions);

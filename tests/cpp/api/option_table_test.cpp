@@ -3,12 +3,16 @@
 #include "api/option_table.h"
 
 #include <gtest/gtest.h>
+#include <torch/script.h>
 
 #include <algorithm>
 
 #include <nlohmann/json.hpp>
 
+#include "api/resolve_options.h"
 #include "autograph/error.h"
+#include "autograph/optimize.h"
+#include "autograph/substitute.h"
 
 namespace {
 
@@ -119,6 +123,28 @@ TEST(OptimizeOptionTable, JsonListsEveryOptionWithTheStructsDefault) {
   EXPECT_EQ(find("device")["default_note"], "the example inputs' device");
   EXPECT_EQ(find("alpha")["type"], "float");
   EXPECT_EQ(find("block_states")["type"], "int");
+}
+
+TEST(ResolveOptions, ChecksAStructFilledInCppBeforeAnyWorkAndResolvesTheDefaultsOnce) {
+  torch::jit::Module module("m");
+  module.define("def forward(self, x):\n  return x + 1\n");
+  autograph::OptimizeOptions options;  // no example inputs either: the option is refused first
+  options.search.max_streams = 0;
+  try {
+    autograph::optimize(module, options);
+    ADD_FAILURE() << "max_streams = 0 was accepted";
+  } catch (const autograph::InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("option 'max_streams' is 0; expected 1..64"), std::string::npos) << e.what();
+  }
+  options.search.max_streams = 2;
+  options.executor.device = c10::Device("cuda:3");
+  options.search.method = "fastest";
+  EXPECT_THROW(autograph::substitute(module, options), autograph::InputError);
+
+  const autograph::OptimizeOptions resolved = autograph::ResolveOptions(autograph::OptimizeOptions{});
+  EXPECT_EQ(resolved.cost.model, "analytical");  // CPU: the analytical model ranks
+  EXPECT_FALSE(resolved.cost.device_model.empty());
+  EXPECT_FALSE(resolved.executor.cuda_graph);  // CUDA Graphs only on CUDA
 }
 
 }  // namespace
