@@ -201,3 +201,34 @@ def test_bad_options_are_refused_before_any_export():
 
     with pytest.raises(autograph.InputError, match="unknown option 'max_stream'"):
         autograph.optimize(Branchy(), (torch.randn(3),), ir="export", max_stream=2)
+
+
+def test_torch_compile_backend_freezes_buffers_like_parameters(monkeypatch):
+    """A buffer (here a scale; BatchNorm's running statistics alike) is frozen into the optimized graph
+    as parameters are, not passed at every call as an input."""
+    from autograph import dynamo
+    torch._dynamo.reset()
+
+    class Scaled(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.linear = torch.nn.Linear(4, 4)
+            self.register_buffer("scale", torch.tensor(2.0))
+
+        def forward(self, x):
+            return self.linear(x) * self.scale
+
+    inputs_seen = []
+    real = dynamo.optimize
+
+    def spy(model, inputs, **options):
+        inputs_seen.append(len(inputs))
+        return real(model, inputs, **options)
+
+    monkeypatch.setattr(dynamo, "optimize", spy)
+    model, x = Scaled().eval(), torch.randn(2, 4)
+    with torch.no_grad():
+        got = torch.compile(model, backend="autograph", options={"inductor": False})(x)
+        want = model(x)
+    assert torch.allclose(got, want, rtol=1e-5, atol=1e-6)
+    assert inputs_seen == [1]  # x alone: the linear's weight and bias and the buffer are frozen
