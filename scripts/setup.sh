@@ -10,7 +10,7 @@
 #    torchvision 0.26.0 — the GPU machines' versions — plus numpy, pytest, lizard (scripts/check_source.py)
 #    scikit-build-core (pip install of the package, tested by scripts/test.sh), cairosvg (the
 #    timeline test renders its SVG to PNG) and the benchmark rivals (onnxruntime, openvino,
-#    onnxscript, onnx) from PyPI.
+#    onnxscript, onnx) and ray[serve] (the serving example) from PyPI.
 set -euo pipefail
 
 TORCH_VERSION=2.11.0
@@ -72,8 +72,9 @@ if [ ! -x "$VENV/bin/python" ]; then
   mkdir -p "$(dirname "$VENV")"
   "$PY" -m venv "$VENV"
 fi
-# onnxruntime, openvino, onnxscript, onnx: the rivals' columns of the benchmarks (bench/rivals.py)
-want="torch==$TORCH_VERSION torchvision==$TORCHVISION_VERSION numpy pytest lizard scikit-build-core cairosvg onnxruntime openvino onnxscript onnx"
+# onnxruntime, openvino, onnxscript, onnx: the rivals' columns of the benchmarks (bench/rivals.py);
+# ray[serve]: the serving example (examples/serve/, tests/python/test_serve.py)
+want="torch==$TORCH_VERSION torchvision==$TORCHVISION_VERSION numpy pytest lizard scikit-build-core cairosvg onnxruntime openvino onnxscript onnx ray[serve]"
 stamp="$VENV/.autograph-stamp"
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   log "installing into venv: $want (first time: several minutes, a few GB)"
