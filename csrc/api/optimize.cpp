@@ -117,7 +117,7 @@ torch::jit::Module OptimizeModule(const torch::jit::Module& module, const Optimi
     for (const OpNode& n : original.nodes()) memory_bound_before += n.kind == OpKind::MemoryBound;
   }
   *report = OptimizeReport{};
-  const bool searched = options.search.method == "ios" || options.search.method == "autograph";
+  const bool searched = Searches(MethodOf(options));
   recorded = ApplyRewrites(std::move(recorded), options, searched, report);
   std::shared_ptr<torch::jit::Graph> lowered = recorded.graph();
   if (options.search.merge && searched) PrepareSiblingLinearsForMerging(lowered);  // the search may merge them

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "api/resolve_options.h"
 #include "api/timeline.h"
 #include "autograph/error.h"
 #include "measure/fastest_schedule.h"
@@ -149,15 +150,18 @@ Schedule PlanSchedule(const OpGraph& graph, const std::vector<c10::IValue>& inpu
                       const OptimizeOptions& options, OptimizeReport* report) {
   if (options.search.max_streams < 1) throw Error("max_streams must be at least 1");
   report->method = options.search.method;
-  if (options.search.method == "sequential") return SequentialSchedule(graph);
-  if (options.search.method == "greedy") return GreedySchedule(graph, options.search.max_streams);
-  if (options.search.method == "nimble") return NimbleSchedule(graph, options.search.max_streams);
-  if (options.search.method != "ios" && options.search.method != "autograph")
-    throw Error("unknown method '" + options.search.method + "': use sequential, greedy, nimble, ios or autograph");
+  const Method method = MethodOf(options);
+  switch (method) {
+    case Method::Sequential: return SequentialSchedule(graph);
+    case Method::Greedy: return GreedySchedule(graph, options.search.max_streams);
+    case Method::Nimble: return NimbleSchedule(graph, options.search.max_streams);
+    case Method::Ios:
+    case Method::Autograph: break;
+  }
   std::unique_ptr<CostModel> cost = MakeCostModel(graph, inputs, values, options);
   report->cost = cost->name();
-  Schedule schedule = options.search.method == "ios" ? PlanIos(graph, *cost, options, report)
-                                               : PlanAutograph(graph, inputs, *cost, options, report);
+  Schedule schedule = method == Method::Ios ? PlanIos(graph, *cost, options, report)
+                                            : PlanAutograph(graph, inputs, *cost, options, report);
   if (auto* measured = dynamic_cast<MeasuredCostModel*>(cost.get())) {
     report->stages_measured = measured->measurements();
     report->cost_cache_hits = measured->cache_hits();

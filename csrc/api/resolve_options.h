@@ -10,4 +10,13 @@ namespace autograph {
 
 OptimizeOptions ResolveOptions(const OptimizeOptions& requested);
 
+// The schedulers, by the names the option `method` takes.
+enum class Method { Sequential, Greedy, Nimble, Ios, Autograph };
+
+// The method options.search.method names; InputError for a name the option table does not list.
+Method MethodOf(const OptimizeOptions& options);
+
+// Whether the method searches over a cost model (and may plan Merge stages).
+inline bool Searches(Method method) { return method == Method::Ios || method == Method::Autograph; }
+
 }  // namespace autograph

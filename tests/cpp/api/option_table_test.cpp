@@ -147,4 +147,18 @@ TEST(ResolveOptions, ChecksAStructFilledInCppBeforeAnyWorkAndResolvesTheDefaults
   EXPECT_FALSE(resolved.executor.cuda_graph);  // CUDA Graphs only on CUDA
 }
 
+TEST(ResolveOptions, EveryMethodTheTableListsIsAMethod) {
+  autograph::OptimizeOptions options;
+  for (const autograph::OptionSpec& spec : autograph::OptimizeOptionTable()) {
+    if (spec.name != "method") continue;
+    for (const std::string& name : spec.choices) {
+      options.search.method = name;
+      const autograph::Method method = autograph::MethodOf(options);  // no throw for a listed name
+      EXPECT_EQ(autograph::Searches(method), name == "ios" || name == "autograph") << name;
+    }
+  }
+  options.search.method = "fastest";
+  EXPECT_THROW(autograph::MethodOf(options), autograph::InputError);
+}
+
 }  // namespace
