@@ -96,7 +96,8 @@ OptimizeOptions OptionsFor(const std::string& method, const c10::Device& device)
   o.substitutions.stitch = false;
   o.substitutions.check_rewrites = false;  // baselines apply what they apply, unmeasured
   if (base == "taso_nimble") base = "nimble";
-  o.search.method = base;
+  // taso_jit is substitute() alone: no scheduler runs (the method field stays a valid one).
+  o.search.method = base == "taso_jit" || base == "jit" || base == "jit_frozen" ? "sequential" : base;
   o.executor.cuda_graph = graph || (base == "nimble" && cuda);
   o.cost.model = cuda ? "measured" : "analytical";
   if (base == "ios") {

@@ -94,7 +94,7 @@ def test_cli_rejects_cuda_without_a_gpu_or_bad_method(cli, zoo, tmp_path):
         assert r.returncode == 2 and r.stderr.startswith("autograph: error:") and "CUDA" in r.stderr
         r = subprocess.run([cli, "optimize", str(zoo / "squeezenet.pt"), "-o", str(tmp_path / "x.pt"),
                             "--device", "cuda:1"], capture_output=True, text=True)  # parsed as a device, then not there
-        assert r.returncode == 2 and "--device cuda:1 was asked for" in r.stderr, r.stderr
+        assert r.returncode == 2 and "cuda:1" in r.stderr and "no CUDA device" in r.stderr, r.stderr
     # Every optimize flag comes from the option table, which checks its values.
     r = subprocess.run([cli, "optimize", str(zoo / "squeezenet.pt"), "-o", str(tmp_path / "x.pt"), "--max-streams", "0"],
                        capture_output=True, text=True)
