@@ -21,7 +21,8 @@ const char* TypeName() {
   else return "str";
 }
 
-// An option stored in one field, which `field` picks out of an OptimizeOptions.
+// An option stored in one field, which `field` (generic: for a const or a mutable OptimizeOptions)
+// picks out.
 template <typename T, typename Field>
 OptionSpec Option(std::string name, std::string applies, std::string help, Field field,
                   std::optional<double> min = std::nullopt, std::optional<double> max = std::nullopt,
@@ -35,10 +36,7 @@ OptionSpec Option(std::string name, std::string applies, std::string help, Field
   spec.min = min;
   spec.max = max;
   spec.set = [field](OptimizeOptions& o, const nlohmann::json& v) { field(o) = v.get<T>(); };
-  spec.get = [field](const OptimizeOptions& o) {
-    OptimizeOptions copy = o;  // the accessor hands out a mutable reference
-    return nlohmann::json(field(copy));
-  };
+  spec.get = [field](const OptimizeOptions& o) { return nlohmann::json(field(o)); };
   return spec;
 }
 
@@ -48,10 +46,11 @@ OptionSpec WithNote(OptionSpec spec, std::string note) {
 }
 
 // The six graph rewrites `substitutions` turns on or off together.
-std::vector<bool*> Substitutions(OptimizeOptions& o) {
+template <typename Options>
+auto Substitutions(Options& o) {
   auto& s = o.substitutions;
-  return {&s.fuse_attention, &s.merge_linears, &s.regroup_convolutions, &s.fold_conv_relu, &s.prepack_onednn,
-          &s.channels_last_pools};
+  return std::vector{&s.fuse_attention, &s.merge_linears, &s.regroup_convolutions, &s.fold_conv_relu,
+                     &s.prepack_onednn, &s.channels_last_pools};
 }
 
 // Long function: the table itself, one entry per option, in the order the docs list them.
@@ -59,7 +58,7 @@ std::vector<OptionSpec> MakeTable() {
   std::vector<OptionSpec> t;
   t.push_back(Option<std::string>(
       "method", "all", "the scheduler: autograph (the product); sequential, greedy, nimble, ios are baselines",
-      [](OptimizeOptions& o) -> std::string& { return o.search.method; }, std::nullopt, std::nullopt,
+      [](auto& o) -> auto& { return o.search.method; }, std::nullopt, std::nullopt,
       {"autograph", "sequential", "greedy", "nimble", "ios"}));
   OptionSpec device;
   device.name = "device";
@@ -80,9 +79,9 @@ std::vector<OptionSpec> MakeTable() {
   device.get = [](const OptimizeOptions& o) { return nlohmann::json(o.executor.device.str()); };
   t.push_back(std::move(device));
   t.push_back(Option<int>("max_streams", "all but sequential", "most groups (CUDA streams / CPU threads) per stage",
-                          [](OptimizeOptions& o) -> int& { return o.search.max_streams; }, 1, 64));
+                          [](auto& o) -> auto& { return o.search.max_streams; }, 1, 64));
   t.push_back(Option<bool>("cuda_graph", "cuda", "replay the multi-stream run as a CUDA Graph",
-                           [](OptimizeOptions& o) -> bool& { return o.executor.cuda_graph; }));
+                           [](auto& o) -> auto& { return o.executor.cuda_graph; }));
   OptionSpec substitutions;
   substitutions.name = "substitutions";
   substitutions.type = "bool";
@@ -92,87 +91,86 @@ std::vector<OptionSpec> MakeTable() {
     for (bool* on : Substitutions(o)) *on = v.get<bool>();
   };
   substitutions.get = [](const OptimizeOptions& o) {
-    OptimizeOptions copy = o;
     bool all = true;
-    for (bool* on : Substitutions(copy)) all = all && *on;
+    for (const bool* on : Substitutions(o)) all = all && *on;
     return nlohmann::json(all);
   };
   substitutions.default_note = "each rewrite's own switch (all on); set before them, whatever the order given";
   t.push_back(std::move(substitutions));
   t.push_back(Option<bool>("fuse_attention", "TorchScript path",
                            "matmul, scale, mask add, softmax, matmul become one scaled_dot_product_attention",
-                           [](OptimizeOptions& o) -> bool& { return o.substitutions.fuse_attention; }));
+                           [](auto& o) -> auto& { return o.substitutions.fuse_attention; }));
   t.push_back(Option<bool>("merge_linears", "TorchScript path",
                            "linears that read one input (attention's Q, K, V) become one wider linear; with ios and "
                            "autograph and merge on, the search's merge stages decide instead",
-                           [](OptimizeOptions& o) -> bool& { return o.substitutions.merge_linears; }));
+                           [](auto& o) -> auto& { return o.substitutions.merge_linears; }));
   t.push_back(Option<bool>("regroup_convolutions", "TorchScript path",
                            "grouped convolutions run with fewer groups (block-diagonal weights) where timing says it pays",
-                           [](OptimizeOptions& o) -> bool& { return o.substitutions.regroup_convolutions; }));
+                           [](auto& o) -> auto& { return o.substitutions.regroup_convolutions; }));
   t.push_back(Option<bool>("fold_conv_relu", "TorchScript path, cuda",
                            "conv + relu and conv + residual add + relu become one cuDNN fused kernel",
-                           [](OptimizeOptions& o) -> bool& { return o.substitutions.fold_conv_relu; }));
+                           [](auto& o) -> auto& { return o.substitutions.fold_conv_relu; }));
   t.push_back(Option<bool>("prepack_onednn", "TorchScript path, cpu",
                            "convolutions and linears run on prepacked oneDNN weights (as jit_frozen)",
-                           [](OptimizeOptions& o) -> bool& { return o.substitutions.prepack_onednn; }));
+                           [](auto& o) -> auto& { return o.substitutions.prepack_onednn; }));
   t.push_back(Option<bool>("channels_last_pools", "TorchScript path, cpu",
                            "2-d max / avg pooling runs on a channels-last copy of its input",
-                           [](OptimizeOptions& o) -> bool& { return o.substitutions.channels_last_pools; }));
+                           [](auto& o) -> auto& { return o.substitutions.channels_last_pools; }));
   t.push_back(Option<bool>("stitch", "TorchScript path",
                            "memory-bound operators (elementwise, softmax, layer norm, ...) planned into stitched kernels",
-                           [](OptimizeOptions& o) -> bool& { return o.substitutions.stitch; }));
+                           [](auto& o) -> auto& { return o.substitutions.stitch; }));
   t.push_back(Option<bool>("inductor", "export path",
                            "the kept plan's parts, and the whole graph as one part, compiled by Inductor (AOTInductor "
                            "packages, weights frozen); kept where the whole program measures faster",
-                           [](OptimizeOptions& o) -> bool& { return o.substitutions.inductor; }));
+                           [](auto& o) -> auto& { return o.substitutions.inductor; }));
   t.push_back(Option<bool>("check_rewrites", "all",
                            "each rewrite (and Inductor candidate) is timed on the whole graph and kept only if faster",
-                           [](OptimizeOptions& o) -> bool& { return o.substitutions.check_rewrites; }));
+                           [](auto& o) -> auto& { return o.substitutions.check_rewrites; }));
   t.push_back(Option<bool>("merge", "ios, autograph",
                            "sibling convolutions / linears may become one merged kernel (a Merge stage)",
-                           [](OptimizeOptions& o) -> bool& { return o.search.merge; }));
+                           [](auto& o) -> auto& { return o.search.merge; }));
   t.push_back(Option<double>("alpha", "autograph", "weight of the critical path in the mixed cost",
-                             [](OptimizeOptions& o) -> double& { return o.search.alpha; }, 0.0));
+                             [](auto& o) -> auto& { return o.search.alpha; }, 0.0));
   t.push_back(Option<int>("block_ops", "autograph", "most operators per block of the partition",
-                          [](OptimizeOptions& o) -> int& { return o.search.block_ops; }, 1, 64));
+                          [](auto& o) -> auto& { return o.search.block_ops; }, 1, 64));
   t.push_back(Option<int64_t>("block_states", "autograph",
                               "most states (predecessor-closed subsets) per block; 0 = no bound",
-                              [](OptimizeOptions& o) -> int64_t& { return o.search.block_states; }, 0));
+                              [](auto& o) -> auto& { return o.search.block_states; }, 0));
   t.push_back(Option<int>("r", "autograph", "most operators per group",
-                          [](OptimizeOptions& o) -> int& { return o.search.autograph_r; }, 1, 64));
+                          [](auto& o) -> auto& { return o.search.autograph_r; }, 1, 64));
   t.push_back(Option<int64_t>("budget", "autograph", "states per block searched with full backtracking",
-                              [](OptimizeOptions& o) -> int64_t& { return o.search.budget; }, 0));
+                              [](auto& o) -> auto& { return o.search.budget; }, 0));
   t.push_back(WithNote(
       Option<double>("time_limit", "ios, autograph",
                      "seconds for the search, then blocks finish greedily; 0 = none",
-                     [](OptimizeOptions& o) -> double& { return o.search.time_limit; }),
+                     [](auto& o) -> auto& { return o.search.time_limit; }),
       "60 with measured costs, none with analytical ones"));
   t.push_back(Option<int>("verify", "autograph",
                           "the search's best N candidates, the one-stream and Nimble's schedules run side by side on "
                           "the device; the fastest is kept (0: none run)",
-                          [](OptimizeOptions& o) -> int& { return o.search.verify; }, 0, 16));
+                          [](auto& o) -> auto& { return o.search.verify; }, 0, 16));
   t.push_back(Option<int>("ios_r", "ios", "most operators per group",
-                          [](OptimizeOptions& o) -> int& { return o.search.ios_r; }, 1, 64));
+                          [](auto& o) -> auto& { return o.search.ios_r; }, 1, 64));
   t.push_back(Option<int>("ios_s", "ios", "most groups per stage",
-                          [](OptimizeOptions& o) -> int& { return o.search.ios_s; }, 1, 64));
+                          [](auto& o) -> auto& { return o.search.ios_s; }, 1, 64));
   t.push_back(Option<int>("ios_block", "ios", "operators per block (contiguous in topological order)",
-                          [](OptimizeOptions& o) -> int& { return o.search.ios_block; }, 1, 64));
+                          [](auto& o) -> auto& { return o.search.ios_block; }, 1, 64));
   t.push_back(WithNote(Option<std::string>(
                            "cost", "ios, autograph",
                            "the cost model stages are ranked with: analytical (a roofline of device_model) or measured "
                            "(stages run for real on the device, cached on disk)",
-                           [](OptimizeOptions& o) -> std::string& { return o.cost.model; }, std::nullopt, std::nullopt,
+                           [](auto& o) -> auto& { return o.cost.model; }, std::nullopt, std::nullopt,
                            {"", "analytical", "measured"}),
                        "measured on cuda, analytical on cpu"));
   t.push_back(WithNote(Option<std::string>(
                            "device_model", "analytical cost",
                            "h100, a100, v100, cpu, or a .json file that autograph calibrate wrote",
-                           [](OptimizeOptions& o) -> std::string& { return o.cost.device_model; }),
+                           [](auto& o) -> auto& { return o.cost.device_model; }),
                        "this device's calibration if there is one, else h100 on cuda, cpu on cpu"));
   t.push_back(WithNote(Option<std::string>(
                            "cost_cache", "measured cost",
                            "the disk cache of stage times (a JSON file); none = no cache",
-                           [](OptimizeOptions& o) -> std::string& { return o.cost.cache; }),
+                           [](auto& o) -> auto& { return o.cost.cache; }),
                        "~/.cache/autograph/costs/ + the device id + .json"));
   return t;
 }

@@ -27,12 +27,6 @@ namespace autograph {
 
 namespace {
 
-// The cost model asked for; by default measured on CUDA, analytical on CPU.
-std::string CostModelName(const OptimizeOptions& options) {
-  if (!options.cost.model.empty()) return options.cost.model;
-  return options.executor.device.is_cuda() ? "measured" : "analytical";
-}
-
 // `values`: the TorchScript graph's recorded run, when there is one; an exported program's graph is
 // recorded by the measured model itself on `inputs`.
 std::unique_ptr<CostModel> MakeCostModel(const OpGraph& graph, const std::vector<c10::IValue>& inputs,
@@ -137,6 +131,11 @@ Schedule PlanAutograph(const OpGraph& graph, const std::vector<c10::IValue>& inp
 }
 
 }  // namespace
+
+std::string CostModelName(const OptimizeOptions& options) {
+  if (!options.cost.model.empty()) return options.cost.model;
+  return options.executor.device.is_cuda() ? "measured" : "analytical";
+}
 
 std::string DeviceModelName(const OptimizeOptions& options) {
   if (!options.cost.device_model.empty()) return options.cost.device_model;

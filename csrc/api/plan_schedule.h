@@ -18,6 +18,10 @@ namespace autograph {
 // preset (h100 on CUDA, cpu on CPU).
 std::string DeviceModelName(const OptimizeOptions& options);
 
+// The cost model the search ranks with: options.cost.model when set, else measured on CUDA (every
+// stage run on the device), analytical on CPU (measuring every stage there takes minutes).
+std::string CostModelName(const OptimizeOptions& options);
+
 // `inputs`: the graph's inputs on options.device, which on-board verification runs it on. `values`:
 // the recorded run of graph.graph() on them (measured costs time stages on its values); null for a
 // graph over an exported program, whose values the measured cost model records itself. Throws autograph::Error for an

@@ -22,7 +22,7 @@ OptimizeOptions ResolveOptions(const OptimizeOptions& requested) {
   MethodOf(requested);  // the table and the enum list the same names
   OptimizeOptions options = requested;
   options.executor.cuda_graph = requested.executor.cuda_graph && requested.executor.device.is_cuda();
-  if (options.cost.model.empty()) options.cost.model = options.executor.device.is_cuda() ? "measured" : "analytical";
+  options.cost.model = CostModelName(options);
   options.cost.device_model = DeviceModelName(options);
   return options;
 }

@@ -94,6 +94,7 @@ def substitute(model: Model, example_inputs: Union[Sequence[Any], torch.Tensor],
                device: Optional[Union[str, torch.device]] = None, **options: Any) -> Tuple[torch.jit.ScriptModule, Dict[str, Any]]:
     """The graph substitutions alone (merged linears, regrouped convolutions, conv+relu folds, fused
     attention), run by TorchScript's own executor: the "TASO + JIT" baseline. Arguments as optimize."""
+    check_options(options)  # before any tracing
     return _run("substitute", model, example_inputs, None, device, options)
 
 
@@ -165,7 +166,7 @@ def check_options(options: Dict[str, Any]) -> None:
 
 
 def _run(what: str, model: Model, example_inputs, method: Optional[str], device, options: Dict[str, Any]):
-    check_options(options)
+    """`options` checked already (by the caller, before any tracing)."""
     inputs = [example_inputs] if isinstance(example_inputs, torch.Tensor) else list(example_inputs)
     module = to_script_module(model, inputs)
     settings = dict(options)
