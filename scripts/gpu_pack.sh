@@ -22,6 +22,7 @@ done
 ldd "$build/libautograph.so" | awk '$3 ~ /^\// {print $3}' |
   grep -vE '/torch/lib/|/cuda|/nvidia/|/(libc|libm|libdl|librt|libpthread|libutil|libgcc_s|libstdc\+\+|libz)\.so' |
   while read -r lib; do cp -L "$lib" "$out/lib/"; done
+gcc -O1 -shared -fPIC -o "$out/bin/segv_backtrace.so" "$root/scripts/segv_backtrace.c"
 git -C "$root" rev-parse HEAD > "$out/COMMIT"
 git -C "$root" diff --quiet HEAD || echo "+ uncommitted changes" >> "$out/COMMIT"
 echo "gpu_pack: $(du -sh "$out" | cut -f1) in $out ($(ls "$out/lib" | tr '\n' ' ')); carry .gpu"

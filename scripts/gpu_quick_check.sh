@@ -6,7 +6,10 @@
 #   correct    side by side (correctness only, not timed): every CUDA GoogleTest (those that skip
 #              without a device, and CudaStageExecutor.* that register only with one); the CUDA
 #              pytest tests; compute-sanitizer memcheck, racecheck and synccheck on
-#              CudaSanitizer.*; the export path on CUDA (bench/torch_compile_bench.py --export-path)
+#              CudaSanitizer.*; the export path on CUDA (bench/torch_compile_bench.py --export-path);
+#              aoti: one AOTInductor CUDA package loaded without autograph and with it
+#              (scripts/gpu_aoti_probe.py). Python parts run under scripts/segv_backtrace.c, so that a
+#              crash leaves its native stack in the log
 #   bench      alone on the GPU: `autograph bench` of the paper's methods at batch 1, one zoo model
 #              at a time while time is left
 # Each part runs under a timeout; a failing part does not stop the others. OUT_DIR gets summary.txt
@@ -99,10 +102,18 @@ gtest zoo 'CudaStageExecutor.*:CudaMeasuredCostModel.*:CudaOptimize.*:FoldConvol
 ( timeout -k 5 $(( t_correct - ($(date +%s) - start) )) "$PY" -m pytest -q -rs -p no:cacheprovider \
     tests/python/test_optimized_module.py -k cuda > "$logs/pytest-cuda.log" 2>&1
   echo "pytest cuda: rc $?; $(tail -n 1 "$logs/pytest-cuda.log")" > "$logs/pytest-cuda.res" ) &
-( timeout -k 5 $(( t_correct - ($(date +%s) - start) )) "$PY" bench/torch_compile_bench.py --zoo "$AUTOGRAPH_ZOO_DIR" \
+( timeout -k 5 $(( t_correct - ($(date +%s) - start) )) env LD_PRELOAD="$bin/segv_backtrace.so" "$PY" bench/torch_compile_bench.py --zoo "$AUTOGRAPH_ZOO_DIR" \
     --models squeezenet resnet50 --device cuda --batch 1 --modes default --export-path --warmup 10 --runs 20 \
     --out "$out/export_path" > "$logs/export-path.log" 2>&1
   echo "export path on cuda (correctness, squeezenet resnet50): rc $?; $(grep -ciE 'error|mismatch|failed' "$logs/export-path.log") error lines" > "$logs/export-path.res" ) &
+( probe=$out/aoti && mkdir -p "$probe" && t=$(( t_correct - ($(date +%s) - start) ))
+  { timeout -k 5 "$t" "$PY" scripts/gpu_aoti_probe.py compile "$probe" &&
+    for with in "" --with-autograph; do
+      echo "== load $with"
+      timeout -k 5 60 env LD_PRELOAD="$bin/segv_backtrace.so" "$PY" scripts/gpu_aoti_probe.py load "$probe" $with
+      echo "rc $?"
+    done; } > "$logs/aoti.log" 2>&1
+  echo "aoti probe (a CUDA package loaded alone, then with autograph): $(grep -E '^rc ' "$logs/aoti.log" | tr '\n' ' ')" > "$logs/aoti.res" ) &
 wait
 cat "$logs"/*.res | tee -a "$summary"
 

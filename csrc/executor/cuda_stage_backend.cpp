@@ -21,6 +21,7 @@
 
 #include <ATen/core/CachingHostAllocator.h>
 #include <ATen/cuda/CUDAEvent.h>
+#include <ATen/cuda/CUDAGeneratorImpl.h>
 #include <ATen/cuda/CUDAGraph.h>
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAFunctions.h>
@@ -77,9 +78,22 @@ std::optional<std::string> CaptureKey(const std::vector<c10::IValue>& inputs) {
   return key.str();
 }
 
+// A CUDAGraph whose failed capture can give the random generators back. capture_begin puts every
+// generator state registered with the graph (the device's default generator at least) into capture
+// mode, and only a successful capture_end takes them out: after a failed capture every later random
+// operator on the device (torch.randn in the user's own code too) would throw "Offset increment
+// outside graph capture". The states are protected members of CUDAGraph, hence the subclass; what
+// CUDAGeneratorState::capture_epilogue does (libtorch_cuda does not export it) is clear capturing_.
+class AbandonableGraph : public at::cuda::CUDAGraph {
+ public:
+  void EndGeneratorCaptures() {
+    for (auto& entry : captured_generator_states_) entry.first->capturing_ = false;
+  }
+};
+
 // One capture: the graph and the memory it replays on.
 struct Captured {
-  std::unique_ptr<at::cuda::CUDAGraph> graph;  // null: the capture failed; this signature runs eagerly
+  std::unique_ptr<AbandonableGraph> graph;  // null: the capture failed; this signature runs eagerly
   std::vector<c10::IValue> static_inputs;      // tensors: the buffers the graph reads
   std::vector<c10::IValue> static_outputs;     // where the graph writes
   at::cuda::CUDAEvent last_use;                // after the latest replay and the copies of its outputs
@@ -261,7 +275,7 @@ class CudaStageBackend : public StageBackend {
       c10::cuda::CUDAStreamGuard guard(side);
       RunEager(c->static_inputs);
       side.synchronize();
-      auto graph = std::make_unique<at::cuda::CUDAGraph>();
+      auto graph = std::make_unique<AbandonableGraph>();
       const at::cuda::MempoolId_t pool = at::cuda::graph_pool_handle();
       bool began = false;
       try {
@@ -272,7 +286,10 @@ class CudaStageBackend : public StageBackend {
         c->graph = std::move(graph);
       } catch (const std::exception& e) {
         c->static_outputs.clear();  // partial results live in the graph's pool: free them first
-        if (began) AbandonCapture(side, pool);
+        if (began) {
+          AbandonCapture(side, pool);
+          graph->EndGeneratorCaptures();
+        }
         graph.reset();
         TORCH_WARN("autograph: capturing a CUDA Graph failed (", FirstLineOf(e),
                    "); inputs of this shape and type run without a graph from now on");

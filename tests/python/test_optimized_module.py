@@ -256,8 +256,15 @@ def test_substitutions_on_cuda_match(cli, zoo, tmp_path, model):
     assert report["convolutions_folded"] == 49 if model == "resnet50" else report["convolutions_folded"] > 0
     autograph.load_library()
     x = torch.randn(1, 3, 224, 224, device="cuda")
-    with torch.no_grad():
-        got = _first(torch.jit.load(str(out), map_location="cuda")(x))
-        want = _first(torch.jit.load(str(zoo / f"{model}.pt"), map_location="cuda")(x))
-    # cuDNN may run the fused kernels with TF32 or other algorithms than the unfused ones.
-    assert ((got - want).abs().max() / want.abs().max()).item() < 1e-2
+    # In float32: with TF32 (PyTorch's default for cuDNN convolutions) the original alone moves by 2%
+    # of the output's scale on these random-weight models (jit_frozen against jit on an H200), which
+    # would hide a wrong fold. In float32 the fused kernels differ only in summation order.
+    tf32 = torch.backends.cudnn.allow_tf32
+    torch.backends.cudnn.allow_tf32 = False
+    try:
+        with torch.no_grad():
+            got = _first(torch.jit.load(str(out), map_location="cuda")(x))
+            want = _first(torch.jit.load(str(zoo / f"{model}.pt"), map_location="cuda")(x))
+    finally:
+        torch.backends.cudnn.allow_tf32 = tf32
+    assert ((got - want).abs().max() / want.abs().max()).item() < 1e-3

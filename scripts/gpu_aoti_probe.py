@@ -1,0 +1,37 @@
+"""Does an AOTInductor CUDA package load and run in a process of its own, and with autograph's library
+loaded first? (scripts/gpu_quick_check.sh's `aoti` part: the export path segfaulted inside the
+package's wrapper on the H200 image, bench/results/gpu-2026-11-26-h200/README.md.)
+Usage: python scripts/gpu_aoti_probe.py compile DIR | load DIR [--with-autograph]"""
+import sys
+from pathlib import Path
+
+import torch
+
+
+def main() -> int:
+    what, folder = sys.argv[1], Path(sys.argv[2])
+    package = folder / "probe.pt2"
+    if what == "compile":
+        model = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3), torch.nn.ReLU()).cuda().eval()
+        ep = torch.export.export(model, (torch.randn(1, 3, 16, 16, device="cuda"),))
+        torch._inductor.aoti_compile_and_package(ep, package_path=str(package))
+        torch.save(model.state_dict(), folder / "probe_weights.pt")
+        print("compiled", package)
+        return 0
+    if "--with-autograph" in sys.argv:
+        sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
+        import autograph
+        autograph.load_library()
+        print("autograph loaded from", autograph.library_path(), flush=True)
+    runner = torch._inductor.aoti_load_package(str(package))
+    x = torch.randn(1, 3, 16, 16, device="cuda")
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3), torch.nn.ReLU()).cuda().eval()
+    model.load_state_dict(torch.load(folder / "probe_weights.pt"))
+    with torch.no_grad():
+        err = (runner(x) - model(x)).abs().max().item()
+    print(f"loaded and ran: max abs err {err:.3g}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
