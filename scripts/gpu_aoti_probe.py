@@ -17,6 +17,20 @@ def main() -> int:
         torch._inductor.aoti_compile_and_package(ep, package_path=str(package))
         torch.save(model.state_dict(), folder / "probe_weights.pt")
         print("compiled", package)
+        # How the wrapper links the C++ runtime: a static libstdc++ in a dlopen'ed library has facet
+        # ids of its own, a suspect for a crash inside std::regex's use of the locale.
+        import subprocess
+        import zipfile
+        with zipfile.ZipFile(package) as z:
+            for name in z.namelist():
+                if name.endswith(".so"):
+                    so = Path(z.extract(name, folder / "unpacked"))
+                    print(so.name, subprocess.run(["ldd", str(so)], capture_output=True, text=True).stdout)
+                    symbols = subprocess.run(["nm", "-DC", "--defined-only", str(so)], capture_output=True,
+                                             text=True).stdout.splitlines()
+                    print(f"{so.name}: {len(symbols)} defined dynamic symbols, "
+                          f"{sum('locale' in x for x in symbols)} of them locale's, "
+                          f"{sum('codecvt' in x for x in symbols)} codecvt's")
         return 0
     if "--with-autograph" in sys.argv:
         sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
