@@ -7,7 +7,7 @@
 #include "autograph/optimize.h"
 #include "graph_pass/graph_values.h"
 #include "search/cost/device_model.h"
-#include "stitch/plan_stitch_groups.h"
+#include "stitch_plan/plan_stitch_groups.h"
 
 namespace torch::jit {
 struct Graph;

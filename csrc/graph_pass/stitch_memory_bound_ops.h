@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "graph_pass/graph_values.h"
-#include "stitch/plan_stitch_groups.h"
+#include "stitch_plan/plan_stitch_groups.h"
 
 namespace torch::jit {
 struct Graph;

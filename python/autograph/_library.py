@@ -48,6 +48,12 @@ def library_path() -> str:
     return _find("AUTOGRAPH_LIBRARY", "lib/libautograph.so")
 
 
+def runtime_library_path() -> str:
+    """libautograph_runtime.so, beside library_path(): what a process needs to load and run optimized
+    models (its operators and classes) without the planner, e.g. a server started with LD_PRELOAD."""
+    return str(Path(library_path()).with_name("libautograph_runtime.so"))
+
+
 def cli_path() -> str:
     """$AUTOGRAPH_CLI, else the `autograph` executable installed with this package, else build/."""
     return _find("AUTOGRAPH_CLI", "bin/autograph")

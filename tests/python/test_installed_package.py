@@ -29,6 +29,9 @@ def test_imported_from_the_installed_package_with_its_own_library():
     library = Path(autograph.library_path())
     assert library.name == "libautograph.so" and library.exists()
     assert ROOT not in library.parents, f"{library} is the checkout's build, not the installed one"
+    # The runtime, beside it, is what the library loads (its RUNPATH, $ORIGIN) and what servers preload.
+    runtime = Path(autograph.runtime_library_path())
+    assert runtime.exists() and runtime.parent == library.parent, runtime
     autograph.load_library()
     assert hasattr(torch.ops.autograph, "optimize")
 

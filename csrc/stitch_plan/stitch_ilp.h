@@ -8,9 +8,9 @@
 // a member touches; the objective is launches plus boundary bytes over bandwidth.
 #include <vector>
 
-#include "stitch/plan_stitch_groups.h"
-#include "stitch/stitch_dag.h"
-#include "stitch/stitch_subproblems.h"
+#include "stitch_plan/plan_stitch_groups.h"
+#include "stitch_plan/stitch_dag.h"
+#include "stitch_plan/stitch_subproblems.h"
 
 namespace autograph::stitch_planner {
 

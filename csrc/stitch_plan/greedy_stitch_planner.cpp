@@ -1,4 +1,4 @@
-#include "stitch/greedy_stitch_planner.h"
+#include "stitch_plan/greedy_stitch_planner.h"
 
 #include <algorithm>
 #include <map>

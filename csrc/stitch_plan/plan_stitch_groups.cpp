@@ -14,7 +14,7 @@
 // The parts: input checks, cost and feasibility (stitch_feasibility), the split into independent
 // subproblems (stitch_subproblems), the ILP (stitch_ilp over mixed_integer_program, GLPK) and the
 // greedy planner (greedy_stitch_planner).
-#include "stitch/plan_stitch_groups.h"
+#include "stitch_plan/plan_stitch_groups.h"
 
 #include <string>
 #include <unordered_map>
@@ -22,11 +22,11 @@
 #include <vector>
 
 #include "autograph/error.h"
-#include "stitch/greedy_stitch_planner.h"
-#include "stitch/stitch_dag.h"
-#include "stitch/stitch_feasibility.h"
-#include "stitch/stitch_ilp.h"
-#include "stitch/stitch_subproblems.h"
+#include "stitch_plan/greedy_stitch_planner.h"
+#include "stitch_plan/stitch_dag.h"
+#include "stitch_plan/stitch_feasibility.h"
+#include "stitch_plan/stitch_ilp.h"
+#include "stitch_plan/stitch_subproblems.h"
 
 namespace autograph {
 

@@ -1,4 +1,4 @@
-#include "stitch/stitch_feasibility.h"
+#include "stitch_plan/stitch_feasibility.h"
 
 #include <algorithm>
 #include <cmath>

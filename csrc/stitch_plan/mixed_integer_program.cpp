@@ -1,4 +1,4 @@
-#include "stitch/mixed_integer_program.h"
+#include "stitch_plan/mixed_integer_program.h"
 
 #ifdef AUTOGRAPH_WITH_GLPK
 

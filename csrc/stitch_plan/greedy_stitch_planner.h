@@ -6,8 +6,8 @@
 #include <queue>
 #include <vector>
 
-#include "stitch/plan_stitch_groups.h"
-#include "stitch/stitch_dag.h"
+#include "stitch_plan/plan_stitch_groups.h"
+#include "stitch_plan/stitch_dag.h"
 
 namespace autograph::stitch_planner {
 

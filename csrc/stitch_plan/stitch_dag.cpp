@@ -1,4 +1,4 @@
-#include "stitch/stitch_dag.h"
+#include "stitch_plan/stitch_dag.h"
 
 namespace autograph::stitch_planner {
 

@@ -7,8 +7,8 @@
 // share no cost term or constraint.
 #include <vector>
 
-#include "stitch/plan_stitch_groups.h"
-#include "stitch/stitch_dag.h"
+#include "stitch_plan/plan_stitch_groups.h"
+#include "stitch_plan/stitch_dag.h"
 
 namespace autograph::stitch_planner {
 

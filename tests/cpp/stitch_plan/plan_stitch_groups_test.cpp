@@ -2,7 +2,7 @@
 // random graphs; hand-made graphs group as expected (softmax is one kernel, convexity, domains,
 // budget, horizontal fusion, groups that would need each other); the greedy planner stays feasible
 // and never loses to running every node alone; malformed input throws InputError.
-#include "stitch/plan_stitch_groups.h"
+#include "stitch_plan/plan_stitch_groups.h"
 
 #include <gtest/gtest.h>
 

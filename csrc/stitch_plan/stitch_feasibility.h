@@ -4,8 +4,8 @@
 #include <string>
 #include <vector>
 
-#include "stitch/plan_stitch_groups.h"
-#include "stitch/stitch_dag.h"
+#include "stitch_plan/plan_stitch_groups.h"
+#include "stitch_plan/stitch_dag.h"
 
 namespace autograph::stitch_planner {
 

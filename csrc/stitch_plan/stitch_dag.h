@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "stitch/plan_stitch_groups.h"
+#include "stitch_plan/plan_stitch_groups.h"
 
 namespace autograph::stitch_planner {
 

@@ -1,4 +1,4 @@
-#include "stitch/stitch_ilp.h"
+#include "stitch_plan/stitch_ilp.h"
 
 #ifdef AUTOGRAPH_WITH_GLPK
 
@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <unordered_map>
 
-#include "stitch/mixed_integer_program.h"
+#include "stitch_plan/mixed_integer_program.h"
 
 namespace autograph::stitch_planner {
 

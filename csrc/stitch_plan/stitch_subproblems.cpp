@@ -1,4 +1,4 @@
-#include "stitch/stitch_subproblems.h"
+#include "stitch_plan/stitch_subproblems.h"
 
 #include <algorithm>
 #include <cstdint>
