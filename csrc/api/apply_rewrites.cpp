@@ -120,7 +120,7 @@ std::pair<double, double> TimeSideBySide(const GraphValues& without, const Graph
                                          const OptimizeOptions& options) {
   const std::vector<c10::IValue>& inputs = without.inputs();
   const OpGraph a = ImportOpGraph(without), b = ImportOpGraph(with);
-  const ExecutorOptions executor{options.executor.device, options.executor.cuda_graph};
+  const ExecutorOptions executor = options.executor;
   const int streams = std::max(1, options.search.max_streams);
   const StageExecutor a_one(a, SequentialSchedule(a), executor), a_nimble(a, NimbleSchedule(a, streams), executor);
   const StageExecutor b_one(b, SequentialSchedule(b), executor), b_nimble(b, NimbleSchedule(b, streams), executor);

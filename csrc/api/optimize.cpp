@@ -129,7 +129,7 @@ torch::jit::Module OptimizeModule(const torch::jit::Module& module, const Optimi
   const double search_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   ValidateSchedule(schedule, graph);
 
-  ExecutorOptions executor_options{options.executor.device, options.executor.cuda_graph};
+  ExecutorOptions executor_options = options.executor;
   auto program = c10::make_intrusive<Program>(graph, schedule, signature, executor_options);
 
   torch::jit::Module optimized("__torch__.autograph.OptimizedModule");

@@ -35,7 +35,7 @@ std::string OptimizeExported(const nlohmann::json& graph_json, const std::vector
   const auto start = std::chrono::steady_clock::now();
   Schedule schedule = PlanSchedule(graph, inputs, nullptr, options, report);
   const double search_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  AtenProgram program(graph, schedule, ExecutorOptions{options.executor.device, options.executor.cuda_graph});
+  AtenProgram program(graph, schedule, options.executor);
 
   for (const OpNode& n : graph.nodes()) {  // no rewrites on this path: every operator is scheduled as it is
     report->operators_before += n.kind != OpKind::View;

@@ -82,6 +82,9 @@ std::vector<OptionSpec> MakeTable() {
                           [](auto& o) -> auto& { return o.search.max_streams; }, 1, 64));
   t.push_back(Option<bool>("cuda_graph", "cuda", "replay the multi-stream run as a CUDA Graph",
                            [](auto& o) -> auto& { return o.executor.cuda_graph; }));
+  t.push_back(Option<int>("max_cuda_graphs", "cuda",
+                          "CUDA Graphs (input shapes) kept, least recently used released beyond it",
+                          [](auto& o) -> auto& { return o.executor.max_cuda_graphs; }, 1, 4096));
   OptionSpec substitutions;
   substitutions.name = "substitutions";
   substitutions.type = "bool";

@@ -143,7 +143,8 @@ std::string AtenProgram::ToText() const {
                      {"operators", ops},
                      {"edges", edges},
                      {"schedule", ScheduleToJson(schedule_)},
-                     {"cuda_graph", options_.cuda_graph}};
+                     {"cuda_graph", options_.cuda_graph},
+                     {"max_cuda_graphs", options_.max_cuda_graphs}};
   json full = body;
   // As it came (the importer's tags, e.g. dtypes by name, which the fake kernel reads).
   if (other_shapes_) full["other_shapes"] = json::parse(other_shapes_->source);
@@ -203,6 +204,7 @@ std::shared_ptr<const AtenProgram> AtenProgram::FromText(const std::string& text
     ExecutorOptions options;
     options.device = c10::Device(header.at("device").get<std::string>());
     options.cuda_graph = body.at("cuda_graph").get<bool>();
+    options.max_cuda_graphs = body.value("max_cuda_graphs", options.max_cuda_graphs);  // absent before 2026-11-26
     auto program = std::make_shared<AtenProgram>(std::move(graph), ScheduleFromJson(body.at("schedule")), options);
     if (body.contains("other_shapes") != (version == kDynamicFormatVersion))
       throw Error("corrupted program: version " + std::to_string(version) + " with" +

@@ -38,6 +38,7 @@
 #include "autograph/error.h"
 #include "core/operator_flops.h"
 #include "executor/clone_tensors.h"
+#include "executor/recently_used.h"
 #include "executor/stream_pool.h"
 
 namespace autograph {
@@ -116,7 +117,8 @@ struct Captured {
 class CudaStageBackend : public StageBackend {
  public:
   CudaStageBackend(std::shared_ptr<const StagePlan> plan, const ExecutorOptions& options)
-      : plan_(std::move(plan)), device_(options.device), cuda_graph_(options.cuda_graph) {
+      : plan_(std::move(plan)), device_(options.device), cuda_graph_(options.cuda_graph),
+        recent_captures_(static_cast<size_t>(options.max_cuda_graphs)) {
     if (!device_.has_index()) device_ = c10::Device(c10::kCUDA, 0);
   }
 
@@ -311,13 +313,24 @@ class CudaStageBackend : public StageBackend {
                       "inputs only; this program runs without a graph for other inputs");
       return RunEager(std::move(inputs));
     }
+    // Beyond max_cuda_graphs signatures the least recently used capture goes, and its memory pool with
+    // it (after its last replay): a server's many shapes must not each hold a graph forever.
+    const std::vector<std::string> evicted = recent_captures_.Use(*key);
+    for (const std::string& old : evicted) captures_.erase(old);
+    if (!evicted.empty()) {
+      TORCH_WARN_ONCE("autograph: this program has seen more input shapes than max_cuda_graphs (",
+                      recent_captures_.limit(), "); the least recently used CUDA Graphs are released and "
+                      "captured again when their shapes return");
+    }
     auto it = captures_.find(*key);
     if (it == captures_.end()) {
       std::vector<c10::IValue> buffers;
       for (const c10::IValue& v : inputs) buffers.push_back(v.isTensor() ? c10::IValue(v.toTensor().clone()) : v);
       it = captures_.emplace(std::move(*key), Capture(std::move(buffers))).first;
     }
-    Captured& c = *it->second;
+    // The entry, not the map, keeps it alive through this replay.
+    const std::shared_ptr<Captured> held = it->second;
+    Captured& c = *held;
     if (!c.graph) return RunEager(std::move(inputs));
     const CUDAStream caller = c10::cuda::getCurrentCUDAStream(device_.index());
     if (c.used) c.last_use.block(caller);
@@ -339,6 +352,7 @@ class CudaStageBackend : public StageBackend {
   mutable std::vector<std::vector<at::cuda::CUDAEvent>> free_events_;
   mutable std::mutex capture_mutex_;
   mutable std::map<std::string, std::shared_ptr<Captured>> captures_;
+  mutable RecentlyUsed<std::string> recent_captures_;  // captures_' keys by last use, bounded
 };
 
 }  // namespace

@@ -97,6 +97,7 @@ Program::State Program::ToState() const {
                          {"inputs", inputs},
                          {"device", options_.device.str()},
                          {"cuda_graph", options_.cuda_graph},
+                         {"max_cuda_graphs", options_.max_cuda_graphs},
                          {"constant_layouts", serialized.constant_layouts}};
   return State(kFormatVersion, std::move(serialized.ir), std::move(serialized.tensor_constants), plan.dump());
 }
@@ -162,6 +163,9 @@ c10::intrusive_ptr<Program> Program::LoadState(State state) {
     }
     program->options_.device = c10::Device(plan.at("device").get<std::string>());
     program->options_.cuda_graph = plan.at("cuda_graph").get<bool>();
+    // Absent before 2026-11-26: the default.
+    program->options_.max_cuda_graphs = plan.value("max_cuda_graphs", program->options_.max_cuda_graphs);
+    if (program->options_.max_cuda_graphs < 1) throw Error("corrupted program: max_cuda_graphs below 1");
   } catch (const nlohmann::json::exception& e) {
     throw Error(std::string("corrupted program: ") + e.what());
   } catch (const std::out_of_range& e) {

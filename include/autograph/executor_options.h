@@ -7,6 +7,9 @@ namespace autograph {
 struct ExecutorOptions {
   c10::Device device = c10::kCPU;
   bool cuda_graph = false;  // CUDA only: capture the whole multi-stream run once per input shape
+  // CUDA Graph mode: the most graphs (input shapes) kept, each with its memory pool; the least
+  // recently used is released when a new shape needs one, and captured again when it returns.
+  int max_cuda_graphs = 16;
 };
 
 }  // namespace autograph

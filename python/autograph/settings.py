@@ -22,6 +22,7 @@ class Settings:
     device: Optional[str] = None
     max_streams: int = 8
     cuda_graph: bool = True
+    max_cuda_graphs: int = 16
     substitutions: Optional[bool] = None
     fuse_attention: bool = True
     merge_linears: bool = True

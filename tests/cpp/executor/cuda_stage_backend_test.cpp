@@ -25,6 +25,8 @@
 #include "zoo_test_util.h"
 
 #ifdef AUTOGRAPH_WITH_CUDA
+#include <c10/cuda/CUDACachingAllocator.h>
+#include <c10/cuda/CUDAFunctions.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 #include <cuda_runtime.h>
@@ -130,6 +132,41 @@ TEST(CudaStageBackend, TupleAndListOutputsOutliveTheNextReplay) {
   ASSERT_EQ(Flatten(first_out).size(), 4u);
   ExpectClose(Flatten(first_out), b.Reference(first), kSameKernels, "first replay, after the second");
   ExpectClose(Flatten(second_out), b.Reference(second), kSameKernels, "second replay");
+}
+
+// A server's many input shapes: beyond max_cuda_graphs the least recently used graph goes, and the
+// memory its capture held with it. Six shapes, twice, against a limit of 2: the memory held stays
+// what two graphs hold (flat from the first round to the second), less than with all six kept, and
+// every output is right, the recaptured ones too.
+TEST(CudaStageBackend, GraphsBeyondMaxCudaGraphsAreReleased) {
+  AUTOGRAPH_REQUIRE_CUDA();
+  torch::NoGradGuard no_grad;
+  Branchy b = MakeBranchy();
+  const autograph::Schedule schedule = MultiStream(b.graph);
+  auto allocated = [] {
+    c10::cuda::device_synchronize();
+    return c10::cuda::CUDACachingAllocator::getDeviceStats(0).allocated_bytes[0].current;
+  };
+  auto serve = [&](int max_graphs) {
+    autograph::ExecutorOptions options{torch::Device(torch::kCUDA, 0), /*cuda_graph=*/true};
+    options.max_cuda_graphs = max_graphs;
+    autograph::StageExecutor executor(b.graph, schedule, options);
+    const int64_t before = allocated();
+    std::vector<int64_t> held;
+    for (int round = 0; round < 2; ++round) {
+      for (int64_t batch = 8; batch <= 48; batch += 8) {
+        std::vector<c10::IValue> inputs = {BranchyInput(batch, torch::kCUDA)};
+        ExpectClose(Flatten(executor.Run(inputs)), b.Reference(inputs), kSameKernels,
+                    "max_cuda_graphs " + std::to_string(max_graphs) + ", batch " + std::to_string(batch));
+      }
+      held.push_back(allocated() - before);
+    }
+    return held;
+  };
+  const std::vector<int64_t> bounded = serve(2);
+  const std::vector<int64_t> all = serve(16);
+  EXPECT_LE(bounded[1], bounded[0]) << "the second round recaptured without releasing";
+  EXPECT_LT(bounded[1], all[1]) << "evicted graphs kept their memory";
 }
 
 TEST(CudaStageBackend, CallersOnTwoStreams) {

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <functional>
 #include <torch/script.h>
 #include <torch/torch.h>
 
@@ -203,6 +204,23 @@ TEST_F(OptimizedModule, CorruptedOrForeignStateIsRejected) {
   std::get<3>(bad_schedule) = plan.dump();
   expect_error(bad_schedule, "");
   EXPECT_NO_THROW(autograph::Program::FromState(state));
+}
+
+TEST_F(OptimizedModule, MaxCudaGraphsIsSavedAndOlderStatesGetTheDefault) {
+  auto program = optimized_.attr("program").toCustomClass<autograph::Program>();
+  auto state = program->ToState();
+  auto with = [&](const std::function<void(nlohmann::json&)>& change) {
+    auto s = state;
+    auto plan = nlohmann::json::parse(std::get<3>(s));
+    change(plan);
+    std::get<3>(s) = plan.dump();
+    return autograph::Program::FromState(std::move(s));
+  };
+  EXPECT_EQ(with([](nlohmann::json& p) { p["max_cuda_graphs"] = 5; })->options().max_cuda_graphs, 5);
+  EXPECT_EQ(with([](nlohmann::json& p) { p.erase("max_cuda_graphs"); })->options().max_cuda_graphs,
+            autograph::ExecutorOptions{}.max_cuda_graphs);
+  EXPECT_THROW(with([](nlohmann::json& p) { p["max_cuda_graphs"] = 0; }), autograph::Error);
+  EXPECT_THROW(with([](nlohmann::json& p) { p["max_cuda_graphs"] = "many"; }), autograph::Error);
 }
 
 TEST(Optimize, RejectsMissingExamplesAndUnknownMethods) {
