@@ -8,6 +8,7 @@
 #include <map>
 
 #include "api/apply_rewrites.h"
+#include "api/plan_other_shapes.h"
 #include "api/plan_schedule.h"
 #include "api/prepare_module.h"
 #include "api/resolve_options.h"
@@ -142,6 +143,8 @@ torch::jit::Module OptimizeModule(const torch::jit::Module& module, const Optimi
   report->memory_bound_before = memory_bound_before;
   ReportSchedule(graph, schedule, options, search_seconds, report);  // (+ linears merged by the substitution)
   CountTorchScriptParts(graph, report);
+  // After the report's lines for the example's plan; their search time adds to search_seconds.
+  PlanOtherShapes(lowered, recorded.inputs(), graph, options, program.get(), report);
   return optimized;
 }
 

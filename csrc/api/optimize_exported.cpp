@@ -15,6 +15,9 @@ namespace autograph {
 std::string OptimizeExported(const nlohmann::json& graph_json, const std::vector<at::Tensor>& tensors,
                              const OptimizeOptions& requested, OptimizeReport* report) {
   const OptimizeOptions options = ResolveOptions(requested);
+  if (!options.shapes.empty())
+    throw InputError("shapes: schedules per shape are made for TorchScript modules; an exported program "
+                     "with dynamic dimensions runs other shapes on its own graph (docs/export_path.md)");
   auto aten = std::make_shared<const AtenGraph>(AtenGraph::FromJson(graph_json));
   if (tensors.size() != aten->inputs.size())
     throw InputError("the exported graph takes " + std::to_string(aten->inputs.size()) +

@@ -32,6 +32,14 @@ nlohmann::json ReportToJson(const OptimizeReport& report) {
                         {"without_ms", MsOrNull(r.without_ms)},
                         {"with_ms", MsOrNull(r.with_ms)},
                         {"kept", r.kept}});
+  nlohmann::json shape_plans = nlohmann::json::array();
+  for (const ShapePlan& p : report.shape_plans)
+    shape_plans.push_back({{"shapes", p.shapes},
+                           {"stages", p.stages},
+                           {"streams", p.streams},
+                           {"predicted_ms", MsOrNull(p.predicted_ms)},
+                           {"measured_ms", MsOrNull(p.measured_ms)},
+                           {"skipped", TextOrNull(p.skipped)}});
   nlohmann::json left = nlohmann::json::array();
   for (const TorchScriptPart& part : report.left_to_torchscript)
     left.push_back({{"op", part.op}, {"reason", part.reason}, {"count", part.count}});
@@ -71,6 +79,7 @@ nlohmann::json ReportToJson(const OptimizeReport& report) {
           {"memory_bound_before", report.memory_bound_before},
           {"memory_bound_after", report.memory_bound_after},
           {"schedule", ScheduleToJson(report.schedule)},
+          {"shape_plans", shape_plans},
           {"timeline", report.timeline.stages.empty() ? nlohmann::json(nullptr) : TimelineToJson(report.timeline)}};
 }
 

@@ -40,6 +40,48 @@ OptionSpec Option(std::string name, std::string applies, std::string help, Field
   return spec;
 }
 
+using Shapes = std::vector<std::vector<std::vector<int64_t>>>;
+
+// `shapes` as text: shapes by ';', a shape's tensors by ',', sizes by 'x' ("1x128,1x128;8x512,8x512").
+std::string ShapesText(const Shapes& shapes) {
+  std::string text;
+  for (size_t s = 0; s < shapes.size(); ++s) {
+    if (s) text += ';';
+    for (size_t t = 0; t < shapes[s].size(); ++t) {
+      if (t) text += ',';
+      for (size_t d = 0; d < shapes[s][t].size(); ++d) text += (d ? "x" : "") + std::to_string(shapes[s][t][d]);
+    }
+  }
+  return text;
+}
+
+// The text form above (Python's Settings writes lists in it).
+Shapes ParseShapes(const std::string& text) {
+  Shapes shapes;
+  std::stringstream all(text);
+  for (std::string shape; std::getline(all, shape, ';');) {
+    shapes.emplace_back();
+    std::stringstream tensors(shape);
+    for (std::string tensor; std::getline(tensors, tensor, ',');) {
+      shapes.back().emplace_back();
+      std::stringstream sizes(tensor);
+      for (std::string n; std::getline(sizes, n, 'x');) {
+        size_t used = 0;
+        int64_t value = -1;
+        try {
+          value = std::stoll(n, &used);
+        } catch (const std::exception&) {
+        }
+        if (n.empty() || used != n.size() || value < 0)
+          throw InputError("is not a list of shapes: \"" + tensor + "\" (write e.g. 1x3x224x224;8x3x224x224, "
+                           "a shape's tensors separated by ',')");
+        shapes.back().back().push_back(value);
+      }
+    }
+  }
+  return shapes;
+}
+
 OptionSpec WithNote(OptionSpec spec, std::string note) {
   spec.default_note = std::move(note);
   return spec;
@@ -78,6 +120,16 @@ std::vector<OptionSpec> MakeTable() {
   };
   device.get = [](const OptimizeOptions& o) { return nlohmann::json(o.executor.device.str()); };
   t.push_back(std::move(device));
+  OptionSpec shapes;
+  shapes.name = "shapes";
+  shapes.type = "str";
+  shapes.applies = "TorchScript path";
+  shapes.help = "more input shapes to plan for, one schedule each; a call runs the nearest one's "
+                "(1x128,1x128;8x512,8x512: shapes by ';', a shape's tensors by ',')";
+  shapes.default_note = "none: one schedule, for the example inputs' shapes";
+  shapes.set = [](OptimizeOptions& o, const nlohmann::json& v) { o.shapes = ParseShapes(v.get<std::string>()); };
+  shapes.get = [](const OptimizeOptions& o) { return nlohmann::json(ShapesText(o.shapes)); };  // "": none
+  t.push_back(std::move(shapes));
   t.push_back(Option<int>("max_streams", "all but sequential", "most groups (CUDA streams / CPU threads) per stage",
                           [](auto& o) -> auto& { return o.search.max_streams; }, 1, 64));
   t.push_back(Option<bool>("cuda_graph", "cuda", "replay the multi-stream run as a CUDA Graph",

@@ -5,6 +5,8 @@
 #include <torch/csrc/jit/ir/constants.h>
 #include <torch/csrc/jit/ir/ir.h>
 
+#include <cmath>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <unordered_map>
 
@@ -50,6 +52,20 @@ MergeCandidate MergeCandidateFromJson(const nlohmann::json& json, const torch::j
   return c;
 }
 
+std::vector<InputSignature> SignatureFromJson(const nlohmann::json& list) {
+  std::vector<InputSignature> signature;
+  for (const auto& in : list) {
+    InputSignature sig;
+    sig.shape = PlanInts(in.at("shape"));
+    const std::string dtype = in.at("dtype").get<std::string>();
+    std::optional<c10::ScalarType> type = ScalarTypeFromString(dtype);
+    if (!type) throw Error("unknown dtype '" + dtype + "'");
+    sig.dtype = *type;
+    signature.push_back(std::move(sig));
+  }
+  return signature;
+}
+
 OpKind KindFromString(const std::string& name) {
   if (std::optional<OpKind> kind = OpKindFromString(name)) return *kind;
   throw Error("corrupted program: unknown operator kind '" + name + "'");
@@ -72,6 +88,48 @@ Program::Program(const OpGraph& graph, Schedule schedule, std::vector<InputSigna
 
 void Program::BuildExecutor() { executor_ = std::make_unique<StageExecutor>(graph_, schedule_, options_); }
 
+void Program::AddPlan(std::vector<InputSignature> inputs, Schedule schedule) {
+  if (inputs.size() != inputs_.size())
+    throw Error("a plan for other shapes lists " + std::to_string(inputs.size()) + " input tensors, the example " +
+                std::to_string(inputs_.size()));
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (inputs[i].shape.size() != inputs_[i].shape.size() || inputs[i].dtype != inputs_[i].dtype)
+      throw Error("a plan for other shapes gives input " + std::to_string(i) + " shape " +
+                  ShapeString(inputs[i].shape) + " " + c10::toString(inputs[i].dtype) + ", the example " +
+                  ShapeString(inputs_[i].shape) + " " + c10::toString(inputs_[i].dtype) +
+                  ": shapes may change sizes, not ranks or dtypes");
+  auto executor = std::make_unique<StageExecutor>(graph_, schedule, options_);  // validates the schedule
+  other_plans_.push_back(OtherPlan{std::move(inputs), std::move(schedule), std::move(executor)});
+}
+
+size_t Program::PlanFor(const std::vector<at::Tensor>& tensors) const {
+  if (other_plans_.empty() || tensors.size() != inputs_.size()) return 0;
+  auto distance = [&](const std::vector<InputSignature>& planned) {
+    double d = 0;
+    for (size_t i = 0; i < tensors.size(); ++i) {
+      if (tensors[i].dim() != static_cast<int64_t>(planned[i].shape.size()))
+        return std::numeric_limits<double>::infinity();
+      for (int64_t k = 0; k < tensors[i].dim(); ++k) {
+        // +1: a size of 0 is one step from 1, not infinitely far.
+        d += std::abs(std::log((tensors[i].size(k) + 1.0) / (planned[i].shape[k] + 1.0)));
+      }
+    }
+    return d;
+  };
+  size_t best = 0;
+  double best_distance = distance(inputs_);
+  for (size_t k = 0; k < other_plans_.size(); ++k) {
+    const double d = distance(other_plans_[k].inputs);
+    if (d < best_distance) best = k + 1, best_distance = d;
+  }
+  return best;
+}
+
+const StageExecutor& Program::ExecutorFor(const std::vector<at::Tensor>& tensors) const {
+  const size_t plan = PlanFor(tensors);
+  return plan == 0 ? *executor_ : *other_plans_[plan - 1].executor;
+}
+
 Program::State Program::ToState() const {
   SerializedGraph serialized = SerializeGraph(*graph_.graph());
   // Nodes are named by their position among the non-constant top-level nodes: the one order that
@@ -89,8 +147,15 @@ Program::State Program::ToState() const {
     ops.push_back(std::move(entry));
     for (int s : graph_.succs(op.id)) edges.push_back({op.id, s});
   }
-  for (const InputSignature& in : inputs_)
-    inputs.push_back({{"shape", in.shape}, {"dtype", c10::toString(in.dtype)}});
+  auto signature_json = [](const std::vector<InputSignature>& signature) {
+    nlohmann::json list = nlohmann::json::array();
+    for (const InputSignature& in : signature) list.push_back({{"shape", in.shape}, {"dtype", c10::toString(in.dtype)}});
+    return list;
+  };
+  inputs = signature_json(inputs_);
+  nlohmann::json other_plans = nlohmann::json::array();
+  for (const OtherPlan& p : other_plans_)
+    other_plans.push_back({{"inputs", signature_json(p.inputs)}, {"schedule", ScheduleToJson(p.schedule)}});
   nlohmann::json plan = {{"operators", ops},
                          {"edges", edges},
                          {"schedule", ScheduleToJson(schedule_)},
@@ -99,6 +164,7 @@ Program::State Program::ToState() const {
                          {"cuda_graph", options_.cuda_graph},
                          {"max_cuda_graphs", options_.max_cuda_graphs},
                          {"constant_layouts", serialized.constant_layouts}};
+  if (!other_plans_.empty()) plan["other_plans"] = std::move(other_plans);  // absent: one plan (any version)
   return State(kFormatVersion, std::move(serialized.ir), std::move(serialized.tensor_constants), plan.dump());
 }
 
@@ -152,15 +218,7 @@ c10::intrusive_ptr<Program> Program::LoadState(State state) {
         throw Error("this optimized module holds an autograph program of format version " + std::to_string(version) +
                     ", whose merged kernels this build cannot rebuild (it needs version 3); re-run "
                     "`autograph optimize` on the original model");
-    for (const auto& in : plan.at("inputs")) {
-      InputSignature sig;
-      sig.shape = PlanInts(in.at("shape"));
-      const std::string dtype = in.at("dtype").get<std::string>();
-      std::optional<c10::ScalarType> type = ScalarTypeFromString(dtype);
-      if (!type) throw Error("unknown dtype '" + dtype + "'");
-      sig.dtype = *type;
-      program->inputs_.push_back(std::move(sig));
-    }
+    program->inputs_ = SignatureFromJson(plan.at("inputs"));
     program->options_.device = c10::Device(plan.at("device").get<std::string>());
     program->options_.cuda_graph = plan.at("cuda_graph").get<bool>();
     // Absent before 2026-11-26: the default.
@@ -180,6 +238,13 @@ c10::intrusive_ptr<Program> Program::LoadState(State state) {
   }
   try {
     program->BuildExecutor();  // validates the schedule against the operators and their nodes
+    if (plan.contains("other_plans"))
+      for (const auto& other : plan.at("other_plans"))
+        program->AddPlan(SignatureFromJson(other.at("inputs")), ScheduleFromJson(other.at("schedule")));
+  } catch (const Error& e) {
+    throw Error(std::string("corrupted program: ") + e.what());
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(std::string("corrupted program: ") + e.what());
   } catch (const c10::Error& e) {
     throw Error("corrupted program: " + FirstLineOf(e));
   }
@@ -213,12 +278,22 @@ void Program::CheckInputTensors(const std::vector<at::Tensor>& tensors) const {
     }
     other_shape |= t.sizes() != at::IntArrayRef(sig.shape);
   }
+  // Shapes a plan was made for (OptimizeOptions::shapes) are no other shapes.
+  if (other_shape && matched) {
+    for (const OtherPlan& p : other_plans_) {
+      bool same = true;
+      for (size_t i = 0; i < tensors.size() && same; ++i) same = tensors[i].sizes() == at::IntArrayRef(p.inputs[i].shape);
+      if (same) return;
+    }
+  }
   if (other_shape) {
     std::call_once(other_shape_note_, [&] {
       TORCH_WARN("autograph: the schedule was planned for input shape ",
                  inputs_.empty() ? std::string("(no tensors)") : ShapeString(inputs_[0].shape),
                  matched ? "" : " among " + std::to_string(inputs_.size()) + " input tensors",
-                 "; running it on other shapes is correct but may be slower — re-optimize for the shapes you serve");
+                 other_plans_.empty() ? "" : " (and " + std::to_string(other_plans_.size()) + " more shapes)",
+                 "; other shapes run the nearest one's schedule: correct, but maybe slower — optimize with `shapes` "
+                 "listing the shapes you serve");
     });
   }
 }
@@ -232,7 +307,7 @@ c10::IValue Program::Call(std::vector<c10::IValue> arguments) const {
   std::vector<at::Tensor> tensors;
   for (const c10::IValue& v : arguments) CollectTensors(v, &tensors);
   CheckInputTensors(tensors);
-  std::vector<c10::IValue> outputs = executor_->Run(std::move(arguments));
+  std::vector<c10::IValue> outputs = ExecutorFor(tensors).Run(std::move(arguments));
   if (outputs.size() == 1) return std::move(outputs[0]);
   return c10::ivalue::Tuple::create(std::move(outputs));
 }
@@ -245,7 +320,7 @@ std::vector<at::Tensor> Program::Run(const std::vector<at::Tensor>& inputs) cons
   for (size_t i = 0; i < inputs.size(); ++i)
     if (!inputs[i].defined()) throw InputError("input " + std::to_string(i) + " is undefined");
   CheckInputTensors(inputs);
-  auto outputs = executor_->Run(std::vector<c10::IValue>(inputs.begin(), inputs.end()));
+  auto outputs = ExecutorFor(inputs).Run(std::vector<c10::IValue>(inputs.begin(), inputs.end()));
   std::vector<at::Tensor> flat;
   for (const auto& v : outputs) CollectTensors(v, &flat);
   return flat;

@@ -60,6 +60,14 @@ class Program : public torch::CustomClassHolder {
   // tensors flattened.
   std::vector<at::Tensor> Run(const std::vector<at::Tensor>& inputs) const;
 
+  // Another schedule, for inputs of these shapes (OptimizeOptions::shapes): the same tensors, ranks and
+  // dtypes as the example's. Throws Error when it does not fit the graph or the signature.
+  void AddPlan(std::vector<InputSignature> inputs, Schedule schedule);
+  // Which plan runs tensors of these shapes: 0 is the example's, k the k-th added. The plan made for
+  // exactly these shapes, else the nearest: the least sum over sizes of |log(size / planned size)|.
+  size_t PlanFor(const std::vector<at::Tensor>& tensors) const;
+  size_t num_plans() const { return 1 + other_plans_.size(); }
+
   const OpGraph& graph() const { return graph_; }
   const Schedule& schedule() const { return schedule_; }
   const ExecutorOptions& options() const { return options_; }
@@ -72,11 +80,20 @@ class Program : public torch::CustomClassHolder {
   void BuildExecutor();
   void CheckInputTensors(const std::vector<at::Tensor>& tensors) const;
 
+  // A plan for other shapes: its signature, schedule and executor.
+  struct OtherPlan {
+    std::vector<InputSignature> inputs;
+    Schedule schedule;
+    std::unique_ptr<StageExecutor> executor;
+  };
+  const StageExecutor& ExecutorFor(const std::vector<at::Tensor>& tensors) const;
+
   OpGraph graph_;
   Schedule schedule_;
   std::vector<InputSignature> inputs_;
   ExecutorOptions options_;
   std::unique_ptr<StageExecutor> executor_;
+  std::vector<OtherPlan> other_plans_;
   mutable std::once_flag other_shape_note_;
 };
 

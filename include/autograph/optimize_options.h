@@ -73,6 +73,10 @@ struct OptimizeOptions {
   // One per forward() argument, of any TorchScript structure (tensors, tuples, lists, dicts with
   // string keys, numbers, bools, None); the tensors inside are moved to executor.device.
   std::vector<c10::IValue> example_inputs;
+  // More input shapes to plan for, one schedule each (a server's batch sizes and sequence lengths): per
+  // shape, the sizes of every tensor inside example_inputs, in order. A call runs the schedule planned
+  // for its shapes, or for the nearest ones. The rewrites are chosen at example_inputs' shapes.
+  std::vector<std::vector<std::vector<int64_t>>> shapes;
   ExecutorOptions executor{c10::kCPU, /*cuda_graph=*/true};  // cuda_graph: ignored on CPU
   SubstitutionOptions substitutions;
   SearchOptions search;

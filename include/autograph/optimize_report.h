@@ -23,6 +23,15 @@ struct RewriteDecision {
   bool kept = false;
 };
 
+// A schedule planned for OptimizeOptions::shapes (besides the example inputs' own).
+struct ShapePlan {
+  std::vector<std::vector<int64_t>> shapes;  // of every input tensor
+  int stages = 0, streams = 0;
+  double predicted_ms = -1;  // under the cost model (ios, autograph), else -1
+  double measured_ms = -1;   // on-board verification (autograph with verify > 0), else -1
+  std::string skipped;       // not empty: no schedule of its own, and why
+};
+
 // Operators of one kind that run as plain TorchScript, and why.
 struct TorchScriptPart {
   std::string op;      // "prim::If", "mylib::op", ...
@@ -68,6 +77,7 @@ struct OptimizeReport {
   int memory_bound_before = 0, memory_bound_after = 0;  // memory-bound kernels per run, before and after
   Schedule schedule;
   Timeline timeline;  // the kept schedule in time (optimize; empty when it fell back)
+  std::vector<ShapePlan> shape_plans;  // one per OptimizeOptions::shapes, in order
 };
 
 // Every field by its name, times in ms (null where not measured or predicted), "schedule" as

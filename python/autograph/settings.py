@@ -16,10 +16,29 @@ from ._library import load_library
 from .errors import InputError
 
 
+def shapes_text(shapes: Any) -> str:
+    """`shapes` as lists (one per shape: a tensor's sizes, or a list of them for several input tensors)
+    in the option's text form: "1x128,1x128;8x512,8x512"."""
+    def tensor(sizes: Any) -> str:
+        return "x".join(str(int(n)) for n in sizes)
+    try:
+        out = []
+        for shape in shapes:
+            if len(shape) and isinstance(shape[0], (list, tuple)) or hasattr(shape[0], "__len__"):
+                out.append(",".join(tensor(t) for t in shape))
+            else:
+                out.append(tensor(shape))
+        return ";".join(out)
+    except (TypeError, ValueError, IndexError) as e:
+        raise InputError(f"shapes: {shapes!r} is not a list of shapes (e.g. [(1, 3, 224, 224), (8, 3, 224, 224)], "
+                         f"or [[(1, 128), (1, 128)], [(8, 512), (8, 512)]] for two input tensors)") from e
+
+
 @dataclasses.dataclass(frozen=True)
 class Settings:
     method: str = "autograph"
     device: Optional[str] = None
+    shapes: Optional[str] = None
     max_streams: int = 8
     cuda_graph: bool = True
     max_cuda_graphs: int = 16
@@ -51,6 +70,8 @@ class Settings:
     def __post_init__(self) -> None:
         if self.device is not None and not isinstance(self.device, str):  # a torch.device
             object.__setattr__(self, "device", str(self.device))
+        if self.shapes is not None and not isinstance(self.shapes, str):  # lists: the text form
+            object.__setattr__(self, "shapes", shapes_text(self.shapes))
         self.validate()
 
     def options(self) -> Dict[str, Any]:
@@ -69,6 +90,8 @@ class Settings:
         """`settings` (default: the defaults) with `options` set on top; unknown names and bad values are
         InputErrors naming them."""
         from .api import check_options
+        if options.get("shapes") is not None and not isinstance(options["shapes"], str):
+            options = dict(options, shapes=shapes_text(options["shapes"]))
         check_options(options)  # the C++ table's message for an unknown name or a bad value
         try:
             return dataclasses.replace(settings if settings is not None else cls(), **options)

@@ -61,7 +61,7 @@ TEST(OptimizeOptionsFromJson, SubstitutionsSwitchesTheSixRewritesOfTheGraph) {
 
 TEST(OptimizeOptionsFromJson, EveryKeyIsKnownAndTheTableHasNoDuplicates) {
   std::vector<std::string> keys = autograph::OptimizeOptionKeys();
-  EXPECT_EQ(keys.size(), 28u);
+  EXPECT_EQ(keys.size(), 30u);
   std::sort(keys.begin(), keys.end());
   EXPECT_EQ(std::adjacent_find(keys.begin(), keys.end()), keys.end());
 }
@@ -89,6 +89,17 @@ TEST(OptimizeOptionsFromJson, UnknownKeysWrongTypesAndBadDevicesAreInputErrors) 
   EXPECT_NE(message(json{{"max_streams", 0}}).find("option 'max_streams' is 0; expected 1..64"), std::string::npos);
   EXPECT_NE(message(json{{"verify", -1}}).find("expected 0..16"), std::string::npos);
   EXPECT_NE(message(json{{"alpha", -0.5}}).find("option 'alpha' is -0.5; expected at least 0"), std::string::npos);
+  EXPECT_NE(message(json{{"shapes", "4x3xa"}}).find("option 'shapes' is not a list of shapes: \"4x3xa\""),
+            std::string::npos);
+  EXPECT_NE(message(json{{"shapes", "4x-3"}}).find("not a list of shapes"), std::string::npos);
+}
+
+TEST(OptimizeOptionsFromJson, ShapesReadTheirTextForm) {
+  using Shapes = std::vector<std::vector<std::vector<int64_t>>>;
+  EXPECT_EQ(autograph::OptimizeOptionsFromJson(json{{"shapes", "1x16,1x16;8x512,8x512"}}).shapes,
+            (Shapes{{{1, 16}, {1, 16}}, {{8, 512}, {8, 512}}}));
+  EXPECT_EQ(autograph::OptimizeOptionsFromJson(json{{"shapes", ""}}).shapes, Shapes{});
+  EXPECT_NO_THROW(autograph::CheckOptimizeOptions(autograph::OptimizeOptions{}));  // "" round-trips
 }
 
 TEST(OptimizeOptionsFromJson, AcceptsCudaWithAnIndexOnAnyMachine) {

@@ -1,0 +1,90 @@
+// optimize with OptimizeOptions::shapes: one schedule per shape, each call on the plan for its shapes
+// (or the nearest), saved and loaded with the module; bad shapes are clear errors.
+#include <gtest/gtest.h>
+
+#include <torch/script.h>
+#include <torch/torch.h>
+
+#include <sstream>
+
+#include "autograph/error.h"
+#include "autograph/optimize.h"
+#include "executor/program.h"
+#include "small_test_modules.h"
+#include "zoo_test_util.h"
+
+namespace {
+
+using autograph::testing::BranchyInput;
+using autograph::testing::BranchyModule;
+using autograph::testing::Flatten;
+
+autograph::OptimizeOptions BranchyOptions() {
+  autograph::OptimizeOptions options;
+  options.example_inputs = {BranchyInput(2)};
+  options.search.method = "greedy";  // quick: what is tested is which plan runs, not how it was found
+  options.shapes = {{{1, 4, 16, 16}}, {{8, 4, 32, 32}}};
+  return options;
+}
+
+c10::intrusive_ptr<autograph::Program> ProgramOf(const torch::jit::Module& m) {
+  return m.attr("program").toCustomClass<autograph::Program>();
+}
+
+void ExpectSameOutputs(torch::jit::Module& optimized, torch::jit::Module& original, int64_t batch, int64_t size) {
+  torch::NoGradGuard no_grad;
+  const at::Tensor x = torch::randn({batch, 4, size, size});
+  const auto got = Flatten({optimized.forward({x})});
+  const auto want = Flatten({original.forward({x})});
+  ASSERT_EQ(got.size(), want.size());
+  // Float32 on the CPU, the same kernels in another order: 1e-5 of each output's scale.
+  for (size_t i = 0; i < got.size(); ++i)
+    EXPECT_LE((got[i] - want[i]).abs().max().item<double>(), 1e-5 * want[i].abs().max().item<double>() + 1e-6)
+        << "batch " << batch << ", size " << size << ", output " << i;
+}
+
+TEST(OptimizeShapes, EachShapeGetsAPlanAndCallsRunTheNearest) {
+  torch::jit::Module original = BranchyModule();
+  autograph::OptimizeReport report;
+  torch::jit::Module optimized = autograph::optimize(original, BranchyOptions(), &report);
+  ASSERT_EQ(report.shape_plans.size(), 2u);
+  for (const autograph::ShapePlan& p : report.shape_plans) {
+    EXPECT_TRUE(p.skipped.empty()) << p.skipped;
+    EXPECT_GT(p.stages, 0);
+  }
+  EXPECT_EQ(report.shape_plans[1].shapes, (std::vector<std::vector<int64_t>>{{8, 4, 32, 32}}));
+  auto program = ProgramOf(optimized);
+  ASSERT_EQ(program->num_plans(), 3u);
+  auto plan_for = [&](int64_t batch, int64_t size) { return program->PlanFor({torch::zeros({batch, 4, size, size})}); };
+  EXPECT_EQ(plan_for(2, 16), 0u);  // the example's
+  EXPECT_EQ(plan_for(1, 16), 1u);
+  EXPECT_EQ(plan_for(8, 32), 2u);
+  EXPECT_EQ(plan_for(6, 30), 2u);  // nearest
+  EXPECT_EQ(plan_for(1, 8), 1u);
+  for (auto [batch, size] : {std::pair<int64_t, int64_t>{2, 16}, {1, 16}, {8, 32}, {5, 24}})
+    ExpectSameOutputs(optimized, original, batch, size);
+
+  // Saved and loaded, the plans stay.
+  std::stringstream saved;
+  optimized.save(saved);
+  torch::jit::Module loaded = torch::jit::load(saved);
+  ASSERT_EQ(ProgramOf(loaded)->num_plans(), 3u);
+  EXPECT_EQ(ProgramOf(loaded)->PlanFor({torch::zeros({8, 4, 32, 32})}), 2u);
+  ExpectSameOutputs(loaded, original, 8, 32);
+}
+
+TEST(OptimizeShapes, OtherTensorCountsOrRanksAreInputErrors) {
+  torch::jit::Module original = BranchyModule();
+  auto options = BranchyOptions();
+  options.shapes = {{{1, 4, 16, 16}, {1, 4}}};
+  EXPECT_THROW(autograph::optimize(original, options), autograph::InputError);
+  options.shapes = {{{1, 4, 16}}};
+  try {
+    autograph::optimize(original, options);
+    ADD_FAILURE() << "a shape of another rank was accepted";
+  } catch (const autograph::InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("rank"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
