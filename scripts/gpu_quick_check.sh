@@ -128,6 +128,12 @@ for m in $models; do
     --out "$out/bench/$m" --cache none > "$logs/bench-$m.log" 2>&1
   say "bench $m: rc $? ($t s allowed); $(grep -E ' ms \(p10' "$logs/bench-$m.log" | sed 's/  */ /g' | tr '\n' ';')"
 done
+# Plans per shape (bench/shape_plans.py) when time is left: where the best schedule differs by shape.
+if [ $(( $(left) - 25 )) -ge 90 ]; then
+  timeout -k 5 $(( $(left) - 25 )) "$PY" bench/shape_plans.py --device cuda --runs 20 --out "$out/bench/shape_plans" \
+    > "$logs/shape-plans.log" 2>&1
+  say "shape plans on cuda: rc $?; $(grep -c '^| [0-9]' "$out/bench/shape_plans/results.md" 2>/dev/null) shapes measured"
+fi
 say "used $(( $(date +%s) - start )) s of ${budget} s"
 cp "$out/env.txt" "$logs/"
 find "$out/bench" "$out/export_path" -name 'results.*' 2>/dev/null | while read -r f; do cp "$f" "$logs/$(basename "$(dirname "$f")")-$(basename "$f")"; done
