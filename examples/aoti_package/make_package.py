@@ -1,8 +1,9 @@
-"""Optimize a model with autograph and package it for C++: an AOTInductor package (.pt2) that
-run_aoti_package (built by CMake beside the library) loads with AOTIModelPackageLoader, no Python.
+"""Optimize a model with autograph and package it for C++: an AOTInductor package (.pt2) that a
+process with autograph's runtime preloaded loads with AOTIModelPackageLoader, no Python
+(examples/runtime_host/serve_host, built by CMake beside the library).
 
     python examples/aoti_package/make_package.py --out DIR
-    build/run_aoti_package build/libautograph.so DIR/model.pt2 DIR/input.bin DIR/expected.bin 1 3 32 32
+    LD_PRELOAD=build/libautograph_runtime.so build/serve_host DIR/model.pt2 DIR/input.bin DIR/expected.bin 1 3 32 32
 
 Writes DIR/model.pt2, DIR/input.bin and DIR/expected.bin (raw float32: the input, eager's output) and
 prints the command that runs it.
@@ -47,9 +48,9 @@ def main() -> int:
         want = model(x)
     x.numpy().tofile(a.out / "input.bin")
     want.numpy().tofile(a.out / "expected.bin")
-    library = autograph._library.library_path()
+    runtime = autograph.runtime_library_path()
     print(f"autograph kept the {kept!r} candidate, {report['stages']} stages; wrote {package}")
-    print(f"run: run_aoti_package {library} {package} {a.out / 'input.bin'} {a.out / 'expected.bin'} "
+    print(f"run: LD_PRELOAD={runtime} serve_host {package} {a.out / 'input.bin'} {a.out / 'expected.bin'} "
           + " ".join(map(str, x.shape)))
     return 0
 

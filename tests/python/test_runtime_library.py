@@ -72,6 +72,7 @@ def test_a_process_without_autograph_serves_an_optimized_aoti_package(tmp_path):
     r = subprocess.run([sys.executable, str(ROOT / "examples" / "aoti_package" / "make_package.py"), "--out", str(tmp_path)],
                        capture_output=True, text=True, timeout=600, cwd=tmp_path, env=env)
     assert r.returncode == 0, r.stdout + r.stderr
-    shape = r.stdout.strip().splitlines()[-1].split()[6:]  # "run: run_aoti_package LIB PT2 IN OUT dims..."
+    shape = r.stdout.strip().splitlines()[-1].split()[6:]  # "run: LD_PRELOAD=... serve_host PT2 IN OUT dims..."
     served = _host(tmp_path / "model.pt2", tmp_path, shape, preload=True)
     assert served.returncode == 0, served.stdout + served.stderr
+    assert "max relative error" in served.stdout
