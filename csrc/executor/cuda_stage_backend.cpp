@@ -288,10 +288,8 @@ class CudaStageBackend : public StageBackend {
         c->graph = std::move(graph);
       } catch (const std::exception& e) {
         c->static_outputs.clear();  // partial results live in the graph's pool: free them first
-        if (began) {
-          AbandonCapture(side, pool);
-          graph->EndGeneratorCaptures();
-        }
+        if (began) AbandonCapture(side, pool);
+        graph->EndGeneratorCaptures();  // capture_begin may have put them in capture mode before it threw
         graph.reset();
         TORCH_WARN("autograph: capturing a CUDA Graph failed (", FirstLineOf(e),
                    "); inputs of this shape and type run without a graph from now on");

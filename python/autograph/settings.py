@@ -24,7 +24,7 @@ def shapes_text(shapes: Any) -> str:
     try:
         out = []
         for shape in shapes:
-            if len(shape) and isinstance(shape[0], (list, tuple)) or hasattr(shape[0], "__len__"):
+            if hasattr(shape[0], "__len__"):  # a list of tensor sizes, one per input tensor
                 out.append(",".join(tensor(t) for t in shape))
             else:
                 out.append(tensor(shape))
