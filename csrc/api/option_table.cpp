@@ -42,19 +42,6 @@ OptionSpec Option(std::string name, std::string applies, std::string help, Field
 
 using Shapes = std::vector<std::vector<std::vector<int64_t>>>;
 
-// `shapes` as text: shapes by ';', a shape's tensors by ',', sizes by 'x' ("1x128,1x128;8x512,8x512").
-std::string ShapesText(const Shapes& shapes) {
-  std::string text;
-  for (size_t s = 0; s < shapes.size(); ++s) {
-    if (s) text += ';';
-    for (size_t t = 0; t < shapes[s].size(); ++t) {
-      if (t) text += ',';
-      for (size_t d = 0; d < shapes[s][t].size(); ++d) text += (d ? "x" : "") + std::to_string(shapes[s][t][d]);
-    }
-  }
-  return text;
-}
-
 // The text form above (Python's Settings writes lists in it).
 Shapes ParseShapes(const std::string& text) {
   Shapes shapes;
@@ -327,6 +314,18 @@ nlohmann::json OptimizeOptionTableJson() {
     table.push_back(std::move(entry));
   }
   return table;
+}
+
+std::string ShapesText(const std::vector<std::vector<std::vector<int64_t>>>& shapes) {
+  std::string text;
+  for (size_t s = 0; s < shapes.size(); ++s) {
+    if (s) text += ';';
+    for (size_t t = 0; t < shapes[s].size(); ++t) {
+      if (t) text += ',';
+      for (size_t d = 0; d < shapes[s][t].size(); ++d) text += (d ? "x" : "") + std::to_string(shapes[s][t][d]);
+    }
+  }
+  return text;
 }
 
 }  // namespace autograph

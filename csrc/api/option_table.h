@@ -50,4 +50,8 @@ std::vector<std::string> OptimizeOptionKeys();
 // autograph::option_table returns it to Python).
 nlohmann::json OptimizeOptionTableJson();
 
+// OptimizeOptions::shapes in the option's text form: shapes by ';', a shape's tensors by ',', sizes by
+// 'x' ("1x128,1x128;8x512,8x512"); "" for none.
+std::string ShapesText(const std::vector<std::vector<std::vector<int64_t>>>& shapes);
+
 }  // namespace autograph

@@ -125,8 +125,7 @@ size_t Program::PlanFor(const std::vector<at::Tensor>& tensors) const {
   return best;
 }
 
-const StageExecutor& Program::ExecutorFor(const std::vector<at::Tensor>& tensors) const {
-  const size_t plan = PlanFor(tensors);
+const StageExecutor& Program::ExecutorOf(size_t plan) const {
   return plan == 0 ? *executor_ : *other_plans_[plan - 1].executor;
 }
 
@@ -251,7 +250,8 @@ c10::intrusive_ptr<Program> Program::LoadState(State state) {
   return program;
 }
 
-void Program::CheckInputTensors(const std::vector<at::Tensor>& tensors) const {
+void Program::CheckInputTensors(const std::vector<at::Tensor>& tensors, size_t plan) const {
+  const std::vector<InputSignature>& planned = plan == 0 ? inputs_ : other_plans_[plan - 1].inputs;
   // Arguments may hold another number of tensors than the example did (an optional tensor left None,
   // a list of another length, a dict with other keys): the original accepts those, so the program
   // does too, checking only the device; the same number is checked tensor by tensor.
@@ -276,15 +276,7 @@ void Program::CheckInputTensors(const std::vector<at::Tensor>& tensors) const {
       throw InputError(where + " has dtype " + c10::toString(t.scalar_type()) + ", but the model was optimized for " +
                        c10::toString(sig.dtype));
     }
-    other_shape |= t.sizes() != at::IntArrayRef(sig.shape);
-  }
-  // Shapes a plan was made for (OptimizeOptions::shapes) are no other shapes.
-  if (other_shape && matched) {
-    for (const OtherPlan& p : other_plans_) {
-      bool same = true;
-      for (size_t i = 0; i < tensors.size() && same; ++i) same = tensors[i].sizes() == at::IntArrayRef(p.inputs[i].shape);
-      if (same) return;
-    }
+    other_shape |= t.sizes() != at::IntArrayRef(planned[i].shape);  // the plan that runs them
   }
   if (other_shape) {
     std::call_once(other_shape_note_, [&] {
@@ -306,8 +298,9 @@ c10::IValue Program::Call(std::vector<c10::IValue> arguments) const {
   }
   std::vector<at::Tensor> tensors;
   for (const c10::IValue& v : arguments) CollectTensors(v, &tensors);
-  CheckInputTensors(tensors);
-  std::vector<c10::IValue> outputs = ExecutorFor(tensors).Run(std::move(arguments));
+  const size_t plan = PlanFor(tensors);
+  CheckInputTensors(tensors, plan);
+  std::vector<c10::IValue> outputs = ExecutorOf(plan).Run(std::move(arguments));
   if (outputs.size() == 1) return std::move(outputs[0]);
   return c10::ivalue::Tuple::create(std::move(outputs));
 }
@@ -319,8 +312,9 @@ std::vector<at::Tensor> Program::Run(const std::vector<at::Tensor>& inputs) cons
   }
   for (size_t i = 0; i < inputs.size(); ++i)
     if (!inputs[i].defined()) throw InputError("input " + std::to_string(i) + " is undefined");
-  CheckInputTensors(inputs);
-  auto outputs = ExecutorFor(inputs).Run(std::vector<c10::IValue>(inputs.begin(), inputs.end()));
+  const size_t plan = PlanFor(inputs);
+  CheckInputTensors(inputs, plan);
+  auto outputs = ExecutorOf(plan).Run(std::vector<c10::IValue>(inputs.begin(), inputs.end()));
   std::vector<at::Tensor> flat;
   for (const auto& v : outputs) CollectTensors(v, &flat);
   return flat;

@@ -78,7 +78,8 @@ class Program : public torch::CustomClassHolder {
  private:
   static c10::intrusive_ptr<Program> LoadState(State state);  // FromState, before its errors are wrapped
   void BuildExecutor();
-  void CheckInputTensors(const std::vector<at::Tensor>& tensors) const;
+  // Also warns once when the tensors' sizes are not those of `plan`, the one that runs them (PlanFor).
+  void CheckInputTensors(const std::vector<at::Tensor>& tensors, size_t plan) const;
 
   // A plan for other shapes: its signature, schedule and executor.
   struct OtherPlan {
@@ -86,7 +87,7 @@ class Program : public torch::CustomClassHolder {
     Schedule schedule;
     std::unique_ptr<StageExecutor> executor;
   };
-  const StageExecutor& ExecutorFor(const std::vector<at::Tensor>& tensors) const;
+  const StageExecutor& ExecutorOf(size_t plan) const;  // plan: as PlanFor numbers them
 
   OpGraph graph_;
   Schedule schedule_;
