@@ -326,9 +326,7 @@ class CudaStageBackend : public StageBackend {
       for (const c10::IValue& v : inputs) buffers.push_back(v.isTensor() ? c10::IValue(v.toTensor().clone()) : v);
       it = captures_.emplace(std::move(*key), Capture(std::move(buffers))).first;
     }
-    // The entry, not the map, keeps it alive through this replay.
-    const std::shared_ptr<Captured> held = it->second;
-    Captured& c = *held;
+    Captured& c = *it->second;  // (evictions happen above, under the same lock: never this one)
     if (!c.graph) return RunEager(std::move(inputs));
     const CUDAStream caller = c10::cuda::getCurrentCUDAStream(device_.index());
     if (c.used) c.last_use.block(caller);
