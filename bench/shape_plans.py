@@ -4,9 +4,16 @@ against a module optimized for exactly that shape. Resident memory is measured o
 shapes.
 
 Usage: python bench/shape_plans.py --out DIR [--device cpu|cuda] [--runs 20] [--layers 4] [--dim 256]
+                                    [--ir torchscript|export]
 Writes DIR/results.md and DIR/results.json. Median ms of `runs` timed calls after 3 warm-ups, the
-three modules called in alternation (round-robin). CPU figures are relative; absolute times mean
-something only on the GPU.
+modules called in alternation (round-robin). CPU figures are relative; absolute times mean something
+only on the GPU.
+
+With --ir export the encoder is exported with dynamic batch (1..8) and length (2..512) and optimized
+on the export path (Inductor on, as by default): `shapes` gets a plan of its own at each listed shape,
+and the unlisted shapes run the program's package for every shape; the table adds `dynamic`, the
+same program optimized without `shapes` (every shape but the example's on that package), and the
+baseline is eager PyTorch.
 """
 import argparse
 import json
@@ -67,30 +74,52 @@ def main() -> int:
     p.add_argument("--runs", type=int, default=20)
     p.add_argument("--layers", type=int, default=4)
     p.add_argument("--dim", type=int, default=256)
+    p.add_argument("--ir", choices=("torchscript", "export"), default="torchscript")
     a = p.parse_args()
     device = torch.device(a.device)
     torch.manual_seed(0)
     vocab = 1000
     model = Encoder(vocab, a.dim, a.layers).eval().to(device)
     ids = lambda b, n: torch.randint(0, vocab, (b, n), device=device)  # noqa: E731
-    with torch.no_grad():
-        jit = torch.jit.freeze(torch.jit.trace(model, ids(2, 64)))
+    if a.ir == "export":
+        dims = ({0: torch.export.Dim("batch", min=1, max=8), 1: torch.export.Dim("length", min=2, max=512)},)
+        ep = torch.export.export(model, (ids(2, 64),), dynamic_shapes=dims, strict=False)
+        baseline = model
+        start = time.perf_counter()
+        dynamic = autograph.optimize(ep, (ids(2, 64),))[0].module()
+        dynamic_s = time.perf_counter() - start
+    else:
+        with torch.no_grad():
+            baseline = torch.jit.freeze(torch.jit.trace(model, ids(2, 64)))
     start = time.perf_counter()
-    multi, report = autograph.optimize(model, (ids(2, 64),), shapes=PLANNED)
+    if a.ir == "export":
+        optimized, report = autograph.optimize(ep, (ids(2, 64),), shapes=PLANNED)
+        multi = optimized.module()
+    else:
+        multi, report = autograph.optimize(model, (ids(2, 64),), shapes=PLANNED)
     multi_s = time.perf_counter() - start
     rows = []
     for b, n in SERVED:
         x = ids(b, n)
         start = time.perf_counter()
-        exact, _ = autograph.optimize(model, (x,))
+        if a.ir == "export":
+            exact = autograph.optimize(torch.export.export(model, (x,), strict=False))[0].module()
+        else:
+            exact, _ = autograph.optimize(model, (x,))
         exact_s = time.perf_counter() - start
-        ms = timed({"jit": jit, "shapes": multi, "exact": exact}, x, a.runs, device)
+        calls = {"jit": baseline, "shapes": multi, "exact": exact}
+        if a.ir == "export":
+            calls["dynamic"] = dynamic
+        ms = timed(calls, x, a.runs, device)
         with torch.no_grad():
             err = ((multi(x) - model(x)).abs().max() / model(x).abs().max()).item()
-        rows.append({"shape": [b, n], "planned": (b, n) in PLANNED or (b, n) == (2, 64),
-                     "jit_ms": ms["jit"], "shapes_ms": ms["shapes"], "exact_ms": ms["exact"],
-                     "exact_optimize_s": exact_s, "max_rel_err": err})
-        print(f"{b}x{n}: jit {ms['jit']:.3f} ms, shapes {ms['shapes']:.3f} ms, exact {ms['exact']:.3f} ms", flush=True)
+        row = {"shape": [b, n], "planned": (b, n) in PLANNED or (b, n) == (2, 64),
+               "jit_ms": ms["jit"], "shapes_ms": ms["shapes"], "exact_ms": ms["exact"],
+               "exact_optimize_s": exact_s, "max_rel_err": err}
+        if a.ir == "export":
+            row["dynamic_ms"] = ms["dynamic"]
+        rows.append(row)
+        print(f"{b}x{n}: " + ", ".join(f"{k} {v:.3f} ms" for k, v in ms.items()), flush=True)
     memory = []
     with torch.no_grad():
         for _ in range(5):
@@ -98,18 +127,29 @@ def main() -> int:
                 multi(ids(b, n))
             memory.append(rss_mb())
     a.out.mkdir(parents=True, exist_ok=True)
-    result = {"device": str(device), "torch": torch.__version__, "layers": a.layers, "dim": a.dim, "runs": a.runs,
-              "planned": PLANNED, "optimize_with_shapes_s": multi_s, "shape_plans": report["shape_plans"],
-              "rows": rows, "rss_mb_after_each_round": memory}
+    result = {"device": str(device), "torch": torch.__version__, "ir": a.ir, "layers": a.layers, "dim": a.dim,
+              "runs": a.runs, "planned": PLANNED, "optimize_with_shapes_s": multi_s,
+              "shape_plans": report["shape_plans"], "rows": rows, "rss_mb_after_each_round": memory}
+    export = a.ir == "export"
+    if export:
+        result["optimize_without_shapes_s"] = dynamic_s
     (a.out / "results.json").write_text(json.dumps(result, indent=1))
-    lines = [f"# Plans per shape: BERT-style encoder ({a.layers} layers, dim {a.dim}), {device}", "",
-             f"Optimized once with `shapes={PLANNED}` (example 2x64) in {multi_s:.1f} s. Median ms of {a.runs} "
-             "runs after 3 warm-ups, round-robin. `exact`: a module optimized for that very shape.", "",
-             "| shape | planned | jit | shapes | exact | shapes / exact | max rel err |", "|---|---|---:|---:|---:|---:|---:|"]
+    baseline_name = "eager" if export else "jit"
+    lines = [f"# Plans per shape: BERT-style encoder ({a.layers} layers, dim {a.dim}), {device}, {a.ir} path", "",
+             f"Optimized once with `shapes={PLANNED}` (example 2x64) in {multi_s:.1f} s"
+             + (f" (without `shapes`: {dynamic_s:.1f} s)" if export else "") + f". Median ms of {a.runs} "
+             "runs after 3 warm-ups, round-robin. `exact`: a module optimized for that very shape"
+             + ("; `dynamic`: optimized without `shapes`." if export else "."), "",
+             f"| shape | planned | {baseline_name} | shapes |" + (" dynamic |" if export else "")
+             + " exact | shapes / exact |" + (" dynamic / shapes |" if export else "") + " max rel err |",
+             "|---|---|---:|---:|" + ("---:|" if export else "") + "---:|---:|" + ("---:|" if export else "") + "---:|"]
     for r in rows:
-        lines.append(f"| {r['shape'][0]}x{r['shape'][1]} | {'yes' if r['planned'] else 'nearest'} | {r['jit_ms']:.3f} | "
-                     f"{r['shapes_ms']:.3f} | {r['exact_ms']:.3f} | {r['shapes_ms'] / r['exact_ms']:.2f} | "
-                     f"{r['max_rel_err']:.1e} |")
+        planned = "yes" if r["planned"] else ("no: the package for every shape" if export else "nearest")
+        lines.append(f"| {r['shape'][0]}x{r['shape'][1]} | {planned} | {r['jit_ms']:.3f} | {r['shapes_ms']:.3f} | "
+                     + (f"{r['dynamic_ms']:.3f} | " if export else "")
+                     + f"{r['exact_ms']:.3f} | {r['shapes_ms'] / r['exact_ms']:.2f} | "
+                     + (f"{r['dynamic_ms'] / r['shapes_ms']:.2f} | " if export else "")
+                     + f"{r['max_rel_err']:.1e} |")
     lines += ["", "Resident memory (MB) after each round over all shapes: " +
               ", ".join(f"{m:.0f}" for m in memory)]
     (a.out / "results.md").write_text("\n".join(lines) + "\n")

@@ -16,8 +16,8 @@ std::string OptimizeExported(const nlohmann::json& graph_json, const std::vector
                              const OptimizeOptions& requested, OptimizeReport* report) {
   const OptimizeOptions options = ResolveOptions(requested);
   if (!options.shapes.empty())
-    throw InputError("shapes: schedules per shape are made for TorchScript modules; an exported program "
-                     "with dynamic dimensions runs other shapes on its own graph (docs/export_path.md)");
+    throw InputError("shapes: on the export path each shape is exported again and planned from Python "
+                     "(autograph.optimize(ep, shapes=...)); this call plans one graph of static shapes");
   auto aten = std::make_shared<const AtenGraph>(AtenGraph::FromJson(graph_json));
   if (tensors.size() != aten->inputs.size())
     throw InputError("the exported graph takes " + std::to_string(aten->inputs.size()) +

@@ -110,8 +110,9 @@ std::vector<OptionSpec> MakeTable() {
   OptionSpec shapes;
   shapes.name = "shapes";
   shapes.type = "str";
-  shapes.applies = "TorchScript path";
-  shapes.help = "more input shapes to plan for, one schedule each; a call runs the nearest one's "
+  shapes.applies = "all";
+  shapes.help = "more input shapes to plan for, one plan each; a call runs its shapes' plan, else (TorchScript) "
+                "the nearest one's or (export, dynamic dims) the program's graph "
                 "(1x128,1x128;8x512,8x512: shapes by ';', a shape's tensors by ',')";
   shapes.default_note = "none: one schedule, for the example inputs' shapes";
   shapes.set = [](OptimizeOptions& o, const nlohmann::json& v) { o.shapes = ParseShapes(v.get<std::string>()); };

@@ -131,6 +131,113 @@ std::string AtenProgram::WithGraphForOtherShapes(const std::string& text, const 
   return result;
 }
 
+void AtenProgram::AddShapePlan(std::shared_ptr<const AtenProgram> plan, std::vector<int> positions,
+                               std::string source) {
+  if (!other_shapes_)
+    throw Error("corrupted program: a plan for another shape beside a program without a graph for other shapes");
+  if (plan->dynamic() || !plan->shape_plans_.empty())
+    throw Error("corrupted program: a plan for another shape is itself a program for several shapes");
+  if (plan->options_.device != options_.device)
+    throw Error("corrupted program: a plan for another shape runs on " + plan->options_.device.str() + ", the program on " +
+                options_.device.str());
+  const AtenGraph& mine = *graph_.aten_graph();
+  const AtenGraph& theirs = *plan->graph_.aten_graph();
+  if (positions.size() != theirs.inputs.size())
+    throw Error("corrupted program: " + std::to_string(positions.size()) + " input positions for a plan of " +
+                std::to_string(theirs.inputs.size()) + " inputs");
+  if (theirs.outputs.size() != mine.outputs.size())
+    throw Error("corrupted program: a plan for another shape returns " + std::to_string(theirs.outputs.size()) +
+                " values, the program " + std::to_string(mine.outputs.size()));
+  for (size_t o = 0; o < mine.outputs.size(); ++o) {
+    const TensorMeta& a = mine.values[mine.outputs[o]].meta;
+    const TensorMeta& b = theirs.values[theirs.outputs[o]].meta;
+    if (a.dtype != b.dtype || a.shape.size() != b.shape.size())
+      throw Error("corrupted program: output " + std::to_string(o) + " of a plan for another shape is " +
+                  ShapeAndType(b) + ", the program's " + ShapeAndType(a));
+  }
+  size_t users = 0, count = num_inputs_;
+  bool same_shapes = true;  // as the program's own plan: that plan runs them
+  for (size_t k = 0; k < positions.size(); ++k) {
+    const int p = positions[k];
+    if (p < 0) throw Error("corrupted program: input position " + std::to_string(p));
+    count = std::max(count, static_cast<size_t>(p) + 1);
+    if (theirs.input_is_weight[k]) continue;
+    // The plan's user tensors are the program's, in the same order.
+    const TensorMeta& meta = theirs.values[theirs.inputs[k]].meta;
+    if (static_cast<size_t>(p) >= mine.inputs.size() || mine.input_is_weight[p] ||
+        mine.values[mine.inputs[p]].meta.dtype != meta.dtype ||
+        mine.values[mine.inputs[p]].meta.shape.size() != meta.shape.size())
+      throw Error("corrupted program: input " + std::to_string(k) + " of a plan for another shape is not one of the " +
+                  "program's inputs");
+    same_shapes = same_shapes && mine.values[mine.inputs[p]].meta.shape == meta.shape;
+    ++users;
+  }
+  size_t mine_users = 0;
+  for (bool weight : mine.input_is_weight) mine_users += !weight;
+  if (users != mine_users)
+    throw Error("corrupted program: a plan for another shape takes " + std::to_string(users) + " inputs, the program " +
+                std::to_string(mine_users));
+  auto shapes_of = [](const AtenProgram& program, const std::vector<int>* where) {
+    std::vector<std::pair<int, std::vector<int64_t>>> shapes;
+    const AtenGraph& g = *program.graph_.aten_graph();
+    for (size_t k = 0; k < g.inputs.size(); ++k)
+      if (!g.input_is_weight[k]) shapes.emplace_back(where ? (*where)[k] : static_cast<int>(k), g.values[g.inputs[k]].meta.shape);
+    return shapes;
+  };
+  const auto shapes = shapes_of(*plan, &positions);
+  bool duplicate = same_shapes;
+  for (const ShapePlan& other : shape_plans_) duplicate = duplicate || shapes_of(*other.program, &other.positions) == shapes;
+  if (duplicate) throw Error("corrupted program: two plans for the same input shapes");
+  num_inputs_ = count;
+  shape_plans_.push_back(ShapePlan{std::move(plan), std::move(positions), std::move(source)});
+}
+
+std::string AtenProgram::WithPlanForShape(const std::string& text, const std::string& plan,
+                                          const std::vector<int>& positions) {
+  const size_t newline = text.find('\n');
+  json header = json::parse(text.substr(0, newline), nullptr, /*allow_exceptions=*/false);
+  json body = json::parse(newline == std::string::npos ? std::string() : text.substr(newline + 1), nullptr,
+                          /*allow_exceptions=*/false);
+  if (header.is_discarded() || body.is_discarded() || !body.is_object())
+    throw Error("not an autograph program: the text does not start with an autograph-program header");
+  FromText(plan);  // a program of its own first, so that what is wrong with it is said of it
+  body["shape_plans"].push_back({{"program", plan}, {"inputs", positions}});
+  const std::string body_text = body.dump();
+  header["version"] = kShapePlansFormatVersion;
+  header["digest"] = DigestOf(body_text);
+  std::string result = header.dump() + "\n" + body_text;
+  FromText(result);  // validates
+  return result;
+}
+
+const AtenProgram::ShapePlan* AtenProgram::ShapePlanFor(const std::vector<at::Tensor>& inputs) const {
+  for (const ShapePlan& plan : shape_plans_) {
+    const AtenGraph& g = *plan.program->graph_.aten_graph();
+    bool fits = true;
+    for (size_t k = 0; k < g.inputs.size() && fits; ++k)
+      fits = g.input_is_weight[k] || inputs[plan.positions[k]].sizes() == at::IntArrayRef(g.values[g.inputs[k]].meta.shape);
+    if (fits) return &plan;
+  }
+  return nullptr;
+}
+
+at::Tensor AtenProgram::Restrided(at::Tensor t, size_t o) const {
+  const AtenValueInfo& info = other_shapes_->graph->values[other_shapes_->graph->outputs[o]];
+  const int64_t rank = t.dim();
+  if (static_cast<int64_t>(info.stride.size()) != rank) return t;
+  std::vector<int64_t> order(rank);  // outermost first: the graph's largest stride first
+  for (int64_t d = 0; d < rank; ++d) order[d] = d;
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return info.stride[a] > info.stride[b]; });
+  std::vector<int64_t> strides(rank);
+  int64_t next = 1;
+  for (int64_t i = rank - 1; i >= 0; --i) {
+    strides[order[i]] = next;
+    next *= std::max<int64_t>(t.size(order[i]), 1);
+  }
+  if (t.strides() == at::IntArrayRef(strides)) return t;
+  return at::empty_strided(t.sizes(), strides, t.options()).copy_(t);
+}
+
 std::string AtenProgram::ToText() const {
   const AtenGraph& aten = *graph_.aten_graph();
   json ops = json::array(), edges = json::array();
@@ -148,6 +255,7 @@ std::string AtenProgram::ToText() const {
   json full = body;
   // As it came (the importer's tags, e.g. dtypes by name, which the fake kernel reads).
   if (other_shapes_) full["other_shapes"] = json::parse(other_shapes_->source);
+  for (const ShapePlan& plan : shape_plans_) full["shape_plans"].push_back({{"program", plan.source}, {"inputs", plan.positions}});
   const std::string body_text = full.dump();
   json outputs = json::array();
   for (int v : aten.outputs) {
@@ -155,7 +263,9 @@ std::string AtenProgram::ToText() const {
     outputs.push_back({{"shape", info.meta.shape}, {"stride", info.stride}, {"dtype", c10::toString(info.meta.dtype)}});
   }
   json header = {{"format", kFormatName},
-                 {"version", other_shapes_ ? kDynamicFormatVersion : kFormatVersion},
+                 {"version", !shape_plans_.empty() ? kShapePlansFormatVersion
+                             : other_shapes_       ? kDynamicFormatVersion
+                                                   : kFormatVersion},
                  {"digest", DigestOf(body_text)},
                  {"device", options_.device.str()},
                  {"outputs", outputs}};
@@ -170,10 +280,10 @@ std::shared_ptr<const AtenProgram> AtenProgram::FromText(const std::string& text
       header.value("format", std::string()) != kFormatName)
     throw Error("not an autograph program: the text does not start with an autograph-program header");
   const int64_t version = header.value("version", int64_t{-1});
-  if (version != kFormatVersion && version != kDynamicFormatVersion)
+  if (version < kFormatVersion || version > kShapePlansFormatVersion)
     throw Error("this optimized program has autograph format version " + std::to_string(version) +
-                ", but this build reads versions " + std::to_string(kFormatVersion) + " and " +
-                std::to_string(kDynamicFormatVersion) + "; re-run autograph.optimize on the exported model");
+                ", but this build reads versions " + std::to_string(kFormatVersion) + " to " +
+                std::to_string(kShapePlansFormatVersion) + "; re-run autograph.optimize on the exported model");
   const std::string body_text = text.substr(newline + 1);
   if (header.value("digest", std::string()) != DigestOf(body_text))
     throw Error("corrupted program: its digest does not match its contents (truncated or edited)");
@@ -206,7 +316,7 @@ std::shared_ptr<const AtenProgram> AtenProgram::FromText(const std::string& text
     options.cuda_graph = body.at("cuda_graph").get<bool>();
     options.max_cuda_graphs = body.value("max_cuda_graphs", options.max_cuda_graphs);  // absent before 2026-11-26
     auto program = std::make_shared<AtenProgram>(std::move(graph), ScheduleFromJson(body.at("schedule")), options);
-    if (body.contains("other_shapes") != (version == kDynamicFormatVersion))
+    if (body.contains("other_shapes") != (version >= kDynamicFormatVersion))
       throw Error("corrupted program: version " + std::to_string(version) + " with" +
                   (body.contains("other_shapes") ? "" : "out") + " a graph for other shapes");
     if (body.contains("other_shapes")) {
@@ -220,6 +330,18 @@ std::shared_ptr<const AtenProgram> AtenProgram::FromText(const std::string& text
       }
       program->SetOtherShapes(std::make_shared<const AtenGraph>(AtenGraph::FromJson(other.at("graph"))),
                               std::move(positions), std::move(run_graph), std::move(run_positions), other.dump());
+    }
+    if (body.contains("shape_plans") != (version == kShapePlansFormatVersion))
+      throw Error("corrupted program: version " + std::to_string(version) + " with" +
+                  (body.contains("shape_plans") ? "" : "out") + " plans for further shapes");
+    if (body.contains("shape_plans")) {
+      for (const json& entry : body.at("shape_plans")) {
+        std::string source = entry.at("program").get<std::string>();
+        std::vector<int> positions;
+        for (const json& p : entry.at("inputs")) positions.push_back(PlanIndex(p));
+        std::shared_ptr<const AtenProgram> plan = FromText(source);  // before `source` is moved
+        program->AddShapePlan(std::move(plan), std::move(positions), std::move(source));
+      }
     }
     return program;
   } catch (const json::exception& e) {
@@ -275,7 +397,16 @@ std::vector<at::Tensor> AtenProgram::Run(const std::vector<at::Tensor>& inputs) 
                        ", but the program was optimized for " + ShapeAndType(meta));
     other_shape |= t.sizes() != at::IntArrayRef(meta.shape);
   }
-  if (other_shape && other_shapes_) return RunOtherShapes(inputs);
+  if (other_shape && other_shapes_) {
+    const ShapePlan* plan = ShapePlanFor(inputs);
+    if (!plan) return RunOtherShapes(inputs);
+    std::vector<at::Tensor> fed;
+    fed.reserve(plan->positions.size());
+    for (int p : plan->positions) fed.push_back(inputs[p]);
+    std::vector<at::Tensor> outputs = plan->program->Run(fed);
+    for (size_t o = 0; o < outputs.size(); ++o) outputs[o] = Restrided(std::move(outputs[o]), o);
+    return outputs;
+  }
   if (other_shape) {
     std::call_once(other_shape_note_, [] {
       TORCH_WARN("autograph: the program was planned for other input shapes; running it on these is correct if the "

@@ -31,6 +31,7 @@ class AtenProgram {
  public:
   static constexpr int64_t kFormatVersion = 1;         // a program planned for one shape
   static constexpr int64_t kDynamicFormatVersion = 2;  // with the graph for other shapes beside it
+  static constexpr int64_t kShapePlansFormatVersion = 3;  // and plans for further shapes
 
   // `graph` is over an AtenGraph (graph.aten_graph()); the schedule must validate against it (the
   // StageExecutor checks: ScheduleError).
@@ -54,6 +55,13 @@ class AtenProgram {
                                              const std::vector<int>& positions, const std::string& run_graph = "",
                                              const std::vector<int>& run_positions = {});
 
+  // `text` (a program with a graph for other shapes) with `plan` (the text of a program of format 1,
+  // planned for one more shape of the same exported program) beside it: inputs whose user tensors have
+  // exactly the plan's shapes run it, fed by `positions` (per plan input: its index among Run's inputs;
+  // the plan's user tensors are the program's, its weights may be any, past the end too). Validates the
+  // result as FromText does.
+  static std::string WithPlanForShape(const std::string& text, const std::string& plan, const std::vector<int>& positions);
+
   // Runs the schedule on the graph's inputs (weights first, then the user's tensors, as the exported
   // program's placeholders are ordered) and returns its outputs. Checks their number, devices, ranks
   // and dtypes (InputError); other sizes run the graph for other shapes when the program has one,
@@ -64,6 +72,7 @@ class AtenProgram {
   const Schedule& schedule() const { return schedule_; }
   const ExecutorOptions& options() const { return options_; }
   bool dynamic() const { return other_shapes_ != nullptr; }
+  size_t shape_plans() const { return shape_plans_.size(); }
 
  private:
   struct OtherShapes {
@@ -78,14 +87,25 @@ class AtenProgram {
   void SetOtherShapes(std::shared_ptr<const AtenGraph> graph, std::vector<int> positions,
                       std::shared_ptr<const AtenGraph> run_graph, std::vector<int> run_positions, std::string source);
   std::vector<at::Tensor> RunOtherShapes(const std::vector<at::Tensor>& inputs) const;
+  struct ShapePlan {
+    std::shared_ptr<const AtenProgram> program;
+    std::vector<int> positions;  // per plan input: its index among Run's inputs
+    std::string source;          // its text, written back as it was
+  };
+  void AddShapePlan(std::shared_ptr<const AtenProgram> plan, std::vector<int> positions, std::string source);
+  // The plan made for exactly these inputs' shapes, or nullptr.
+  const ShapePlan* ShapePlanFor(const std::vector<at::Tensor>& inputs) const;
+  // `t` with the strides the graph for other shapes gives output `o` (dense, in its order of strides).
+  at::Tensor Restrided(at::Tensor t, size_t o) const;
 
   OpGraph graph_;
   Schedule schedule_;
   ExecutorOptions options_;
   std::unique_ptr<StageExecutor> executor_;
   std::unique_ptr<OtherShapes> other_shapes_;
+  std::vector<ShapePlan> shape_plans_;
   std::vector<bool> is_package_;  // per input: an Inductor package (bytes the loader reads on the CPU)
-  size_t num_inputs_ = 0;  // the plan's, plus the extra weights of other_shapes_
+  size_t num_inputs_ = 0;  // the plan's, plus the extra weights of other_shapes_ and shape_plans_
   mutable std::once_flag other_shape_note_;
 };
 

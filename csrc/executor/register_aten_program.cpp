@@ -25,6 +25,12 @@ std::string WithGraphForOtherShapesOp(const std::string& program, const std::str
   });
 }
 
+std::string WithPlanForShapeOp(const std::string& program, const std::string& plan, const std::vector<int64_t>& positions) {
+  return WithTorchErrors([&] {
+    return AtenProgram::WithPlanForShape(program, plan, std::vector<int>(positions.begin(), positions.end()));
+  });
+}
+
 }  // namespace
 }  // namespace autograph
 
@@ -36,4 +42,6 @@ TORCH_LIBRARY_FRAGMENT(autograph, m) {
   m.def("with_graph_for_other_shapes(str program, str graph, int[] positions, str? run_graph=None, "
         "int[]? run_positions=None) -> str",
         TORCH_FN(autograph::WithGraphForOtherShapesOp));
+  // And its plans for further shapes (the `shapes` option on that path).
+  m.def("with_plan_for_shape(str program, str plan, int[] positions) -> str", TORCH_FN(autograph::WithPlanForShapeOp));
 }

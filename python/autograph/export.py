@@ -341,6 +341,11 @@ def optimize_exported(ep: ExportedProgram, *, method: str, device: Optional[str]
     if len(tensors) != len(flat):
         raise UnsupportedModelError("the export path takes tensor inputs only" + _TORCHSCRIPT_HINT)
     dynamic = has_dynamic_shapes(ep)
+    options = dict(options)
+    shapes = _shapes_of(options.pop("shapes", None), tensors)
+    if shapes and not dynamic:
+        raise InputError("shapes: this exported program has static shapes and runs at those alone; export it with "
+                         "dynamic_shapes (torch.export.Dim) whose ranges hold the shapes to plan for")
     # A program with dynamic shapes is planned at the example's shapes (exported again with them) and
     # keeps its own graph, sizes computed, for the other shapes.
     planned = _specialized(ep, example_inputs, example_kwargs) if dynamic else ep
@@ -363,6 +368,9 @@ def optimize_exported(ep: ExportedProgram, *, method: str, device: Optional[str]
         program, extra, other = _with_graph_for_other_shapes(ep, program, weights, tensors, structured, target, moved,
                                                              compile_parts=compile_parts, measure=measure)
         report["dynamic_shapes"] = dict(planned_for=[list(t.shape) for t in tensors], **other)
+    if shapes:
+        program, report["shape_plans"] = _with_plans_for_shapes(ep, program, weights, tensors, extra, in_spec, shapes,
+                                                                target, moved, settings)
     module = ExecuteProgram(program, weights, in_spec, ep.call_spec.out_spec, extra)
     placed = tuple(t.to(target) if isinstance(t, torch.Tensor) else t for t in example_inputs)
     placed_kwargs = {k: (v.to(target) if isinstance(v, torch.Tensor) else v) for k, v in example_kwargs.items()}
@@ -389,6 +397,99 @@ def _specialized(ep: ExportedProgram, example_inputs, example_kwargs) -> Exporte
     except Exception as e:  # noqa: BLE001 - what export says is the message
         raise UnsupportedModelError(f"the program with dynamic shapes could not be exported at the example's shapes "
                                     f"to plan it: {str(e).splitlines()[0]}") from e
+
+
+def _shapes_of(text: Optional[str], tensors: List[torch.Tensor]) -> List[List[Tuple[int, ...]]]:
+    """The `shapes` option's text ("1x16,1x16;8x512,8x512": shapes separated by ';', a shape's tensors
+    by ',') as one list of tensor sizes per shape, checked against the example's tensors."""
+    if not text:
+        return []
+    shapes = []
+    for shape in text.split(";"):
+        sizes = [tuple(int(n) for n in tensor.split("x")) for tensor in shape.split(",")]
+        if len(sizes) != len(tensors):
+            raise InputError(f"shapes: \"{shape}\" gives {len(sizes)} tensor shapes, the example inputs hold "
+                             f"{len(tensors)} tensors (separate a shape's tensors with ',', shapes with ';')")
+        for k, (s, t) in enumerate(zip(sizes, tensors)):
+            if len(s) != t.dim():
+                raise InputError(f"shapes: tensor {k} of \"{shape}\" has rank {len(s)}, the example's has rank "
+                                 f"{t.dim()}: shapes may change sizes, not ranks")
+        shapes.append(sizes)
+    return shapes
+
+
+def _resized(t: torch.Tensor, sizes: Sequence[int]) -> torch.Tensor:
+    """`t` tiled or cut to `sizes` (the example's values repeated: token ids stay valid ids)."""
+    r = t
+    for d, want in enumerate(sizes):
+        have = r.shape[d]
+        if want == have:
+            continue
+        if have == 0:
+            r = torch.zeros(*r.shape[:d], want, *r.shape[d + 1:], dtype=r.dtype, device=r.device)
+            continue
+        if want > have:
+            repeats = [1] * r.dim()
+            repeats[d] = -(-want // have)
+            r = r.repeat(repeats)
+        r = r.narrow(d, 0, want)
+    return r.contiguous()
+
+
+def _with_plans_for_shapes(ep: ExportedProgram, program: str, weights: List[torch.Tensor],
+                           tensors: List[torch.Tensor], extra: List[torch.Tensor], in_spec, shapes,
+                           target: torch.device, moved: Dict[Any, torch.Tensor],
+                           settings: Dict[str, Any]) -> Tuple[str, List[Dict[str, Any]]]:
+    """The program with a plan of its own for each of `shapes` (`ep` exported again at that shape, planned
+    and compiled as the example's shape is), which inputs of exactly that shape run; the weights those
+    plans read that the program does not pass yet are appended to `extra`. Returns the program and the
+    report's lines, one per shape."""
+    num_inputs = len(tensors)
+    index_of = {_storage_key(w): i for i, w in enumerate(weights)}
+    for j, w in enumerate(extra):
+        index_of.setdefault(_storage_key(w), len(weights) + num_inputs + j)
+    user_positions = [len(weights) + i for i in range(num_inputs)]
+    module = ep.module()
+    lines: List[Dict[str, Any]] = []
+    for shape in shapes:
+        line: Dict[str, Any] = {"shapes": [list(s) for s in shape]}
+        lines.append(line)
+        if all(tuple(s) == tuple(t.shape) for s, t in zip(shape, tensors)):
+            line["skipped"] = "the example's shapes: the program's own plan"
+            continue
+        start = time.perf_counter()
+        _progress(f"planning for shapes {'x'.join(map(str, shape[0]))}{', ...' if len(shape) > 1 else ''}")
+        resized = [_resized(t, s) for t, s in zip(tensors, shape)]
+        args, kwargs = pytree.tree_unflatten(resized, in_spec)
+        try:
+            specialized = torch.export.export(module, tuple(args), dict(kwargs), strict=False)
+        except Exception as e:  # noqa: BLE001 - out of the exported range, most often: export says which dim
+            raise InputError(f"shapes: the program cannot be exported at {line['shapes']}: "
+                             f"{str(e).splitlines()[0]} (shapes must lie in the ranges of its dynamic dims)") from None
+        decomposed = specialized.run_decompositions({})
+        graph, plan_weights, imported = _import(decomposed)
+        plan_weights = [_to_device(w, target, moved) for w in plan_weights]
+        plan, report = _plan(graph, plan_weights + resized, settings)
+        measure = report.pop("check_rewrites")
+        if report.pop("inductor"):
+            plan, plan_weights, report = _with_inductor_parts(decomposed, graph, imported, plan, plan_weights, resized,
+                                                              settings, report, measure)
+        positions = []
+        for w in plan_weights:
+            key = _storage_key(w)
+            if key not in index_of:
+                index_of[key] = len(weights) + num_inputs + len(extra)
+                extra.append(w)
+            positions.append(index_of[key])
+        try:
+            program = torch.ops.autograph.with_plan_for_shape(program, plan, positions + user_positions)
+        except (RuntimeError, ValueError) as e:
+            raise translate(e) from None
+        inductor = report.get("inductor") or {}
+        line.update(stages=report.get("stages"), streams=report.get("streams"), chosen=report.get("chosen"),
+                    measured_ms=report.get("measured_ms", -1), kept=inductor.get("kept", "aten"),
+                    seconds=round(time.perf_counter() - start, 3))
+    return program, lines
 
 
 def _with_graph_for_other_shapes(ep: ExportedProgram, program: str, weights: List[torch.Tensor],

@@ -215,6 +215,14 @@ def describe(ep: torch.export.ExportedProgram) -> Dict[str, Any]:
         planned = body["graph"]
         info["planned_for"] = [planned["values"][v]["shape"] for v, w in zip(planned["inputs"], planned["weights"]) if not w]
         info["other_shapes"] = "inductor" if "run" in other else "aten"
+        info["shape_plans"] = []
+        for entry in body.get("shape_plans", []):  # plans for further shapes: programs of their own
+            plan = json.loads(entry["program"][entry["program"].index("\n") + 1:])
+            graph, plan_stages = plan["graph"], plan["schedule"]["stages"]
+            info["shape_plans"].append({
+                "shapes": [graph["values"][v]["shape"] for v, w in zip(graph["inputs"], graph["weights"]) if not w],
+                "stages": len(plan_stages), "streams": max((len(s["groups"]) for s in plan_stages), default=0),
+                "inductor_parts": sum(n["op"] == "autograph::run_inductor_part" for n in graph["nodes"])})
     return info
 
 
@@ -232,6 +240,9 @@ def _inspect(args) -> int:
             runs = ("one Inductor package for every shape" if info["other_shapes"] == "inductor"
                     else "the exported graph on ATen's kernels")
             print(f"{args.model}: dynamic shapes: planned for {info['planned_for']}; other shapes run {runs}")
+            for plan in info["shape_plans"]:
+                print(f"{args.model}: a plan for {plan['shapes']}: {plan['stages']} stages, up to {plan['streams']} "
+                      f"streams, {plan['inductor_parts']} Inductor-compiled parts")
     else:
         top = ", ".join(f"{k} ×{v}" for k, v in list(info["by_operator"].items())[:8])
         print(f"{args.model}: not optimized; {info['operators']} operator calls ({top}); "

@@ -84,10 +84,3 @@ def test_shapes_on_the_cli_and_bad_shapes(cli, zoo, tmp_path):
         autograph.Settings(shapes="4x3xabc")
     assert autograph.Settings(shapes=[(1, 16), (8, 512)]).shapes == "1x16;8x512"
     assert autograph.Settings(shapes=[[(1, 16), (1, 16)]]).shapes == "1x16,1x16"
-
-
-def test_an_exported_program_says_shapes_are_for_torchscript_modules():
-    model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU()).eval()
-    ep = torch.export.export(model, (torch.randn(2, 8),))
-    with pytest.raises(autograph.InputError, match="schedules per shape are made for TorchScript modules"):
-        autograph.optimize(ep, shapes=[(4, 8)])
