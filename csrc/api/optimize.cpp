@@ -8,6 +8,7 @@
 #include <map>
 
 #include "api/apply_rewrites.h"
+#include "api/option_table.h"
 #include "api/plan_other_shapes.h"
 #include "api/plan_schedule.h"
 #include "api/prepare_module.h"
@@ -145,6 +146,7 @@ torch::jit::Module OptimizeModule(const torch::jit::Module& module, const Optimi
   CountTorchScriptParts(graph, report);
   // After the report's lines for the example's plan; their search time adds to search_seconds.
   PlanOtherShapes(lowered, recorded.inputs(), graph, options, program.get(), report);
+  if (options.plan_new_shapes > 0) program->PlanNewShapes(options.plan_new_shapes, OptimizeOptionsToJson(requested).dump());
   return optimized;
 }
 

@@ -118,6 +118,10 @@ std::vector<OptionSpec> MakeTable() {
   shapes.set = [](OptimizeOptions& o, const nlohmann::json& v) { o.shapes = ParseShapes(v.get<std::string>()); };
   shapes.get = [](const OptimizeOptions& o) { return nlohmann::json(ShapesText(o.shapes)); };  // "": none
   t.push_back(std::move(shapes));
+  t.push_back(Option<int>("plan_new_shapes", "TorchScript path",
+                          "shapes calls bring beyond those planned: up to this many are planned at their first call "
+                          "(it waits for the search) and saved with the module; 0: they run the nearest plan",
+                          [](auto& o) -> auto& { return o.plan_new_shapes; }, 0, 64));
   t.push_back(Option<int>("max_streams", "all but sequential", "most groups (CUDA streams / CPU threads) per stage",
                           [](auto& o) -> auto& { return o.search.max_streams; }, 1, 64));
   t.push_back(Option<bool>("cuda_graph", "cuda", "replay the multi-stream run as a CUDA Graph",
@@ -256,6 +260,17 @@ void Check(const OptionSpec& spec, const nlohmann::json& v) {
 const std::vector<OptionSpec>& OptimizeOptionTable() {
   static const std::vector<OptionSpec> table = MakeTable();
   return table;
+}
+
+nlohmann::json OptimizeOptionsToJson(const OptimizeOptions& options) {
+  const OptimizeOptions defaults;
+  nlohmann::json result = nlohmann::json::object();
+  for (const OptionSpec& spec : OptimizeOptionTable()) {
+    if (spec.name == "shapes") continue;
+    nlohmann::json value = spec.get(options);
+    if (value != spec.get(defaults)) result[spec.name] = std::move(value);
+  }
+  return result;
 }
 
 std::vector<std::string> OptimizeOptionKeys() {

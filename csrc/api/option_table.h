@@ -43,6 +43,10 @@ OptimizeOptions OptimizeOptionsFromJson(const nlohmann::json& options);
 // InputError naming the first option whose value the table refuses.
 void CheckOptimizeOptions(const OptimizeOptions& options);
 
+// The options that differ from the defaults, by the table's names (shapes left out): what
+// OptimizeOptionsFromJson turns back into `options` (shapes and example inputs aside).
+nlohmann::json OptimizeOptionsToJson(const OptimizeOptions& options);
+
 // The keys OptimizeOptionsFromJson knows, in the order of the table.
 std::vector<std::string> OptimizeOptionKeys();
 

@@ -5,6 +5,7 @@
 
 #include "api/option_table.h"
 #include "api/plan_schedule.h"
+#include "api/resolve_options.h"
 #include "autograph/error.h"
 #include "executor/clone_tensors.h"
 #include "graph_pass/graph_values.h"
@@ -43,7 +44,21 @@ bool SameOperators(const OpGraph& a, const OpGraph& b) {
   return true;
 }
 
+// Loading the planning library makes every Program in the process able to plan new shapes.
+const bool kShapePlannerRegistered = (SetShapePlanner(&PlanNewShape), true);
+
 }  // namespace
+
+std::optional<Schedule> PlanNewShape(const OpGraph& graph, const std::vector<c10::IValue>& arguments,
+                                     const std::string& options_json) {
+  const OptimizeOptions options = ResolveOptions(OptimizeOptionsFromJson(nlohmann::json::parse(options_json)));
+  at::NoGradGuard no_grad;
+  GraphValues recorded = GraphValues::Record(graph.graph(), arguments);
+  OpGraph at_shape = ImportOpGraph(recorded);
+  if (!SameOperators(at_shape, graph)) return std::nullopt;
+  OptimizeReport report;
+  return PlanSchedule(at_shape, recorded.inputs(), &recorded, options, &report);
+}
 
 std::vector<c10::IValue> ResizedInputs(const std::vector<c10::IValue>& example,
                                        const std::vector<std::vector<int64_t>>& shapes) {

@@ -4,6 +4,8 @@
 #include <torch/csrc/jit/ir/ir.h>
 
 #include <memory>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "autograph/optimize.h"
@@ -20,6 +22,12 @@ namespace autograph {
 // Throws InputError when a shape lists another number of tensors or other ranks than the example.
 void PlanOtherShapes(const std::shared_ptr<torch::jit::Graph>& lowered, const std::vector<c10::IValue>& example,
                      const OpGraph& graph, const OptimizeOptions& options, Program* program, OptimizeReport* report);
+
+// The ShapePlanner of Program::PlanNewShapes (registered when this library loads): what PlanOtherShapes
+// does for one shape, at a call with `arguments`, by `options` (OptimizeOptionsToJson text); nullopt
+// when `graph`'s lowered graph imports other operators at these shapes.
+std::optional<Schedule> PlanNewShape(const OpGraph& graph, const std::vector<c10::IValue>& arguments,
+                                     const std::string& options);
 
 // The example's tensors tiled (repeated) or cut along each dimension to `shapes` (one per tensor, in
 // the order InputSignaturesOf lists them), values kept in the example's range (indices stay valid).

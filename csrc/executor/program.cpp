@@ -5,6 +5,7 @@
 #include <torch/csrc/jit/ir/constants.h>
 #include <torch/csrc/jit/ir/ir.h>
 
+#include <atomic>
 #include <cmath>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -86,9 +87,30 @@ Program::Program(const OpGraph& graph, Schedule schedule, std::vector<InputSigna
   BuildExecutor();
 }
 
+namespace {
+std::atomic<ShapePlanner> registered_planner{nullptr};
+}  // namespace
+
+void SetShapePlanner(ShapePlanner planner) { registered_planner.store(planner); }
+
 void Program::BuildExecutor() { executor_ = std::make_unique<StageExecutor>(graph_, schedule_, options_); }
 
+size_t Program::num_plans() const {
+  std::shared_lock<std::shared_mutex> lock(plans_mutex_);
+  return 1 + other_plans_.size();
+}
+
+void Program::PlanNewShapes(int limit, std::string options) {
+  if (limit < 0) throw Error("plan_new_shapes is " + std::to_string(limit) + "; it counts plans, 0 or more");
+  plan_new_shapes_ = limit;
+  planning_options_ = std::move(options);
+}
+
 void Program::AddPlan(std::vector<InputSignature> inputs, Schedule schedule) {
+  InsertPlan(std::move(inputs), std::move(schedule));
+}
+
+void Program::InsertPlan(std::vector<InputSignature> inputs, Schedule schedule) const {
   if (inputs.size() != inputs_.size())
     throw Error("a plan for other shapes lists " + std::to_string(inputs.size()) + " input tensors, the example " +
                 std::to_string(inputs_.size()));
@@ -99,10 +121,60 @@ void Program::AddPlan(std::vector<InputSignature> inputs, Schedule schedule) {
                   ShapeString(inputs_[i].shape) + " " + c10::toString(inputs_[i].dtype) +
                   ": shapes may change sizes, not ranks or dtypes");
   auto executor = std::make_unique<StageExecutor>(graph_, schedule, options_);  // validates the schedule
+  std::unique_lock<std::shared_mutex> lock(plans_mutex_);
   other_plans_.push_back(OtherPlan{std::move(inputs), std::move(schedule), std::move(executor)});
 }
 
+bool Program::Fits(const std::vector<at::Tensor>& tensors, size_t plan) const {
+  std::shared_lock<std::shared_mutex> lock(plans_mutex_);
+  const std::vector<InputSignature>& planned = plan == 0 ? inputs_ : other_plans_[plan - 1].inputs;
+  if (tensors.size() != planned.size()) return false;
+  for (size_t i = 0; i < tensors.size(); ++i)
+    if (tensors[i].sizes() != at::IntArrayRef(planned[i].shape)) return false;
+  return true;
+}
+
+size_t Program::PlanOrPlanNew(const std::vector<c10::IValue>& arguments, const std::vector<at::Tensor>& tensors) const {
+  size_t plan = PlanFor(tensors);
+  if (plan_new_shapes_ == 0 || Fits(tensors, plan) || tensors.size() != inputs_.size()) return plan;
+  std::vector<std::vector<int64_t>> shapes;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    // Only what the example's signature allows is planned; CheckInputTensors says what is wrong.
+    if (tensors[i].dim() != static_cast<int64_t>(inputs_[i].shape.size()) || tensors[i].scalar_type() != inputs_[i].dtype)
+      return plan;
+    shapes.push_back(tensors[i].sizes().vec());
+  }
+  std::lock_guard<std::mutex> planning(planning_mutex_);
+  plan = PlanFor(tensors);  // another call may have planned these shapes meanwhile
+  if (Fits(tensors, plan) || planned_new_ >= plan_new_shapes_ || unplannable_.count(shapes)) return plan;
+  const ShapePlanner planner = registered_planner.load();
+  if (!planner) {
+    std::call_once(planner_note_, [] {
+      TORCH_WARN("autograph: plan_new_shapes is set, but this process has no planner (only the autograph runtime "
+                 "is loaded); new shapes run the nearest plan");
+    });
+    return plan;
+  }
+  std::optional<Schedule> schedule;
+  try {
+    schedule = planner(graph_, arguments, planning_options_);
+  } catch (const std::exception& e) {  // the call still runs, on the nearest plan; the note says why once
+    TORCH_WARN("autograph: planning input shape ", ShapeString(shapes[0]), " failed (", FirstLineOf(e),
+               "); such calls run the nearest plan");
+  }
+  if (!schedule) {
+    unplannable_.insert(shapes);
+    return plan;
+  }
+  std::vector<InputSignature> signature;
+  for (const at::Tensor& t : tensors) signature.push_back(InputSignature{t.sizes().vec(), t.scalar_type()});
+  InsertPlan(std::move(signature), std::move(*schedule));
+  ++planned_new_;
+  return num_plans() - 1;
+}
+
 size_t Program::PlanFor(const std::vector<at::Tensor>& tensors) const {
+  std::shared_lock<std::shared_mutex> lock(plans_mutex_);
   if (other_plans_.empty() || tensors.size() != inputs_.size()) return 0;
   auto distance = [&](const std::vector<InputSignature>& planned) {
     double d = 0;
@@ -126,6 +198,7 @@ size_t Program::PlanFor(const std::vector<at::Tensor>& tensors) const {
 }
 
 const StageExecutor& Program::ExecutorOf(size_t plan) const {
+  std::shared_lock<std::shared_mutex> lock(plans_mutex_);
   return plan == 0 ? *executor_ : *other_plans_[plan - 1].executor;
 }
 
@@ -153,8 +226,11 @@ Program::State Program::ToState() const {
   };
   inputs = signature_json(inputs_);
   nlohmann::json other_plans = nlohmann::json::array();
-  for (const OtherPlan& p : other_plans_)
-    other_plans.push_back({{"inputs", signature_json(p.inputs)}, {"schedule", ScheduleToJson(p.schedule)}});
+  {
+    std::shared_lock<std::shared_mutex> lock(plans_mutex_);
+    for (const OtherPlan& p : other_plans_)
+      other_plans.push_back({{"inputs", signature_json(p.inputs)}, {"schedule", ScheduleToJson(p.schedule)}});
+  }
   nlohmann::json plan = {{"operators", ops},
                          {"edges", edges},
                          {"schedule", ScheduleToJson(schedule_)},
@@ -163,7 +239,9 @@ Program::State Program::ToState() const {
                          {"cuda_graph", options_.cuda_graph},
                          {"max_cuda_graphs", options_.max_cuda_graphs},
                          {"constant_layouts", serialized.constant_layouts}};
-  if (!other_plans_.empty()) plan["other_plans"] = std::move(other_plans);  // absent: one plan (any version)
+  if (!other_plans.empty()) plan["other_plans"] = std::move(other_plans);  // absent: one plan (any version)
+  if (plan_new_shapes_ > 0)  // absent: none planned at call time (any version)
+    plan["plan_new_shapes"] = {{"limit", plan_new_shapes_}, {"options", planning_options_}};
   return State(kFormatVersion, std::move(serialized.ir), std::move(serialized.tensor_constants), plan.dump());
 }
 
@@ -240,6 +318,9 @@ c10::intrusive_ptr<Program> Program::LoadState(State state) {
     if (plan.contains("other_plans"))
       for (const auto& other : plan.at("other_plans"))
         program->AddPlan(SignatureFromJson(other.at("inputs")), ScheduleFromJson(other.at("schedule")));
+    if (plan.contains("plan_new_shapes"))
+      program->PlanNewShapes(plan.at("plan_new_shapes").at("limit").get<int>(),
+                             plan.at("plan_new_shapes").at("options").get<std::string>());
   } catch (const Error& e) {
     throw Error(std::string("corrupted program: ") + e.what());
   } catch (const nlohmann::json::exception& e) {
@@ -251,6 +332,7 @@ c10::intrusive_ptr<Program> Program::LoadState(State state) {
 }
 
 void Program::CheckInputTensors(const std::vector<at::Tensor>& tensors, size_t plan) const {
+  std::shared_lock<std::shared_mutex> lock(plans_mutex_);
   const std::vector<InputSignature>& planned = plan == 0 ? inputs_ : other_plans_[plan - 1].inputs;
   // Arguments may hold another number of tensors than the example did (an optional tensor left None,
   // a list of another length, a dict with other keys): the original accepts those, so the program
@@ -285,7 +367,10 @@ void Program::CheckInputTensors(const std::vector<at::Tensor>& tensors, size_t p
                  matched ? "" : " among " + std::to_string(inputs_.size()) + " input tensors",
                  other_plans_.empty() ? "" : " (and " + std::to_string(other_plans_.size()) + " more shapes)",
                  "; other shapes run the nearest one's schedule: correct, but maybe slower — optimize with `shapes` "
-                 "listing the shapes you serve");
+                 "listing the shapes you serve",
+                 plan_new_shapes_ > 0 ? " (or a larger plan_new_shapes: its " + std::to_string(plan_new_shapes_) +
+                                            " plans made at call time are made)"
+                                      : "");
     });
   }
 }
@@ -298,7 +383,7 @@ c10::IValue Program::Call(std::vector<c10::IValue> arguments) const {
   }
   std::vector<at::Tensor> tensors;
   for (const c10::IValue& v : arguments) CollectTensors(v, &tensors);
-  const size_t plan = PlanFor(tensors);
+  const size_t plan = PlanOrPlanNew(arguments, tensors);
   CheckInputTensors(tensors, plan);
   std::vector<c10::IValue> outputs = ExecutorOf(plan).Run(std::move(arguments));
   if (outputs.size() == 1) return std::move(outputs[0]);
@@ -312,9 +397,10 @@ std::vector<at::Tensor> Program::Run(const std::vector<at::Tensor>& inputs) cons
   }
   for (size_t i = 0; i < inputs.size(); ++i)
     if (!inputs[i].defined()) throw InputError("input " + std::to_string(i) + " is undefined");
-  const size_t plan = PlanFor(inputs);
+  std::vector<c10::IValue> arguments(inputs.begin(), inputs.end());
+  const size_t plan = PlanOrPlanNew(arguments, inputs);
   CheckInputTensors(inputs, plan);
-  auto outputs = ExecutorOf(plan).Run(std::vector<c10::IValue>(inputs.begin(), inputs.end()));
+  auto outputs = ExecutorOf(plan).Run(std::move(arguments));
   std::vector<at::Tensor> flat;
   for (const auto& v : outputs) CollectTensors(v, &flat);
   return flat;

@@ -8,6 +8,9 @@
 
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <set>
+#include <shared_mutex>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -28,6 +31,13 @@ struct InputSignature {
 // The signature of the tensors inside a forward's arguments (CollectTensors order): what a Program
 // built for these example arguments checks.
 std::vector<InputSignature> InputSignaturesOf(const std::vector<c10::IValue>& arguments);
+
+// Plans a schedule over `graph` (a Program's) for a call's arguments by the options of optimize
+// (`options`: OptimizeOptionsToJson's JSON text); nullopt when the graph imports other operators at
+// these shapes. The planning library registers it (SetShapePlanner); the runtime alone has none.
+using ShapePlanner = std::optional<Schedule> (*)(const OpGraph& graph, const std::vector<c10::IValue>& arguments,
+                                                 const std::string& options);
+void SetShapePlanner(ShapePlanner planner);
 
 class Program : public torch::CustomClassHolder {
  public:
@@ -66,7 +76,14 @@ class Program : public torch::CustomClassHolder {
   // Which plan runs tensors of these shapes: 0 is the example's, k the k-th added. The plan made for
   // exactly these shapes, else the nearest: the least sum over sizes of |log(size / planned size)|.
   size_t PlanFor(const std::vector<at::Tensor>& tensors) const;
-  size_t num_plans() const { return 1 + other_plans_.size(); }
+  size_t num_plans() const;
+  // Plans made at call time (OptimizeOptions::plan_new_shapes): a call whose tensors match no plan
+  // exactly (same ranks and dtypes as the example's) has one made for them by the registered
+  // ShapePlanner, by `options` (OptimizeOptionsToJson text), up to `limit` in this process; the call
+  // waits for it, and calls of those shapes on other threads wait too. Without a planner, beyond the
+  // limit, or where the planner finds none (once per shape), the nearest plan runs. Saved with the
+  // program, the plans made so far as well.
+  void PlanNewShapes(int limit, std::string options);
 
   const OpGraph& graph() const { return graph_; }
   const Schedule& schedule() const { return schedule_; }
@@ -80,6 +97,10 @@ class Program : public torch::CustomClassHolder {
   void BuildExecutor();
   // Also warns once when the tensors' sizes are not those of `plan`, the one that runs them (PlanFor).
   void CheckInputTensors(const std::vector<at::Tensor>& tensors, size_t plan) const;
+  // PlanFor, after planning these tensors' shapes when plan_new_shapes allows and none fits exactly.
+  size_t PlanOrPlanNew(const std::vector<c10::IValue>& arguments, const std::vector<at::Tensor>& tensors) const;
+  bool Fits(const std::vector<at::Tensor>& tensors, size_t plan) const;  // plan made for exactly these sizes
+  void InsertPlan(std::vector<InputSignature> inputs, Schedule schedule) const;  // AddPlan, for call time too
 
   // A plan for other shapes: its signature, schedule and executor.
   struct OtherPlan {
@@ -94,8 +115,17 @@ class Program : public torch::CustomClassHolder {
   std::vector<InputSignature> inputs_;
   ExecutorOptions options_;
   std::unique_ptr<StageExecutor> executor_;
-  std::vector<OtherPlan> other_plans_;
+  // Grows at call time (plan_new_shapes): read under a shared lock, added to under a unique one. An
+  // executor, once added, stays where it is (the vector holds pointers to them).
+  mutable std::vector<OtherPlan> other_plans_;
+  mutable std::shared_mutex plans_mutex_;
+  int plan_new_shapes_ = 0;
+  std::string planning_options_;  // OptimizeOptionsToJson text
+  mutable std::mutex planning_mutex_;  // one plan made at a time; guards the two below
+  mutable int planned_new_ = 0;
+  mutable std::set<std::vector<std::vector<int64_t>>> unplannable_;  // shapes the planner found no plan for
   mutable std::once_flag other_shape_note_;
+  mutable std::once_flag planner_note_;
 };
 
 }  // namespace autograph

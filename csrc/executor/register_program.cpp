@@ -32,6 +32,10 @@ c10::IValue CallOp(c10::IValue arguments, const c10::intrusive_ptr<Program>& pro
 
 TORCH_LIBRARY(autograph, m) {
   m.class_<autograph::Program>("Program")
+      // How many schedules it holds: the example's, one per `shapes` entry, those planned at call time.
+      .def("num_plans", [](const c10::intrusive_ptr<autograph::Program>& self) {
+        return static_cast<int64_t>(self->num_plans());
+      })
       .def_pickle(
           [](const c10::intrusive_ptr<autograph::Program>& self) { return self->ToState(); },
           [](autograph::Program::State state) {

@@ -77,6 +77,10 @@ struct OptimizeOptions {
   // shape, the sizes of every tensor inside example_inputs, in order. A call runs the schedule planned
   // for its shapes, or for the nearest ones. The rewrites are chosen at example_inputs' shapes.
   std::vector<std::vector<std::vector<int64_t>>> shapes;
+  // Shapes that calls bring and no plan was made for: up to this many are planned at their first call
+  // (that call waits for the search), kept in the module and saved with it; beyond, or with 0, such
+  // calls run the nearest plan. TorchScript path; needs the planning library (libautograph) loaded.
+  int plan_new_shapes = 0;
   ExecutorOptions executor{c10::kCPU, /*cuda_graph=*/true};  // cuda_graph: ignored on CPU
   SubstitutionOptions substitutions;
   SearchOptions search;

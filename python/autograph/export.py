@@ -365,8 +365,9 @@ def optimize_exported(ep: ExportedProgram, *, method: str, device: Optional[str]
     extra: List[torch.Tensor] = []
     if dynamic:
         structured = pytree.tree_unflatten(tensors, in_spec)
+        probes = [pytree.tree_unflatten([_resized(t, s) for t, s in zip(tensors, shape)], in_spec) for shape in shapes]
         program, extra, other = _with_graph_for_other_shapes(ep, program, weights, tensors, structured, target, moved,
-                                                             compile_parts=compile_parts, measure=measure)
+                                                             compile_parts=compile_parts, measure=measure, probes=probes)
         report["dynamic_shapes"] = dict(planned_for=[list(t.shape) for t in tensors], **other)
     if shapes:
         program, report["shape_plans"] = _with_plans_for_shapes(ep, program, weights, tensors, extra, in_spec, shapes,
@@ -495,17 +496,18 @@ def _with_plans_for_shapes(ep: ExportedProgram, program: str, weights: List[torc
 def _with_graph_for_other_shapes(ep: ExportedProgram, program: str, weights: List[torch.Tensor],
                                  tensors: List[torch.Tensor], structured, target: torch.device,
                                  moved: Dict[Any, torch.Tensor], compile_parts: bool,
-                                 measure: bool) -> Tuple[str, List[torch.Tensor], Dict[str, Any]]:
+                                 measure: bool, probes: Sequence[Any] = ()) -> Tuple[str, List[torch.Tensor], Dict[str, Any]]:
     """The program with `ep`'s own graph (sizes computed) beside the plan, for inputs of other shapes;
     the tensors to pass after the user's (the weights that graph reads which the plan's inputs do not
     hold, or the package Inductor compiled for every shape, when that runs other shapes instead); and
-    what the report says of it."""
+    what the report says of it. `probes`: more (args, kwargs) the package is measured at (the listed
+    shapes)."""
     decomposed = ep.run_decompositions({})
     graph, graph_weights, _ = _import(decomposed, symbolic=True, sizes=_symbol_sizes(decomposed, tensors))
     num_inputs = len(tensors)
     user_positions = [len(weights) + i for i in range(num_inputs)]
     summary: Dict[str, Any] = {"other_shapes": "aten"}
-    run = _every_shape_package(decomposed, graph, structured, target, measure, summary) if compile_parts else None
+    run = _every_shape_package(decomposed, graph, structured, target, measure, summary, probes) if compile_parts else None
     if run is not None:  # the package runs other shapes; the graph only describes their sizes
         run_graph, package = run
         positions = [-1] * len(graph_weights) + user_positions
@@ -548,11 +550,13 @@ def _symbol_sizes(ep: ExportedProgram, tensors: List[torch.Tensor]) -> Dict[Any,
 
 
 def _every_shape_package(decomposed: ExportedProgram, graph: Dict[str, Any], structured, target: torch.device,
-                         measure: bool, summary: Dict[str, Any]):
+                         measure: bool, summary: Dict[str, Any], probes: Sequence[Any] = ()):
     """The whole program compiled by Inductor for every shape in its range, as (the AtenGraph that runs it,
     the package as a tensor) when its outputs match the program's at the example's shapes and (with
-    `measure`) it runs faster there than the program's own graph on ATen's kernels; else None. The
-    summary gets the times, the compile seconds and any error."""
+    `measure`) it runs faster than the program's own graph on ATen's kernels there and at each of
+    `probes` (more (args, kwargs): the shapes the user listed; a package for every shape can lose to
+    ATen's kernels at some, e.g. attention at long sequences); else None. The summary gets the times,
+    the compile seconds and any error."""
     import tempfile
     from . import inductor_parts as parts_module
     start = time.perf_counter()
@@ -579,6 +583,14 @@ def _every_shape_package(decomposed: ExportedProgram, graph: Dict[str, Any], str
                 summary["median_ms"] = {k: round(v, 4) for k, v in times.items()}
                 if times["inductor"] >= times["aten"]:
                     return None
+                for probe_args, probe_kwargs in probes:
+                    times = _time_callables({"inductor": lambda: compiled(*probe_args, **probe_kwargs),
+                                             "aten": lambda: eager(*probe_args, **probe_kwargs)}, target)
+                    shapes = [list(t.shape) for t in pytree.tree_leaves((probe_args, probe_kwargs))]
+                    summary.setdefault("median_ms_at", []).append(
+                        {"shapes": shapes, **{k: round(v, 4) for k, v in times.items()}})
+                    if times["inductor"] >= times["aten"]:
+                        return None
     except Exception as e:  # noqa: BLE001 - other shapes then run the program's graph; the report says why
         summary["error"] = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:300]
         return None

@@ -39,6 +39,7 @@ class Settings:
     method: str = "autograph"
     device: Optional[str] = None
     shapes: Optional[str] = None
+    plan_new_shapes: int = 0
     max_streams: int = 8
     cuda_graph: bool = True
     max_cuda_graphs: int = 16

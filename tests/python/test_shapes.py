@@ -84,3 +84,23 @@ def test_shapes_on_the_cli_and_bad_shapes(cli, zoo, tmp_path):
         autograph.Settings(shapes="4x3xabc")
     assert autograph.Settings(shapes=[(1, 16), (8, 512)]).shapes == "1x16;8x512"
     assert autograph.Settings(shapes=[[(1, 16), (1, 16)]]).shapes == "1x16,1x16"
+
+
+def test_plan_new_shapes_plans_a_shape_at_its_first_call(tmp_path):
+    """plan_new_shapes=N: a call of a shape no plan was made for gets one then (up to N in the process);
+    the plans made so far are saved with the module."""
+    torch.manual_seed(0)
+    model = Encoder(layers=1).eval()
+    optimized, _ = autograph.optimize(model, (torch.randint(0, 1000, (2, 32)),), method="greedy", plan_new_shapes=1)
+    assert optimized.program.num_plans() == 1
+    for shape, plans in (((2, 32), 1), ((1, 48), 2), ((1, 48), 2), ((4, 16), 2)):  # the last: beyond the limit
+        ids = torch.randint(0, 1000, shape)
+        with torch.no_grad():
+            got, want = optimized(ids), model(ids)
+        assert ((got - want).abs().max() / want.abs().max()).item() < 1e-4, shape  # as above
+        assert optimized.program.num_plans() == plans, shape
+    torch.jit.save(optimized, str(tmp_path / "lazy.pt"))
+    assert autograph.load(str(tmp_path / "lazy.pt")).program.num_plans() == 2
+    ep = torch.export.export(model, (torch.randint(0, 1000, (2, 32)),))
+    with pytest.raises(autograph.InputError, match="plan_new_shapes"):
+        autograph.optimize(ep, plan_new_shapes=1)

@@ -1,5 +1,6 @@
 // optimize with OptimizeOptions::shapes: one schedule per shape, each call on the plan for its shapes
-// (or the nearest), saved and loaded with the module; bad shapes are clear errors.
+// (or the nearest), saved and loaded with the module; bad shapes are clear errors. With
+// plan_new_shapes, shapes first seen at a call are planned then, up to the limit.
 #include <gtest/gtest.h>
 
 #include <torch/script.h>
@@ -8,6 +9,8 @@
 #include <sstream>
 
 #include "autograph/error.h"
+#include "api/option_table.h"
+#include "api/plan_other_shapes.h"
 #include "autograph/optimize.h"
 #include "executor/program.h"
 #include "small_test_modules.h"
@@ -85,6 +88,60 @@ TEST(OptimizeShapes, OtherTensorCountsOrRanksAreInputErrors) {
   } catch (const autograph::InputError& e) {
     EXPECT_NE(std::string(e.what()).find("rank"), std::string::npos) << e.what();
   }
+}
+
+TEST(OptimizeShapes, NewShapesArePlannedAtTheirFirstCallUpToTheLimit) {
+  torch::jit::Module original = BranchyModule();
+  auto options = BranchyOptions();
+  options.shapes = {};
+  options.plan_new_shapes = 2;
+  torch::jit::Module optimized = autograph::optimize(original, options);
+  auto program = ProgramOf(optimized);
+  ASSERT_EQ(program->num_plans(), 1u);
+  ExpectSameOutputs(optimized, original, 2, 16);  // the example's shape: its own plan
+  EXPECT_EQ(program->num_plans(), 1u);
+  ExpectSameOutputs(optimized, original, 4, 24);
+  ASSERT_EQ(program->num_plans(), 2u);
+  EXPECT_EQ(program->PlanFor({torch::zeros({4, 4, 24, 24})}), 1u);
+  ExpectSameOutputs(optimized, original, 4, 24);  // planned once
+  EXPECT_EQ(program->num_plans(), 2u);
+  ExpectSameOutputs(optimized, original, 1, 8);
+  EXPECT_EQ(program->num_plans(), 3u);
+  ExpectSameOutputs(optimized, original, 3, 12);  // beyond the limit: the nearest plan runs it
+  EXPECT_EQ(program->num_plans(), 3u);
+
+  // Saved, the plans made at call time stay, and so does the setting (a limit per process).
+  std::stringstream saved;
+  optimized.save(saved);
+  torch::jit::Module loaded = torch::jit::load(saved);
+  auto reloaded = ProgramOf(loaded);
+  ASSERT_EQ(reloaded->num_plans(), 3u);
+  EXPECT_EQ(reloaded->PlanFor({torch::zeros({1, 4, 8, 8})}), 2u);
+  ExpectSameOutputs(loaded, original, 3, 12);
+  EXPECT_EQ(reloaded->num_plans(), 4u);
+}
+
+TEST(OptimizeShapes, WithoutAPlannerNewShapesRunTheNearestPlan) {
+  torch::jit::Module original = BranchyModule();
+  auto options = BranchyOptions();
+  options.shapes = {};
+  options.plan_new_shapes = 4;
+  torch::jit::Module optimized = autograph::optimize(original, options);
+  // What a process that loaded the runtime library alone sees; the planner is back afterwards.
+  struct Restore {
+    ~Restore() { autograph::SetShapePlanner(&autograph::PlanNewShape); }
+  } restore;
+  autograph::SetShapePlanner(nullptr);
+  ExpectSameOutputs(optimized, original, 4, 24);
+  EXPECT_EQ(ProgramOf(optimized)->num_plans(), 1u);
+}
+
+TEST(OptimizeShapes, PlanNewShapesIsBounded) {
+  autograph::OptimizeOptions options;
+  options.plan_new_shapes = 65;
+  EXPECT_THROW(autograph::CheckOptimizeOptions(options), autograph::InputError);
+  options.plan_new_shapes = -1;
+  EXPECT_THROW(autograph::CheckOptimizeOptions(options), autograph::InputError);
 }
 
 }  // namespace
