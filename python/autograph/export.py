@@ -365,7 +365,9 @@ def optimize_exported(ep: ExportedProgram, *, method: str, device: Optional[str]
     extra: List[torch.Tensor] = []
     if dynamic:
         structured = pytree.tree_unflatten(tensors, in_spec)
-        probes = [pytree.tree_unflatten([_resized(t, s) for t, s in zip(tensors, shape)], in_spec) for shape in shapes]
+        probe_shapes = shapes or _larger_shape(ep, tensors)
+        probes = [pytree.tree_unflatten([_resized(t, s) for t, s in zip(tensors, shape)], in_spec)
+                  for shape in probe_shapes]
         program, extra, other = _with_graph_for_other_shapes(ep, program, weights, tensors, structured, target, moved,
                                                              compile_parts=compile_parts, measure=measure, probes=probes)
         report["dynamic_shapes"] = dict(planned_for=[list(t.shape) for t in tensors], **other)
@@ -437,6 +439,32 @@ def _resized(t: torch.Tensor, sizes: Sequence[int]) -> torch.Tensor:
     return r.contiguous()
 
 
+def _larger_shape(ep: ExportedProgram, tensors: List[torch.Tensor], factor: int = 4) -> List[List[Tuple[int, ...]]]:
+    """One more shape to judge the package for every shape at when the user listed none: each dynamic
+    dim `factor` times the example's, within its range (a package that wins at the example can lose at
+    larger sizes); [] when that is the example's shape or a size is not a plain symbol's."""
+    import sympy
+    from torch.utils._sympy.numbers import int_oo
+    sizes = _symbol_sizes(ep, tensors)
+    larger = {}
+    for symbol, value in sizes.items():
+        bounds = ep.range_constraints.get(symbol)
+        upper = None if bounds is None or bounds.upper in (int_oo, sympy.oo) else int(bounds.upper)
+        larger[symbol] = value * factor if upper is None else min(upper, value * factor)
+    shape = []
+    for node, tensor in zip(_user_inputs(ep), tensors):
+        dims = []
+        for d, n in zip(node.meta["val"].shape, tensor.shape):
+            if isinstance(d, int):
+                dims.append(int(n))
+            elif isinstance(d.node.expr, sympy.Symbol) and d.node.expr in larger:
+                dims.append(larger[d.node.expr])
+            else:
+                return []
+        shape.append(tuple(dims))
+    return [] if all(s == tuple(t.shape) for s, t in zip(shape, tensors)) else [shape]
+
+
 def _with_plans_for_shapes(ep: ExportedProgram, program: str, weights: List[torch.Tensor],
                            tensors: List[torch.Tensor], extra: List[torch.Tensor], in_spec, shapes,
                            target: torch.device, moved: Dict[Any, torch.Tensor],
@@ -501,7 +529,7 @@ def _with_graph_for_other_shapes(ep: ExportedProgram, program: str, weights: Lis
     the tensors to pass after the user's (the weights that graph reads which the plan's inputs do not
     hold, or the package Inductor compiled for every shape, when that runs other shapes instead); and
     what the report says of it. `probes`: more (args, kwargs) the package is measured at (the listed
-    shapes)."""
+    shapes, else one larger shape)."""
     decomposed = ep.run_decompositions({})
     graph, graph_weights, _ = _import(decomposed, symbolic=True, sizes=_symbol_sizes(decomposed, tensors))
     num_inputs = len(tensors)
@@ -554,8 +582,8 @@ def _every_shape_package(decomposed: ExportedProgram, graph: Dict[str, Any], str
     """The whole program compiled by Inductor for every shape in its range, as (the AtenGraph that runs it,
     the package as a tensor) when its outputs match the program's at the example's shapes and (with
     `measure`) it runs faster than the program's own graph on ATen's kernels there and at each of
-    `probes` (more (args, kwargs): the shapes the user listed; a package for every shape can lose to
-    ATen's kernels at some, e.g. attention at long sequences); else None. The summary gets the times,
+    `probes` (more (args, kwargs): the shapes the user listed, else one larger shape; a package for every
+    shape can lose to ATen's kernels at some); else None. The summary gets the times,
     the compile seconds and any error."""
     import tempfile
     from . import inductor_parts as parts_module

@@ -6,7 +6,9 @@
 #include <torch/script.h>
 #include <torch/torch.h>
 
+#include <atomic>
 #include <sstream>
+#include <thread>
 
 #include "autograph/error.h"
 #include "api/option_table.h"
@@ -119,6 +121,32 @@ TEST(OptimizeShapes, NewShapesArePlannedAtTheirFirstCallUpToTheLimit) {
   EXPECT_EQ(reloaded->PlanFor({torch::zeros({1, 4, 8, 8})}), 2u);
   ExpectSameOutputs(loaded, original, 3, 12);
   EXPECT_EQ(reloaded->num_plans(), 4u);
+}
+
+TEST(OptimizeShapes, CallsFromManyThreadsPlanEachNewShapeOnce) {
+  torch::jit::Module original = BranchyModule();
+  auto options = BranchyOptions();
+  options.shapes = {};
+  options.plan_new_shapes = 2;
+  torch::jit::Module optimized = autograph::optimize(original, options);
+  std::vector<std::thread> threads;
+  std::atomic<int> wrong{0};
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      torch::NoGradGuard no_grad;
+      for (int round = 0; round < 3; ++round) {
+        for (int64_t size : {8, 12, 20}) {
+          const at::Tensor x = torch::randn({1 + t % 2, 4, size, size});
+          const at::Tensor got = Flatten({optimized.forward({x})})[0];
+          const at::Tensor want = Flatten({original.forward({x})})[0];
+          if ((got - want).abs().max().item<double>() > 1e-5 * want.abs().max().item<double>() + 1e-6) ++wrong;
+        }
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_EQ(wrong.load(), 0);
+  EXPECT_EQ(ProgramOf(optimized)->num_plans(), 3u);  // the example's and two made at call time
 }
 
 TEST(OptimizeShapes, WithoutAPlannerNewShapesRunTheNearestPlan) {
