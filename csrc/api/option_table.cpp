@@ -266,7 +266,9 @@ nlohmann::json OptimizeOptionsToJson(const OptimizeOptions& options) {
   const OptimizeOptions defaults;
   nlohmann::json result = nlohmann::json::object();
   for (const OptionSpec& spec : OptimizeOptionTable()) {
-    if (spec.name == "shapes") continue;
+    // shapes: a plan made from these options is for other shapes; substitutions: a summary of the six
+    // switches, each written on its own (written too, it would set them all before them).
+    if (spec.name == "shapes" || spec.name == "substitutions") continue;
     nlohmann::json value = spec.get(options);
     if (value != spec.get(defaults)) result[spec.name] = std::move(value);
   }

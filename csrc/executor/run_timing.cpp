@@ -5,6 +5,7 @@
 #include <ATen/Context.h>
 
 #include <algorithm>
+#include <limits>
 #include <chrono>
 #include <cmath>
 #include <string>
@@ -91,15 +92,25 @@ std::vector<double> TimeRuns(c10::Device device, int warmup, int repeats, const 
 
 std::vector<std::vector<double>> TimeRunsSideBySide(c10::Device device, int warmup, int rounds,
                                                     const std::vector<std::function<void()>>& runs,
-                                                    const std::function<void(size_t)>& prepare) {
+                                                    const std::function<void(size_t)>& prepare, Racing racing) {
   if (rounds < 1) throw Error("timing needs at least one round; got " + std::to_string(rounds));
   if (warmup < 0) throw Error("warm-up runs cannot be negative; got " + std::to_string(warmup));
   auto prepare_for = [&](size_t i) { return std::function<void()>([&prepare, i] { if (prepare) prepare(i); }); };
   for (size_t i = 0; i < runs.size(); ++i)
     if (warmup > 0) TimeRuns(device, warmup - 1, 1, prepare_for(i), runs[i]);
   std::vector<std::vector<double>> samples(runs.size());
-  for (int r = 0; r < rounds; ++r)
-    for (size_t i = 0; i < runs.size(); ++i) samples[i].push_back(TimeRuns(device, 0, 1, prepare_for(i), runs[i])[0]);
+  std::vector<bool> racing_on(runs.size(), true);
+  for (int r = 0; r < rounds; ++r) {
+    for (size_t i = 0; i < runs.size(); ++i)
+      if (racing_on[i]) samples[i].push_back(TimeRuns(device, 0, 1, prepare_for(i), runs[i])[0]);
+    if (racing.after_rounds <= 0 || r + 1 < racing.after_rounds || runs.size() < 2) continue;
+    double lowest_median = std::numeric_limits<double>::infinity();
+    for (size_t i = 0; i < runs.size(); ++i)
+      if (racing_on[i]) lowest_median = std::min(lowest_median, PercentileMs(samples[i], 0.5));
+    for (size_t i = 0; i < runs.size(); ++i)
+      if (racing_on[i] && *std::min_element(samples[i].begin(), samples[i].end()) > lowest_median * (1 + racing.margin))
+        racing_on[i] = false;
+  }
   return samples;
 }
 

@@ -21,13 +21,25 @@ namespace autograph {
 std::vector<double> TimeRuns(c10::Device device, int warmup, int repeats, const std::function<void()>& prepare,
                              const std::function<void()>& run, bool flush_l2 = false);
 
+// When a piece side by side with others stops being timed: once every piece has `after_rounds`
+// samples, one whose fastest sample is slower than the lowest median among the pieces by more than
+// `margin` (a fraction) runs no more rounds. Its fastest run is then slower than the leader's typical
+// one, so more samples would not make it the fastest by RobustMs or by median; the time they would
+// take goes. after_rounds 0: every piece runs every round.
+struct Racing {
+  int after_rounds = 0;
+  double margin = 0.05;
+};
+
 // Several pieces of work timed side by side: each is warmed up `warmup` times, then `rounds` rounds
 // run each once in turn, so that drift in the machine's speed (clock changes, other load) falls on
-// all of them alike. Returns each piece's `rounds` samples in ms, in the order of `runs`. prepare(i)
-// runs before every run of piece i, outside the timed span.
+// all of them alike. Returns each piece's samples in ms, in the order of `runs`: `rounds` of them, or
+// fewer for a piece `racing` dropped. prepare(i) runs before every run of piece i, outside the timed
+// span.
 std::vector<std::vector<double>> TimeRunsSideBySide(c10::Device device, int warmup, int rounds,
                                                     const std::vector<std::function<void()>>& runs,
-                                                    const std::function<void(size_t)>& prepare = nullptr);
+                                                    const std::function<void(size_t)>& prepare = nullptr,
+                                                    Racing racing = {});
 
 // Mean of the fastest ceil(fraction * n) samples (at least one): robust to the slow outliers that
 // preemption and frequency changes add (the statistic of IOS's C++ port). fraction in (0, 1].

@@ -33,7 +33,8 @@ size_t FastestSchedule(const OpGraph& graph, const std::vector<ScheduleCandidate
   std::vector<std::function<void()>> runs;
   for (auto& executor : executors) runs.push_back([&run_inputs, e = executor.get()] { e->Run(std::move(run_inputs)); });
   const int warmup = options.cuda_graph ? std::max(options.warmup, 1) : options.warmup;  // a capture is no sample
-  const std::vector<std::vector<double>> samples = TimeRunsSideBySide(device, warmup, options.rounds, runs, prepare);
+  const std::vector<std::vector<double>> samples =
+      TimeRunsSideBySide(device, warmup, options.rounds, runs, prepare, Racing{options.race_after});
   size_t fastest = 0;
   std::vector<CandidateTiming> local;
   for (size_t i = 0; i < candidates.size(); ++i) {

@@ -26,6 +26,8 @@ struct FastestScheduleOptions {
   int warmup = 3;
   int rounds = 10;
   double fastest_fraction = 0.3;
+  // A candidate clearly slower after this many rounds runs no more (Racing); 0: all run every round.
+  int race_after = 3;
   bool cuda_graph = false;  // run each candidate the way the optimized module will (CUDA only)
 };
 

@@ -629,21 +629,33 @@ def _every_shape_package(decomposed: ExportedProgram, graph: Dict[str, Any], str
     return run_graph, torch.frombuffer(bytearray(package), dtype=torch.uint8)  # read on the CPU by the loader
 
 
+# Racing, as the C++ side times schedules (executor/run_timing.h): after this many rounds a callable whose
+# fastest run is slower than the lowest median by more than the margin runs no more rounds.
+_RACE_AFTER, _RACE_MARGIN = 3, 0.05
+
+
 def _time_callables(calls: Dict[str, Any], device: torch.device, rounds: int = 10) -> Dict[str, float]:
-    """Median ms of each callable, run in alternation (two warm-up runs each)."""
+    """Median ms of each callable, run in alternation (two warm-up runs each); one clearly slower after
+    _RACE_AFTER rounds stops (its median is then of fewer runs, and still the slower)."""
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
     samples: Dict[str, List[float]] = {name: [] for name in calls}
+    racing = set(calls)
     with torch.no_grad():
         for call in calls.values():
             call()
             call()
         sync()
-        for _ in range(rounds):
+        for r in range(rounds):
             for name, call in calls.items():
+                if name not in racing:
+                    continue
                 begin = time.perf_counter()
                 call()
                 sync()
                 samples[name].append((time.perf_counter() - begin) * 1e3)
+            if r + 1 >= _RACE_AFTER and len(racing) > 1:
+                lowest = min(statistics.median(samples[name]) for name in racing)
+                racing = {name for name in racing if min(samples[name]) <= lowest * (1 + _RACE_MARGIN)}
     return {name: statistics.median(s) for name, s in samples.items()}
 
 

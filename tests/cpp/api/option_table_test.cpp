@@ -61,9 +61,28 @@ TEST(OptimizeOptionsFromJson, SubstitutionsSwitchesTheSixRewritesOfTheGraph) {
 
 TEST(OptimizeOptionsFromJson, EveryKeyIsKnownAndTheTableHasNoDuplicates) {
   std::vector<std::string> keys = autograph::OptimizeOptionKeys();
-  EXPECT_EQ(keys.size(), 30u);
+  EXPECT_EQ(keys.size(), 31u);
   std::sort(keys.begin(), keys.end());
   EXPECT_EQ(std::adjacent_find(keys.begin(), keys.end()), keys.end());
+}
+
+TEST(OptimizeOptionsToJson, ListsWhatDiffersFromTheDefaultsAndReadsBack) {
+  EXPECT_EQ(autograph::OptimizeOptionsToJson(autograph::OptimizeOptions{}), json::object());
+  autograph::OptimizeOptions o;
+  o.search.method = "nimble";
+  o.search.verify = 1;
+  o.substitutions.fuse_attention = false;
+  o.plan_new_shapes = 3;
+  o.shapes = {{{1, 8}}};  // not among them: a plan made at call time is for the call's shapes
+  const json written = autograph::OptimizeOptionsToJson(o);
+  EXPECT_FALSE(written.contains("shapes"));
+  const autograph::OptimizeOptions read = autograph::OptimizeOptionsFromJson(written);
+  EXPECT_EQ(read.search.method, "nimble");
+  EXPECT_EQ(read.search.verify, 1);
+  EXPECT_FALSE(read.substitutions.fuse_attention);
+  EXPECT_TRUE(read.substitutions.merge_linears);
+  EXPECT_EQ(read.plan_new_shapes, 3);
+  EXPECT_EQ(autograph::OptimizeOptionsToJson(read), written);
 }
 
 TEST(OptimizeOptionsFromJson, UnknownKeysWrongTypesAndBadDevicesAreInputErrors) {
