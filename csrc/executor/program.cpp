@@ -136,7 +136,8 @@ bool Program::Fits(const std::vector<at::Tensor>& tensors, size_t plan) const {
 
 size_t Program::PlanOrPlanNew(const std::vector<c10::IValue>& arguments, const std::vector<at::Tensor>& tensors) const {
   size_t plan = PlanFor(tensors);
-  if (plan_new_shapes_ == 0 || Fits(tensors, plan) || tensors.size() != inputs_.size()) return plan;
+  // Past the limit no call waits for the planning lock.
+  if (planned_new_.load() >= plan_new_shapes_ || Fits(tensors, plan) || tensors.size() != inputs_.size()) return plan;
   std::vector<std::vector<int64_t>> shapes;
   for (size_t i = 0; i < tensors.size(); ++i) {
     // Only what the example's signature allows is planned; CheckInputTensors says what is wrong.
@@ -155,10 +156,12 @@ size_t Program::PlanOrPlanNew(const std::vector<c10::IValue>& arguments, const s
     });
     return plan;
   }
+  // Every attempt counts against the limit, one that finds no plan too: it took a run and a search.
+  ++planned_new_;
   std::optional<Schedule> schedule;
   try {
     schedule = planner(graph_, arguments, planning_options_);
-  } catch (const std::exception& e) {  // the call still runs, on the nearest plan; the note says why once
+  } catch (const std::exception& e) {  // the call still runs, on the nearest plan; said once per shape
     TORCH_WARN("autograph: planning input shape ", ShapeString(shapes[0]), " failed (", FirstLineOf(e),
                "); such calls run the nearest plan");
   }
@@ -169,7 +172,6 @@ size_t Program::PlanOrPlanNew(const std::vector<c10::IValue>& arguments, const s
   std::vector<InputSignature> signature;
   for (const at::Tensor& t : tensors) signature.push_back(InputSignature{t.sizes().vec(), t.scalar_type()});
   InsertPlan(std::move(signature), std::move(*schedule));
-  ++planned_new_;
   return num_plans() - 1;
 }
 

@@ -6,6 +6,7 @@
 #include <ATen/core/Tensor.h>
 #include <torch/custom_class.h>
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -79,7 +80,8 @@ class Program : public torch::CustomClassHolder {
   size_t num_plans() const;
   // Plans made at call time (OptimizeOptions::plan_new_shapes): a call whose tensors match no plan
   // exactly (same ranks and dtypes as the example's) has one made for them by the registered
-  // ShapePlanner, by `options` (OptimizeOptionsToJson text), up to `limit` in this process; the call
+  // ShapePlanner, by `options` (OptimizeOptionsToJson text), up to `limit` attempts in this process
+  // (one that finds no plan counts: it took a run and a search); the call
   // waits for it, and calls of those shapes on other threads wait too. Without a planner, beyond the
   // limit, or where the planner finds none (once per shape), the nearest plan runs. Saved with the
   // program, the plans made so far as well.
@@ -121,8 +123,8 @@ class Program : public torch::CustomClassHolder {
   mutable std::shared_mutex plans_mutex_;
   int plan_new_shapes_ = 0;
   std::string planning_options_;  // OptimizeOptionsToJson text
-  mutable std::mutex planning_mutex_;  // one plan made at a time; guards the two below
-  mutable int planned_new_ = 0;
+  mutable std::mutex planning_mutex_;  // one plan made at a time; guards unplannable_ and planned_new_'s increments
+  mutable std::atomic<int> planned_new_{0};  // attempts so far
   mutable std::set<std::vector<std::vector<int64_t>>> unplannable_;  // shapes the planner found no plan for
   mutable std::once_flag other_shape_note_;
   mutable std::once_flag planner_note_;

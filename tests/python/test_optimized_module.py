@@ -173,9 +173,12 @@ def test_measured_cost_runs_stages_and_caches_them_on_disk(cli, zoo, tmp_path):
     assert first["cost"].startswith("measured:cpu") and first["stages_measured"] > 0
     assert first["predicted_ms"] > 0 and first["measured_ms"] > 0 and cache.exists()
     assert first["search_seconds"] < 60 + 5  # the default time limit with measured costs (60 s) held
-    # The same model again: every stage comes from the disk cache, nothing is run but the verification.
+    # The same model again: every stage the first run measured comes from the disk cache. A first search
+    # cut short by its time limit (a loaded machine) leaves the second, quicker one stages to explore
+    # and measure; one that finished leaves none.
     second = optimize(cli, zoo / "squeezenet.pt", tmp_path / "b.pt", *args)
-    assert second["stages_measured"] == 0 and second["cost_cache_hits"] >= first["stages_measured"]
+    assert second["cost_cache_hits"] >= first["stages_measured"]
+    assert second["stages_measured"] == 0 or first["search_seconds"] > 55, (first, second)
     x = torch.randn(1, 3, 64, 64)
     autograph.load_library()
     with torch.no_grad():
