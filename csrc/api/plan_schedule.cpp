@@ -60,6 +60,8 @@ Schedule VerifyOnBoard(const OpGraph& graph, const std::vector<c10::IValue>& inp
   std::vector<ScheduleCandidate> candidates;
   std::map<std::string, size_t> index_of;  // schedule JSON -> candidate, so each runs once
   auto add = [&](std::string name, Schedule schedule, double predicted_ms) {
+    // Schedules that run the same operators in the same order on the same streams are timed once.
+    schedule = JoinOneGroupStages(schedule);
     const std::string key = ScheduleToJson(schedule).dump();
     auto it = index_of.find(key);
     if (it != index_of.end()) {

@@ -84,7 +84,9 @@ c10::IValue ConstantFromJson(const json& v, const std::string& where) {
   if (v.is_number_integer()) return v.get<int64_t>();
   if (v.is_number_float()) return v.get<double>();
   if (!v.is_object() || v.size() != 1) Malformed(where + ": unknown constant " + v.dump());
-  const auto& [tag, x] = *v.items().begin();
+  // Through v's own iterator: items() yields a proxy object, and a reference into it would dangle.
+  const std::string& tag = v.begin().key();
+  const json& x = v.begin().value();
   if (tag == "float") return FloatOf(x, where);
   if (tag == "str") {
     if (!x.is_string()) Malformed(where + ": a str constant that is not a string");

@@ -43,6 +43,22 @@ int KernelsLaunched(const OpGraph& graph, const Schedule& schedule) {
   return kernels;
 }
 
+Schedule JoinOneGroupStages(const Schedule& schedule) {
+  Schedule joined;
+  for (const Stage& stage : schedule.stages) {
+    const bool one_group = stage.strategy == StageStrategy::Concurrent && stage.groups.size() == 1;
+    if (one_group && !joined.stages.empty()) {
+      Stage& last = joined.stages.back();
+      if (last.strategy == StageStrategy::Concurrent && last.groups.size() == 1 && last.StreamOf(0) == stage.StreamOf(0)) {
+        last.groups[0].insert(last.groups[0].end(), stage.groups[0].begin(), stage.groups[0].end());
+        continue;
+      }
+    }
+    joined.stages.push_back(stage);
+  }
+  return joined;
+}
+
 namespace {
 
 const char* StrategyName(StageStrategy strategy) {

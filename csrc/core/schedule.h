@@ -21,6 +21,11 @@ class ScheduleError : public Error {
 // View), a Merge stage counting once. (What OptimizeReport::operators_after reports.)
 int KernelsLaunched(const OpGraph& graph, const Schedule& schedule);
 
+// `schedule` with each run of consecutive Concurrent stages of one group each, on one stream, joined
+// into one stage: it runs the same operators in the same order on the same stream (without the
+// boundaries between them), so on-board verification need not time both forms.
+Schedule JoinOneGroupStages(const Schedule& schedule);
+
 // {"version":1,"stages":[{"strategy":"concurrent","groups":[[0,1],[2]]}, ...]}
 nlohmann::json ScheduleToJson(const Schedule& schedule);
 

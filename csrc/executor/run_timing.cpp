@@ -107,9 +107,18 @@ std::vector<std::vector<double>> TimeRunsSideBySide(c10::Device device, int warm
     double lowest_median = std::numeric_limits<double>::infinity();
     for (size_t i = 0; i < runs.size(); ++i)
       if (racing_on[i]) lowest_median = std::min(lowest_median, PercentileMs(samples[i], 0.5));
-    for (size_t i = 0; i < runs.size(); ++i)
-      if (racing_on[i] && *std::min_element(samples[i].begin(), samples[i].end()) > lowest_median * (1 + racing.margin))
+    bool tied = true;
+    size_t left = 0;
+    for (size_t i = 0; i < runs.size(); ++i) {
+      if (!racing_on[i]) continue;
+      if (*std::min_element(samples[i].begin(), samples[i].end()) > lowest_median * (1 + racing.margin)) {
         racing_on[i] = false;
+        continue;
+      }
+      ++left;
+      tied = tied && PercentileMs(samples[i], 0.5) <= lowest_median * (1 + racing.tie);
+    }
+    if (tied || left == 1) break;  // ties, or the one left: more rounds would decide nothing
   }
   return samples;
 }

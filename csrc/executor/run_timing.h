@@ -25,10 +25,13 @@ std::vector<double> TimeRuns(c10::Device device, int warmup, int repeats, const 
 // samples, one whose fastest sample is slower than the lowest median among the pieces by more than
 // `margin` (a fraction) runs no more rounds. Its fastest run is then slower than the leader's typical
 // one, so more samples would not make it the fastest by RobustMs or by median; the time they would
-// take goes. after_rounds 0: every piece runs every round.
+// take goes. And when the medians of the pieces left are all within `tie` (a fraction) of the lowest,
+// the timing stops: more rounds would only choose among ties; so it does when one piece is left.
+// after_rounds 0: every piece runs every round.
 struct Racing {
   int after_rounds = 0;
   double margin = 0.05;
+  double tie = 0.01;
 };
 
 // Several pieces of work timed side by side: each is warmed up `warmup` times, then `rounds` rounds

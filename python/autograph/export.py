@@ -630,13 +630,15 @@ def _every_shape_package(decomposed: ExportedProgram, graph: Dict[str, Any], str
 
 
 # Racing, as the C++ side times schedules (executor/run_timing.h): after this many rounds a callable whose
-# fastest run is slower than the lowest median by more than the margin runs no more rounds.
-_RACE_AFTER, _RACE_MARGIN = 3, 0.05
+# fastest run is slower than the lowest median by more than the margin runs no more rounds, and the
+# timing stops when the medians left are all within the tie of the lowest.
+_RACE_AFTER, _RACE_MARGIN, _RACE_TIE = 3, 0.05, 0.01
 
 
 def _time_callables(calls: Dict[str, Any], device: torch.device, rounds: int = 10) -> Dict[str, float]:
     """Median ms of each callable, run in alternation (two warm-up runs each); one clearly slower after
-    _RACE_AFTER rounds stops (its median is then of fewer runs, and still the slower)."""
+    _RACE_AFTER rounds stops (its median is then of fewer runs, and still the slower), and all stop when
+    those left are tied."""
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
     samples: Dict[str, List[float]] = {name: [] for name in calls}
     racing = set(calls)
@@ -656,6 +658,9 @@ def _time_callables(calls: Dict[str, Any], device: torch.device, rounds: int = 1
             if r + 1 >= _RACE_AFTER and len(racing) > 1:
                 lowest = min(statistics.median(samples[name]) for name in racing)
                 racing = {name for name in racing if min(samples[name]) <= lowest * (1 + _RACE_MARGIN)}
+                if len(racing) == 1 or all(statistics.median(samples[name]) <= lowest * (1 + _RACE_TIE)
+                                           for name in racing):
+                    break
     return {name: statistics.median(s) for name, s in samples.items()}
 
 

@@ -95,6 +95,25 @@ TEST(ScheduleCounts, OpsGroupsAndWidestStage) {
   EXPECT_EQ(empty.max_groups(), 0);
 }
 
+TEST(JoinOneGroupStages, JoinsRunsOfOneGroupOnOneStreamOnly) {
+  // 0 | 1 | {2, 3} | 4 | 5 (stream 1) | merge {6}, {7} | 8 | 9
+  Schedule s = MakeSchedule({{{0}}, {{1}}, {{2}, {3}}, {{4}}, {{5}}, {{6}, {7}}, {{8}}, {{9}}});
+  s.stages[4].streams = {1};
+  s.stages[5].strategy = autograph::StageStrategy::Merge;
+  const Schedule joined = autograph::JoinOneGroupStages(s);
+  ASSERT_EQ(joined.stages.size(), 6u);
+  EXPECT_EQ(joined.stages[0].groups, (std::vector<std::vector<int>>{{0, 1}}));
+  EXPECT_EQ(joined.stages[1].groups.size(), 2u);  // side by side: as it was
+  EXPECT_EQ(joined.stages[2].groups, (std::vector<std::vector<int>>{{4}}));
+  EXPECT_EQ(joined.stages[3].groups, (std::vector<std::vector<int>>{{5}}));  // another stream
+  EXPECT_EQ(joined.stages[4].strategy, autograph::StageStrategy::Merge);
+  EXPECT_EQ(joined.stages[5].groups, (std::vector<std::vector<int>>{{8, 9}}));
+  EXPECT_EQ(autograph::JoinOneGroupStages(joined).stages.size(), 6u);
+  // A sequence of one-operator stages is the sequential schedule.
+  EXPECT_EQ(autograph::ScheduleToJson(autograph::JoinOneGroupStages(MakeSchedule({{{0}}, {{1}}, {{2}}}))),
+            autograph::ScheduleToJson(MakeSchedule({{{0, 1, 2}}})));
+}
+
 // --- ValidateSchedule: one hand-written violation per rule -----------------------------------------
 
 // Diamond 0 -> {1, 2} -> 3.

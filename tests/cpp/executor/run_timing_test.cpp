@@ -27,17 +27,32 @@ TEST(TimeRunsSideBySide, EveryPieceRunsEveryRoundWithoutRacing) {
   EXPECT_EQ(slow, 7);
 }
 
-TEST(TimeRunsSideBySide, RacingStopsRunningAClearlySlowerPiece) {
-  int fast = 0, same = 0, slow = 0;
-  const auto samples = autograph::TimeRunsSideBySide(c10::kCPU, 1, 10, {Sleeping(10, &fast), Sleeping(10, &same), Sleeping(40, &slow)},
-                                                     nullptr, autograph::Racing{3, 0.05});
-  EXPECT_EQ(samples[2].size(), 3u);  // its fastest run (40 ms) is far above the others' median (10 ms)
-  EXPECT_EQ(slow, 4);
-  // Two pieces of one speed both run to the end: neither's fastest run is 5% above the lowest median
-  // (a sleep overshoots by well under 0.5 ms).
-  EXPECT_EQ(samples[0].size(), 10u);
-  EXPECT_EQ(samples[1].size(), 10u);
-  EXPECT_EQ(fast + same, 22);
+TEST(TimeRunsSideBySide, RacingStopsRunningAClearlySlowerPieceAndThenTheOneLeft) {
+  int fast = 0, slow = 0;
+  const auto samples = autograph::TimeRunsSideBySide(c10::kCPU, 1, 10, {Sleeping(10, &fast), Sleeping(40, &slow)},
+                                                     nullptr, autograph::Racing{3});
+  // After three rounds the slow piece's fastest run (40 ms) is far above the other's median (10 ms);
+  // the one left decides nothing more.
+  EXPECT_EQ(samples[0].size(), 3u);
+  EXPECT_EQ(samples[1].size(), 3u);
+  EXPECT_EQ(slow, 4);  // with its warm-up run
+}
+
+TEST(TimeRunsSideBySide, RacingStopsAtTiesAndRunsOnWhenPiecesDiffer) {
+  int a = 0, b = 0;
+  auto tied = autograph::TimeRunsSideBySide(c10::kCPU, 0, 10, {Sleeping(20, &a), Sleeping(20, &b)}, nullptr,
+                                            autograph::Racing{3});
+  EXPECT_EQ(tied[0].size(), 3u);  // medians within 1% (a sleep overshoots by well under 0.2 ms)
+  EXPECT_EQ(tied[1].size(), 3u);
+  // 3% apart: not a tie, and not slower by the 5% that drops a piece: every round runs.
+  auto close = autograph::TimeRunsSideBySide(c10::kCPU, 0, 10,
+                                             {Sleeping(20, &a), [&b] {
+                                                ++b;
+                                                std::this_thread::sleep_for(std::chrono::microseconds(20600));
+                                              }},
+                                             nullptr, autograph::Racing{3});
+  EXPECT_EQ(close[0].size(), 10u);
+  EXPECT_EQ(close[1].size(), 10u);
 }
 
 }  // namespace
