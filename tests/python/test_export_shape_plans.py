@@ -15,29 +15,9 @@ import torch
 import autograph
 from autograph.export import _import, _plan
 from autograph.export_cli import describe
+from test_export_dynamic_shapes import TOL, TinyEncoder, _close  # the export path's shape tests share them
 
 ROOT = Path(__file__).resolve().parents[2]
-TOL = 1e-5
-
-
-def _close(got, want, tol=TOL):
-    assert got.shape == want.shape and got.dtype == want.dtype
-    assert (got - want).abs().max().item() <= tol * max(want.abs().max().item(), 1e-12)
-
-
-class TinyEncoder(torch.nn.Module):
-    """Token ids of any batch and length: attention, then a head over reshaped tokens."""
-
-    def __init__(self):
-        super().__init__()
-        self.emb = torch.nn.Embedding(100, 32)
-        self.enc = torch.nn.TransformerEncoderLayer(32, 4, 64, batch_first=True, dropout=0.0)
-        self.head = torch.nn.Linear(32, 3)
-
-    def forward(self, ids):
-        h = self.enc(self.emb(ids))
-        b, n, d = h.shape
-        return self.head(h.reshape(b * n, d)).reshape(b, n, 3).mean(1)
 
 
 class Scaled(torch.nn.Module):

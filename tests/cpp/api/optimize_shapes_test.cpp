@@ -92,12 +92,17 @@ TEST(OptimizeShapes, OtherTensorCountsOrRanksAreInputErrors) {
   }
 }
 
+// No shapes listed; up to `limit` planned at call time.
+autograph::OptimizeOptions PlanNewShapesOptions(int limit) {
+  autograph::OptimizeOptions options = BranchyOptions();
+  options.shapes = {};
+  options.plan_new_shapes = limit;
+  return options;
+}
+
 TEST(OptimizeShapes, NewShapesArePlannedAtTheirFirstCallUpToTheLimit) {
   torch::jit::Module original = BranchyModule();
-  auto options = BranchyOptions();
-  options.shapes = {};
-  options.plan_new_shapes = 2;
-  torch::jit::Module optimized = autograph::optimize(original, options);
+  torch::jit::Module optimized = autograph::optimize(original, PlanNewShapesOptions(2));
   auto program = ProgramOf(optimized);
   ASSERT_EQ(program->num_plans(), 1u);
   ExpectSameOutputs(optimized, original, 2, 16);  // the example's shape: its own plan
@@ -125,10 +130,7 @@ TEST(OptimizeShapes, NewShapesArePlannedAtTheirFirstCallUpToTheLimit) {
 
 TEST(OptimizeShapes, CallsFromManyThreadsPlanEachNewShapeOnce) {
   torch::jit::Module original = BranchyModule();
-  auto options = BranchyOptions();
-  options.shapes = {};
-  options.plan_new_shapes = 2;
-  torch::jit::Module optimized = autograph::optimize(original, options);
+  torch::jit::Module optimized = autograph::optimize(original, PlanNewShapesOptions(2));
   std::vector<std::thread> threads;
   std::atomic<int> wrong{0};
   for (int t = 0; t < 4; ++t) {
@@ -151,10 +153,7 @@ TEST(OptimizeShapes, CallsFromManyThreadsPlanEachNewShapeOnce) {
 
 TEST(OptimizeShapes, WithoutAPlannerNewShapesRunTheNearestPlan) {
   torch::jit::Module original = BranchyModule();
-  auto options = BranchyOptions();
-  options.shapes = {};
-  options.plan_new_shapes = 4;
-  torch::jit::Module optimized = autograph::optimize(original, options);
+  torch::jit::Module optimized = autograph::optimize(original, PlanNewShapesOptions(4));
   // What a process that loaded the runtime library alone sees; the planner is back afterwards.
   struct Restore {
     ~Restore() { autograph::SetShapePlanner(&autograph::PlanNewShape); }
