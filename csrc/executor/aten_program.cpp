@@ -95,6 +95,10 @@ void AtenProgram::SetOtherShapes(std::shared_ptr<const AtenGraph> graph, std::ve
       throw Error("corrupted program: output " + std::to_string(o) + " of the plan is " + ShapeAndType(planned.meta) +
                   ", of the graph for other shapes at the planned shape " + ShapeAndType(mine.meta));
     other->restride.push_back(planned.stride != mine.stride);
+    std::vector<int64_t> order(mine.stride.size());
+    for (size_t d = 0; d < order.size(); ++d) order[d] = static_cast<int64_t>(d);
+    std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return mine.stride[a] > mine.stride[b]; });
+    other->stride_order.push_back(std::move(order));
   }
   other->graph = std::move(graph);
   other->positions = std::move(positions);
@@ -222,12 +226,9 @@ const AtenProgram::ShapePlan* AtenProgram::ShapePlanFor(const std::vector<at::Te
 }
 
 at::Tensor AtenProgram::Restrided(at::Tensor t, size_t o) const {
-  const AtenValueInfo& info = other_shapes_->graph->values[other_shapes_->graph->outputs[o]];
+  const std::vector<int64_t>& order = other_shapes_->stride_order[o];
   const int64_t rank = t.dim();
-  if (static_cast<int64_t>(info.stride.size()) != rank) return t;
-  std::vector<int64_t> order(rank);  // outermost first: the graph's largest stride first
-  for (int64_t d = 0; d < rank; ++d) order[d] = d;
-  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return info.stride[a] > info.stride[b]; });
+  if (static_cast<int64_t>(order.size()) != rank) return t;
   std::vector<int64_t> strides(rank);
   int64_t next = 1;
   for (int64_t i = rank - 1; i >= 0; --i) {

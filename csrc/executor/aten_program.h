@@ -82,6 +82,8 @@ class AtenProgram {
     std::vector<int> run_positions;
     std::unique_ptr<CompiledGraph> compiled;     // of run_graph, else of graph
     std::vector<bool> restride;  // per output: the plan returns other strides than the graph
+    // Per output: its dims outermost first, by the graph's strides (what a shape plan's outputs follow).
+    std::vector<std::vector<int64_t>> stride_order;
     std::string source;          // the JSON it came from, written back as it was (the fake kernel reads it)
   };
   void SetOtherShapes(std::shared_ptr<const AtenGraph> graph, std::vector<int> positions,
@@ -95,7 +97,7 @@ class AtenProgram {
   void AddShapePlan(std::shared_ptr<const AtenProgram> plan, std::vector<int> positions, std::string source);
   // The plan made for exactly these inputs' shapes, or nullptr.
   const ShapePlan* ShapePlanFor(const std::vector<at::Tensor>& inputs) const;
-  // `t` with the strides the graph for other shapes gives output `o` (dense, in its order of strides).
+  // `t` with the strides the graph for other shapes gives output `o` (dense, in its stride_order).
   at::Tensor Restrided(at::Tensor t, size_t o) const;
 
   OpGraph graph_;

@@ -444,12 +444,9 @@ def _larger_shape(ep: ExportedProgram, tensors: List[torch.Tensor], factor: int 
     dim `factor` times the example's, within its range (a package that wins at the example can lose at
     larger sizes); [] when that is the example's shape or a size is not a plain symbol's."""
     import sympy
-    from torch.utils._sympy.numbers import int_oo
-    sizes = _symbol_sizes(ep, tensors)
     larger = {}
-    for symbol, value in sizes.items():
-        bounds = ep.range_constraints.get(symbol)
-        upper = None if bounds is None or bounds.upper in (int_oo, sympy.oo) else int(bounds.upper)
+    for symbol, value in _symbol_sizes(ep, tensors).items():
+        upper = _upper_bound(ep, symbol)
         larger[symbol] = value * factor if upper is None else min(upper, value * factor)
     shape = []
     for node, tensor in zip(_user_inputs(ep), tensors):
@@ -474,9 +471,6 @@ def _with_plans_for_shapes(ep: ExportedProgram, program: str, weights: List[torc
     plans read that the program does not pass yet are appended to `extra`. Returns the program and the
     report's lines, one per shape."""
     num_inputs = len(tensors)
-    index_of = {_storage_key(w): i for i, w in enumerate(weights)}
-    for j, w in enumerate(extra):
-        index_of.setdefault(_storage_key(w), len(weights) + num_inputs + j)
     user_positions = [len(weights) + i for i in range(num_inputs)]
     module = ep.module()
     lines: List[Dict[str, Any]] = []
@@ -503,13 +497,7 @@ def _with_plans_for_shapes(ep: ExportedProgram, program: str, weights: List[torc
         if report.pop("inductor"):
             plan, plan_weights, report = _with_inductor_parts(decomposed, graph, imported, plan, plan_weights, resized,
                                                               settings, report, measure)
-        positions = []
-        for w in plan_weights:
-            key = _storage_key(w)
-            if key not in index_of:
-                index_of[key] = len(weights) + num_inputs + len(extra)
-                extra.append(w)
-            positions.append(index_of[key])
+        positions = _passed_positions(plan_weights, weights, num_inputs, extra)
         try:
             program = torch.ops.autograph.with_plan_for_shape(program, plan, positions + user_positions)
         except (RuntimeError, ValueError) as e:
@@ -546,17 +534,8 @@ def _with_graph_for_other_shapes(ep: ExportedProgram, program: str, weights: Lis
         except (RuntimeError, ValueError) as e:
             raise translate(e) from None
         return program, [package], summary
-    index_of = {_storage_key(w): i for i, w in enumerate(weights)}
-    positions, extra = [], []
-    for w in graph_weights:
-        w = _to_device(w, target, moved)
-        key = _storage_key(w)
-        if key in index_of:
-            positions.append(index_of[key])
-        else:
-            positions.append(len(weights) + num_inputs + len(extra))
-            extra.append(w)
-            index_of[key] = positions[-1]  # a weight read twice is passed once
+    extra: List[torch.Tensor] = []
+    positions = _passed_positions([_to_device(w, target, moved) for w in graph_weights], weights, num_inputs, extra)
     positions += user_positions
     try:
         program = torch.ops.autograph.with_graph_for_other_shapes(program, json.dumps(graph), positions)
@@ -668,11 +647,36 @@ def _storage_key(t: torch.Tensor):
     return (t.data_ptr() if t.numel() else id(t), tuple(t.shape), tuple(t.stride()), t.dtype, str(t.device))
 
 
+def _passed_positions(needed: Sequence[torch.Tensor], weights: List[torch.Tensor], num_inputs: int,
+                      extra: List[torch.Tensor]) -> List[int]:
+    """Where each of `needed` is among the tensors ExecuteProgram passes (`weights`, the user's
+    `num_inputs` tensors, then `extra`): a tensor passed already is found by storage, any other is
+    appended to `extra` (once, however often it is needed)."""
+    index_of = {_storage_key(w): i for i, w in enumerate(weights)}
+    for j, w in enumerate(extra):
+        index_of.setdefault(_storage_key(w), len(weights) + num_inputs + j)
+    positions = []
+    for w in needed:
+        key = _storage_key(w)
+        if key not in index_of:
+            index_of[key] = len(weights) + num_inputs + len(extra)
+            extra.append(w)
+        positions.append(index_of[key])
+    return positions
+
+
+def _upper_bound(ep: ExportedProgram, symbol) -> Optional[int]:
+    """The largest value `ep`'s range constraints allow a size symbol, or None when unbounded."""
+    import sympy
+    from torch.utils._sympy.numbers import int_oo
+    bounds = ep.range_constraints.get(symbol)
+    return None if bounds is None or bounds.upper in (int_oo, sympy.oo) else int(bounds.upper)
+
+
 def _dynamic_shapes_of(ep: ExportedProgram, module, args, kwargs):
     """The optimized program's dynamic_shapes: each user input's symbolic dims as `ep` has them (one
     torch.export.Dim per symbol, with its range)."""
     import sympy
-    from torch.utils._sympy.numbers import int_oo
     dims: Dict[Any, Any] = {}
     collection = torch.export.ShapesCollection()
     for node, tensor in zip(_user_inputs(ep), pytree.tree_leaves((tuple(args), dict(kwargs)))):
@@ -687,8 +691,7 @@ def _dynamic_shapes_of(ep: ExportedProgram, module, args, kwargs):
             if expr not in dims:
                 bounds = ep.range_constraints.get(expr)
                 lower = int(bounds.lower) if bounds is not None else 0
-                upper = None if bounds is None or bounds.upper in (int_oo, sympy.oo) else int(bounds.upper)
-                dims[expr] = torch.export.Dim(str(expr), min=lower, max=upper)
+                dims[expr] = torch.export.Dim(str(expr), min=lower, max=_upper_bound(ep, expr))
             spec[k] = dims[expr]
         if spec:
             collection[tensor] = spec
