@@ -58,11 +58,12 @@ double SearchTimeLimit(const OptimizeOptions& options, const CostModel& cost) {
 Schedule VerifyOnBoard(const OpGraph& graph, const std::vector<c10::IValue>& inputs, CostModel& cost,
                        const OptimizeOptions& options, std::vector<RankedSchedule> ranked, OptimizeReport* report) {
   std::vector<ScheduleCandidate> candidates;
-  std::map<std::string, size_t> index_of;  // schedule JSON -> candidate, so each runs once
+  std::map<std::string, size_t> index_of;  // TimingKey -> candidate, so each runs once
   auto add = [&](std::string name, Schedule schedule, double predicted_ms) {
-    // Schedules that run the same operators in the same order on the same streams are timed once.
+    // Schedules that run alike (the same operators on one stream, or the same stages) are timed once,
+    // as the first of them (the search's best comes first).
+    const std::string key = TimingKey(schedule);
     schedule = JoinOneGroupStages(schedule);
-    const std::string key = ScheduleToJson(schedule).dump();
     auto it = index_of.find(key);
     if (it != index_of.end()) {
       candidates[it->second].name += " = " + name;

@@ -59,6 +59,17 @@ Schedule JoinOneGroupStages(const Schedule& schedule) {
   return joined;
 }
 
+std::string TimingKey(const Schedule& schedule) {
+  Schedule joined = JoinOneGroupStages(schedule);
+  if (joined.stages.size() == 1 && joined.stages[0].strategy == StageStrategy::Concurrent &&
+      joined.stages[0].groups.size() == 1) {
+    std::vector<int> ops = joined.stages[0].groups[0];
+    std::sort(ops.begin(), ops.end());
+    return "one stream " + std::to_string(joined.stages[0].StreamOf(0)) + ": " + nlohmann::json(ops).dump();
+  }
+  return ScheduleToJson(joined).dump();
+}
+
 namespace {
 
 const char* StrategyName(StageStrategy strategy) {

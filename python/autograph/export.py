@@ -356,12 +356,8 @@ def optimize_exported(ep: ExportedProgram, *, method: str, device: Optional[str]
     weights = [_to_device(w, target, moved) for w in weights]
     tensors = [t.to(target) for t in tensors]
     settings = dict(options, method=method, device=str(target))
-    program, report = _plan(graph, weights + tensors, settings)
-    measure = report.pop("check_rewrites")
-    compile_parts = report.pop("inductor")
-    if compile_parts:
-        program, weights, report = _with_inductor_parts(decomposed, graph, imported, program, weights, tensors,
-                                                        settings, report, measure)
+    program, weights, report, measure, compile_parts = _plan_and_compile(decomposed, graph, imported, weights,
+                                                                         tensors, settings)
     extra: List[torch.Tensor] = []
     if dynamic:
         structured = pytree.tree_unflatten(tensors, in_spec)
@@ -492,11 +488,8 @@ def _with_plans_for_shapes(ep: ExportedProgram, program: str, weights: List[torc
         decomposed = specialized.run_decompositions({})
         graph, plan_weights, imported = _import(decomposed)
         plan_weights = [_to_device(w, target, moved) for w in plan_weights]
-        plan, report = _plan(graph, plan_weights + resized, settings)
-        measure = report.pop("check_rewrites")
-        if report.pop("inductor"):
-            plan, plan_weights, report = _with_inductor_parts(decomposed, graph, imported, plan, plan_weights, resized,
-                                                              settings, report, measure)
+        plan, plan_weights, report, _, _ = _plan_and_compile(decomposed, graph, imported, plan_weights, resized,
+                                                             settings)
         positions = _passed_positions(plan_weights, weights, num_inputs, extra)
         try:
             program = torch.ops.autograph.with_plan_for_shape(program, plan, positions + user_positions)
@@ -706,14 +699,50 @@ def _plan(graph: Dict[str, Any], tensors: List[torch.Tensor], settings: Dict[str
     return program, json.loads(report)
 
 
-def _with_inductor_parts(decomposed: ExportedProgram, graph: Dict[str, Any], imported: "_Imported", program: str,
+def _plan_and_compile(decomposed: ExportedProgram, graph: Dict[str, Any], imported: "_Imported",
+                      weights: List[torch.Tensor], tensors: List[torch.Tensor], settings: Dict[str, Any]):
+    """The plan of `graph` and, with option `inductor`, its Inductor candidates (_with_inductor_parts),
+    the whole graph's compile started before the search so that the two run side by side.
+    Returns the program, its weights, the report, whether rewrites are measured and whether Inductor
+    parts were wanted."""
+    from . import inductor_parts as parts_module
+    from .settings import Settings
+    builder = None
+    if settings.get("inductor", Settings.inductor):
+        device = torch.device(settings["device"])
+        builder = parts_module.PartBuilder(decomposed, graph, imported.value_of, imported.weights, device,
+                                           progress=_progress)
+        if _compiles_beside_search(device):
+            builder.compile_in_background(parts_module.every_node(graph), "whole part 1/1")
+    try:
+        program, report = _plan(graph, weights + tensors, settings)
+        measure = report.pop("check_rewrites")
+        compile_parts = report.pop("inductor")
+        if compile_parts:
+            program, weights, report = _with_inductor_parts(builder, graph, program, weights, tensors, settings,
+                                                            report, measure)
+    finally:
+        if builder is not None:
+            builder.close()
+    return program, weights, report, measure, compile_parts
+
+
+def _compiles_beside_search(device: torch.device) -> bool:
+    """Whether the whole graph's Inductor compile runs on a thread beside the search: when the search
+    times its candidates on a GPU, which the compile (a CPU's work) leaves alone. A CPU's search times
+    them on every core: on the 2-core VM, one core kept busy beside it made resnet50's plan take 13-17 s
+    instead of 0.9 s (its timing threads wait on each other), so on CPU the two run one after the other."""
+    return device.type == "cuda"
+
+
+def _with_inductor_parts(builder, graph: Dict[str, Any], program: str,
                          weights: List[torch.Tensor], tensors: List[torch.Tensor], settings: Dict[str, Any],
                          report: Dict[str, Any], measure: bool) -> Tuple[str, List[torch.Tensor], Dict[str, Any]]:
     """The plan with parts compiled by Inductor (inductor_parts.py) where a candidate measures faster
     than the plan on ATen's kernels (`measure`; else the finest candidate is kept unmeasured); the
     report's "inductor" entry says what was compiled, timed and kept."""
     start = time.perf_counter()
-    candidates, errors, cached = inductor_candidates(decomposed, graph, imported, program, weights, tensors, settings)
+    candidates, errors, cached = inductor_candidates(builder, graph, program, weights, tensors, settings)
     summary: Dict[str, Any] = {"compile_s": round(time.perf_counter() - start, 3), "cached_parts": cached,
                                "errors": errors,
                                "candidates": {name: {"parts": parts} for name, (_, _, _, parts) in candidates.items()}}
@@ -751,7 +780,7 @@ def _progress(message: str) -> None:
         _log.info("autograph: %s", message)
 
 
-def inductor_candidates(decomposed: ExportedProgram, graph: Dict[str, Any], imported: "_Imported", program: str,
+def inductor_candidates(builder, graph: Dict[str, Any], program: str,
                         weights: List[torch.Tensor], tensors: List[torch.Tensor], settings: Dict[str, Any]):
     """The programs with parts compiled by Inductor: "whole" (the graph as one part), "plan" (its parts)
     when the plan in `program` runs groups side by side, and "whole_unfrozen" (no freezing) when a weight
@@ -761,8 +790,6 @@ def inductor_candidates(decomposed: ExportedProgram, graph: Dict[str, Any], impo
     from . import inductor_parts as parts_module
     device = torch.device(settings["device"])
     body = json.loads(program[program.index("\n") + 1:])
-    builder = parts_module.PartBuilder(decomposed, graph, imported.value_of, imported.weights, device,
-                                       progress=_progress)
     cuts = {"whole": parts_module.whole_graph_part(body)}
     plan_parts = builder.closed(parts_module.parts_of_plan(body))
     if 1 < len(plan_parts) <= parts_module.MAX_PARTS:

@@ -14,6 +14,7 @@ whole graph is compiled without freezing too (freezing packs a weight once per u
 by side on the device, and the fastest is kept (never slower). Packages are cached on disk, keyed by
 the part's graph, its weights, the device, the Inductor settings and the torch version.
 """
+import concurrent.futures
 import hashlib
 import json
 import operator
@@ -61,6 +62,11 @@ def whole_graph_part(body: Dict[str, Any]) -> List[List[int]]:
              for op in group for n in body["operators"][op]["nodes"]]]
 
 
+def every_node(graph: Dict[str, Any]) -> List[int]:
+    """The whole graph as one part, known before any plan."""
+    return list(range(len(graph["nodes"])))
+
+
 def shares_weights(graph: Dict[str, Any], body: Dict[str, Any]) -> bool:
     """Whether a weight feeds several compute-bound operators (an unrolled RNN's steps): Inductor's
     freezing packs a weight once per use, so such graphs are also compiled without it."""
@@ -97,6 +103,31 @@ class PartBuilder:
         self.fx_nodes = {n.name: n for n in ep.graph.nodes}
         self.progress = progress or (lambda message: None)
         self.cached = 0  # parts found in the disk cache
+        # Parts compiling on a background thread (compile_in_background), by node set and freezing.
+        self._pending: Dict[Tuple[frozenset, bool], concurrent.futures.Future] = {}
+        self._thread: Optional[concurrent.futures.ThreadPoolExecutor] = None
+
+    def compile_in_background(self, part: Sequence[int], label: str, freezing: bool = True) -> None:
+        """Starts compiling `part` on a background thread; a later `compile` of the same nodes waits
+        for it. The search's C++ releases the GIL, as do Inductor's compiler runs, so a part known
+        before planning (the whole graph) compiles while the search runs."""
+        if self._thread is None:
+            self._thread = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="autograph-inductor")
+        key = self._pending_key(part, freezing)
+        if key not in self._pending:
+            self._pending[key] = self._thread.submit(self._compile_now, list(part), label, freezing)
+
+    def _pending_key(self, part: Sequence[int], freezing: bool) -> Tuple[frozenset, bool]:
+        # A part's getitems come with their operator whether listed or not (module_of): the same module.
+        nodes = self.graph["nodes"]
+        return frozenset(i for i in part if nodes[i]["op"] != "getitem"), freezing
+
+    def close(self) -> None:
+        """Waits for background compiles (their errors are dropped: a candidate that needs one raised
+        it from `compile`) and stops the thread."""
+        if self._thread is not None:
+            self._thread.shutdown(wait=True)
+            self._thread = None
 
     def closed(self, parts: List[List[int]]) -> List[List[int]]:
         """`parts` with each list a part's operator returns (split, unbind) read element by element
@@ -174,7 +205,14 @@ class PartBuilder:
         return w.dtype == torch.float32 and w.dim() == 2 and not node.kwargs
 
     def compile(self, part: Sequence[int], label: str, freezing: bool = True) -> Tuple[bytes, List[int], List[int]]:
-        """The part's AOTInductor package (from the disk cache when there) and its input / output ids."""
+        """The part's AOTInductor package (from the disk cache when there, or from the background
+        compile of the same nodes) and its input / output ids."""
+        pending = self._pending.get(self._pending_key(part, freezing))
+        if pending is not None:
+            return pending.result()
+        return self._compile_now(part, label, freezing)
+
+    def _compile_now(self, part: Sequence[int], label: str, freezing: bool) -> Tuple[bytes, List[int], List[int]]:
         gm, input_ids, output_ids = self.module_of(part)
         examples = tuple(_example(self.graph["values"][v], self.device) for v in input_ids)
         configs = dict(_INDUCTOR_CONFIGS, freezing=freezing)

@@ -9,6 +9,7 @@ wiring (a part reading the wrong value, a swapped output) moves outputs by order
 import json
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -96,10 +97,10 @@ def test_a_list_return_is_read_inside_its_part_and_view_only_parts_go(block):
 
 def test_every_candidate_program_matches_eager(block):
     _, x, want, ep = block
-    decomposed, graph, weights, imported, _ = _builder(ep)
+    decomposed, graph, weights, imported, builder = _builder(ep)
     settings = {"method": "nimble", "device": "cpu"}
     program, report = export_module._plan(graph, weights + [x], settings)
-    built, errors, _ = export_module.inductor_candidates(decomposed, graph, imported, program, weights, [x], settings)
+    built, errors, _ = export_module.inductor_candidates(builder, graph, program, weights, [x], settings)
     assert not errors and set(built) == {"whole", "plan"}
     assert built["whole"][3] == 1 and built["plan"][3] >= 3  # the three branches are parts of their own
     for name, (text, kept_weights, rewritten_report, parts) in built.items():
@@ -149,13 +150,33 @@ def test_the_fastest_candidate_is_kept_and_every_one_is_reported(block):
     _close(optimized.module()(x), want)
 
 
+def test_the_whole_graph_compiled_before_planning_is_the_whole_candidate(block, monkeypatch):
+    """Where the search times on a GPU, optimize starts the whole graph's compile before the search; the
+    "whole" candidate (the plan's operators, getitems listed) is that compile, not a second one. (On
+    CPU here, with the rule that picks the GPU case patched.)"""
+    _, x, want, ep = block
+    monkeypatch.setattr(export_module, "_compiles_beside_search", lambda device: True)
+    compiled = []
+    original = inductor_parts.PartBuilder._compile_now
+
+    def counting(self, part, label, freezing):
+        compiled.append((len(part), label, threading.current_thread() is threading.main_thread()))
+        return original(self, part, label, freezing)
+
+    monkeypatch.setattr(inductor_parts.PartBuilder, "_compile_now", counting)
+    optimized, report = autograph.optimize(ep, method="sequential")
+    assert "whole" in report["inductor"]["candidates"] and not report["inductor"]["errors"]
+    assert len(compiled) == 1 and compiled[0][1] == "whole part 1/1" and not compiled[0][2]
+    _close(optimized.module()(x), want)
+
+
 def test_a_candidate_whose_outputs_differ_is_never_kept(block, monkeypatch):
     """A candidate is kept only with the plan's outputs, however fast: here a "whole" candidate that is
     the plan itself on doubled weights (wrong by order 1) is dropped and reported."""
     import autograph.export as export_module
     _, x, want, ep = block
 
-    def wrong_candidates(decomposed, graph, imported, program, weights, tensors, settings):
+    def wrong_candidates(builder, graph, program, weights, tensors, settings):
         return {"whole": (program, [w * 2 for w in weights], {}, 1)}, {}, 0
 
     monkeypatch.setattr(export_module, "inductor_candidates", wrong_candidates)
@@ -203,12 +224,12 @@ def test_a_weight_shared_by_several_operators_is_also_compiled_unfrozen():
     model, x = Unrolled().eval(), torch.randn(2, 4, 8)
     with torch.no_grad():
         want = model(x)
-    decomposed, graph, weights, imported, _ = _builder(torch.export.export(model, (x,)))
+    decomposed, graph, weights, imported, builder = _builder(torch.export.export(model, (x,)))
     settings = {"method": "sequential", "device": "cpu"}
     program, _ = export_module._plan(graph, weights + [x], settings)
     body = json.loads(program[program.index("\n") + 1:])
     assert inductor_parts.shares_weights(graph, body)
-    built, errors, _ = export_module.inductor_candidates(decomposed, graph, imported, program, weights, [x], settings)
+    built, errors, _ = export_module.inductor_candidates(builder, graph, program, weights, [x], settings)
     assert not errors and set(built) == {"whole", "whole_unfrozen"}
     for name, (text, kept_weights, _, _) in built.items():
         (got,) = torch.ops.autograph.execute(kept_weights + [x], text)

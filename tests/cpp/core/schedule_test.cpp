@@ -114,6 +114,23 @@ TEST(JoinOneGroupStages, JoinsRunsOfOneGroupOnOneStreamOnly) {
             autograph::ScheduleToJson(MakeSchedule({{{0, 1, 2}}})));
 }
 
+TEST(TimingKey, OrdersOfOneStreamAreOneKeyAndEverythingElseKeepsItsShape) {
+  using autograph::TimingKey;
+  // One stream: the order of its operators does not matter, the operators and the stream do.
+  EXPECT_EQ(TimingKey(MakeSchedule({{{0, 1, 2}}})), TimingKey(MakeSchedule({{{0}}, {{2}}, {{1}}})));
+  EXPECT_NE(TimingKey(MakeSchedule({{{0, 1, 2}}})), TimingKey(MakeSchedule({{{0, 1}}})));
+  Schedule other_stream = MakeSchedule({{{0, 1, 2}}});
+  other_stream.stages[0].streams = {1};
+  EXPECT_NE(TimingKey(MakeSchedule({{{0, 1, 2}}})), TimingKey(other_stream));
+  // Side by side, or merged: the schedule itself, order included.
+  EXPECT_NE(TimingKey(MakeSchedule({{{0}}, {{1}, {2}}})), TimingKey(MakeSchedule({{{0}}, {{2}, {1}}})));
+  EXPECT_EQ(TimingKey(MakeSchedule({{{0}}, {{1}, {2}}})), TimingKey(MakeSchedule({{{0}}, {{1}, {2}}})));
+  Schedule merged = MakeSchedule({{{0}}, {{1}, {2}}});
+  merged.stages[1].strategy = autograph::StageStrategy::Merge;
+  EXPECT_NE(TimingKey(merged), TimingKey(MakeSchedule({{{0}}, {{1}, {2}}})));
+  EXPECT_NE(TimingKey(merged), TimingKey(MakeSchedule({{{0, 1, 2}}})));
+}
+
 // --- ValidateSchedule: one hand-written violation per rule -----------------------------------------
 
 // Diamond 0 -> {1, 2} -> 3.
