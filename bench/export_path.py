@@ -4,8 +4,9 @@
     python bench/export_path.py [--models a,b] [--repeats N] [--out DIR] [--method autograph]
 
 For each zoo model (models/registry.py): the eval-mode module, exported with torch.export (strict=False)
-and traced for TorchScript; both optimized by autograph with the same method; torch.compile (Inductor,
-default settings; --no-compile skips it) as the rival a user would pick; outputs of all compared
+and traced for TorchScript; both optimized by autograph with the same method (the export path also with
+option inductor off); torch.compile (Inductor, default settings and with freezing; --no-compile skips
+them and AOTInductor alone) as the rivals a user would pick; outputs of all compared
 with eager (relative to the output's scale); the optimized models, torch.compile and eager timed in alternation
 (warm-up, then `repeats` rounds, each method once per round) on this machine's CPU. Writes
 DIR/results.csv and DIR/README.md (a table with medians, p10/p90, the ratio export / TorchScript and
@@ -114,6 +115,43 @@ def export_run(model, inputs, want, args, row):
     return lambda: run_export(*inputs)
 
 
+def export_aten_run(model, inputs, want, args, row):
+    """The export path with option inductor off (ATen's kernels, as the TorchScript path runs them):
+    its optimize time is the like-for-like one against the TorchScript path's."""
+    try:
+        start = time.perf_counter()
+        ep = torch.export.export(model, inputs, strict=False)
+        exported, _ = autograph.optimize(ep, method=args.method, inductor=False)
+        row["export_aten_optimize_s"] = time.perf_counter() - start
+        run = exported.module()
+        with torch.no_grad():
+            row["export_aten_rel_err"] = rel_err(run(*inputs), want)
+    except Exception as e:  # noqa: BLE001 - a row says what failed
+        row["export_aten_error"] = str(e).splitlines()[0][:200]
+        return {}
+    return {"export_aten": lambda: run(*inputs)}
+
+
+def aoti_run(model, inputs, want, row):
+    """AOTInductor alone, as a user deploying to C++ without autograph would use it: torch.export, then
+    aoti_compile_and_package with freezing, then the package loaded; export + compile + load is its
+    compile time."""
+    try:
+        fresh_compile_caches()
+        start = time.perf_counter()
+        ep = torch.export.export(model, inputs, strict=False)
+        path = torch._inductor.aoti_compile_and_package(ep, package_path=tempfile.mkdtemp(prefix="aoti-") + "/m.pt2",
+                                                        inductor_configs={"freezing": True})
+        loaded = torch._inductor.aoti_load_package(path)
+        row["aoti_s"] = time.perf_counter() - start
+        with torch.no_grad():
+            row["aoti_rel_err"] = rel_err(loaded(*inputs), want)
+    except Exception as e:  # noqa: BLE001 - a row says what failed
+        row["aoti_error"] = str(e).splitlines()[0][:200]
+        return {}
+    return {"aoti": lambda: loaded(*inputs)}
+
+
 def compile_runs(model, inputs, want, device, row):
     """torch.compile, default and with freezing (CUDA: max-autotune, what a GPU user tries for speed);
     the first call compiles and is timed as compile time."""
@@ -157,6 +195,8 @@ def ratios(row) -> None:
     rival_ms = [row[f"{r}_median_ms"] for r in ("onnxruntime", "openvino") if f"{r}_median_ms" in row]
     if rival_ms:
         row["export_over_best_rival"] = min(rival_ms) / row["export_median_ms"]
+    if "aoti_median_ms" in row:
+        row["export_over_aoti"] = row["aoti_median_ms"] / row["export_median_ms"]
 
 
 def measure(name: str, args, device, sync):
@@ -175,8 +215,10 @@ def measure(name: str, args, device, sync):
     with torch.no_grad():
         row["torchscript_rel_err"] = rel_err(scripted(*inputs), want)
     runs = {"eager": lambda: model(*inputs), "torchscript": lambda: scripted(*inputs)}
+    runs.update(export_aten_run(model, inputs, want, args, row))
     if not args.no_compile:
         runs.update(compile_runs(model, inputs, want, device, row))
+        runs.update(aoti_run(model, inputs, want, row))
     if not args.no_rivals and device.type == "cpu":  # (ONNX Runtime's CUDA provider: not installed here)
         runs.update(rival_runs(model, inputs, want, row))
     if run_export is not None:
@@ -276,6 +318,30 @@ def write(args, rows) -> None:
         lines += ["", f"Geometric means of the speedups: export vs TorchScript path {geo['export_over_torchscript']:.2f}×, "
                       f"vs torch.compile (freezing) {geo['export_over_compile_freezing']:.2f}×, vs the best of ONNX Runtime "
                       f"and OpenVINO {geo['export_over_best_rival']:.2f}×."]
+    lines += ["", "Optimize (compile) time in seconds, from the nn.Module: the TorchScript path (trace + optimize); the "
+              "export path with option inductor off (ATen's kernels: the like-for-like one against the TorchScript "
+              "path) and as it runs by default (Inductor parts); torch.compile default and with freezing (the first "
+              "call); AOTInductor alone (torch.export + aoti_compile_and_package with freezing + load: what "
+              "deploying to C++ without autograph costs). Median ms of the ATen-kernel export path and of "
+              "AOTInductor alone, from the same alternated run.", "",
+              "| model | TS path | export (ATen) | export | compile | compile (freezing) | AOTInductor | "
+              "export (ATen) ÷ TS | export ÷ compile (freezing) | export ÷ AOTInductor | ms: export (ATen) / "
+              "AOTInductor / export |",
+              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        def seconds(k):
+            return f"{r[k]:.1f}" if k in r else "—"
+
+        def ratio(a, b):
+            return f"{r[a] / r[b]:.2f}×" if a in r and b in r else "—"
+
+        def ms(m):
+            return f"{r[m + '_median_ms']:.1f}" if m + "_median_ms" in r else "—"
+        lines.append(f"| {r['model']} | {seconds('torchscript_optimize_s')} | {seconds('export_aten_optimize_s')} | "
+                     f"{seconds('export_optimize_s')} | {seconds('compile_s')} | {seconds('compile_freezing_s')} | "
+                     f"{seconds('aoti_s')} | {ratio('export_aten_optimize_s', 'torchscript_optimize_s')} | "
+                     f"{ratio('export_optimize_s', 'compile_freezing_s')} | {ratio('export_optimize_s', 'aoti_s')} | "
+                     f"{ms('export_aten')} / {ms('aoti')} / {ms('export')} |")
     (args.out / "README.md").write_text("\n".join(lines) + "\n")
 
 

@@ -3,6 +3,8 @@
 #include <ATen/ScalarOps.h>
 #include <ATen/core/jit_type.h>
 
+#include <algorithm>
+
 #include "autograph/error.h"
 
 namespace autograph {
@@ -145,27 +147,23 @@ c10::OperatorHandle AtenOperatorOf(const AtenNode& node) {
   return *handle;
 }
 
-AtenStep AtenStepOf(const AtenGraph& graph, int index, std::vector<int>* reads) {
-  const AtenNode& node = graph.nodes.at(index);
-  const std::string where = graph.Describe(index);
-  reads->clear();
-  if (node.op == "getitem") {  // element of a list (or tuple) that another node returned
-    reads->push_back(node.args[0].value);
-    const int64_t i = node.args[1].constant.toInt();
-    return [i, where](torch::jit::Stack& stack) {
-      c10::IValue container = torch::jit::pop(stack);
-      if (container.isList() && i >= 0 && i < static_cast<int64_t>(container.toListRef().size())) {
-        stack.push_back(container.toListRef()[i]);
-      } else if (container.isTuple() && i >= 0 && i < static_cast<int64_t>(container.toTupleRef().elements().size())) {
-        stack.push_back(container.toTupleRef().elements()[i]);
-      } else {
-        TORCH_CHECK(false, where, ": no element ", i, " in a ", container.tagKind());
-      }
-    };
-  }
-  c10::OperatorHandle handle = AtenOperatorOf(node);
-  std::vector<ArgumentSource> sources = SourcesOf(handle.schema(), node, where, reads);
-  const size_t num_reads = reads->size();
+namespace {
+
+// Whether the in-place schema takes exactly the functional one's arguments (names and types) and
+// writes its first.
+bool SameArgumentsWritingFirst(const c10::FunctionSchema& functional, const c10::FunctionSchema& in_place) {
+  const auto& a = functional.arguments();
+  const auto& b = in_place.arguments();
+  if (a.empty() || a.size() != b.size() || in_place.returns().size() != 1) return false;
+  if (!b[0].alias_info() || !b[0].alias_info()->isWrite()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (a[i].name() != b[i].name() || a[i].type()->str() != b[i].type()->str() || a[i].kwarg_only() != b[i].kwarg_only())
+      return false;
+  return true;
+}
+
+// The step that calls `handle` with arguments from `sources`, popping `num_reads` values.
+AtenStep BoxedCall(c10::OperatorHandle handle, std::vector<ArgumentSource> sources, size_t num_reads) {
   return [handle, sources = std::move(sources), num_reads](torch::jit::Stack& stack) {
     // The values read move aside into a per-thread buffer (no allocation per call once it has grown),
     // and the arguments are pushed in schema order in their place; the buffer is empty again before
@@ -208,6 +206,65 @@ AtenStep AtenStepOf(const AtenGraph& graph, int index, std::vector<int>* reads) 
     read.clear();
     handle.callBoxed(stack);
   };
+}
+
+bool SameLayout(const AtenValueInfo& a, const AtenValueInfo& b) {
+  return a.tensor && b.tensor && a.meta.dtype == b.meta.dtype && a.meta.shape == b.meta.shape && a.stride == b.stride;
+}
+
+}  // namespace
+
+AtenStep InPlaceTwinOf(const AtenGraph& graph, int index, int* self_read) {
+  const AtenNode& node = graph.nodes.at(index);
+  if (node.op == "getitem" || node.op.rfind("aten::", 0) != 0 || node.outputs.size() != 1) return nullptr;
+  std::optional<c10::OperatorHandle> functional = c10::Dispatcher::singleton().findSchema({node.op, node.overload});
+  std::optional<c10::OperatorHandle> in_place =
+      c10::Dispatcher::singleton().findSchema({node.op + "_", node.overload});
+  if (!functional || !in_place) return nullptr;
+  const c10::FunctionSchema& schema = functional->schema();
+  if (schema.returns().size() != 1 || schema.returns()[0].alias_info() ||
+      schema.returns()[0].type()->kind() != c10::TypeKind::TensorType ||
+      !SameArgumentsWritingFirst(schema, in_place->schema()))
+    return nullptr;
+  std::vector<int> reads;
+  std::vector<ArgumentSource> sources;
+  try {
+    sources = SourcesOf(schema, node, graph.Describe(index), &reads);
+  } catch (const std::exception&) {
+    return nullptr;  // AtenStepOf reports it
+  }
+  if (sources[0].kind != ArgumentSource::Kind::Read) return nullptr;
+  const int self = reads[sources[0].positions[0]];
+  // Its result must be the first argument's tensor as it stands (sizes, strides, dtype), and nothing
+  // else this node reads may be that value.
+  if (std::count(reads.begin(), reads.end(), self) != 1 || !SameLayout(graph.values[self], graph.values[node.outputs[0]]))
+    return nullptr;
+  *self_read = sources[0].positions[0];
+  return BoxedCall(*in_place, std::move(sources), reads.size());
+}
+
+AtenStep AtenStepOf(const AtenGraph& graph, int index, std::vector<int>* reads) {
+  const AtenNode& node = graph.nodes.at(index);
+  const std::string where = graph.Describe(index);
+  reads->clear();
+  if (node.op == "getitem") {  // element of a list (or tuple) that another node returned
+    reads->push_back(node.args[0].value);
+    const int64_t i = node.args[1].constant.toInt();
+    return [i, where](torch::jit::Stack& stack) {
+      c10::IValue container = torch::jit::pop(stack);
+      if (container.isList() && i >= 0 && i < static_cast<int64_t>(container.toListRef().size())) {
+        stack.push_back(container.toListRef()[i]);
+      } else if (container.isTuple() && i >= 0 && i < static_cast<int64_t>(container.toTupleRef().elements().size())) {
+        stack.push_back(container.toTupleRef().elements()[i]);
+      } else {
+        TORCH_CHECK(false, where, ": no element ", i, " in a ", container.tagKind());
+      }
+    };
+  }
+  c10::OperatorHandle handle = AtenOperatorOf(node);
+  std::vector<ArgumentSource> sources = SourcesOf(handle.schema(), node, where, reads);
+  const size_t num_reads = reads->size();
+  return BoxedCall(handle, std::move(sources), num_reads);
 }
 
 }  // namespace autograph

@@ -5,6 +5,9 @@
 #include <torch/csrc/jit/ir/ir.h>
 #include <torch/csrc/jit/runtime/interpreter.h>
 
+#include <c10/core/InferenceMode.h>
+
+#include <algorithm>
 #include <sstream>
 #include <unordered_map>
 #include <unordered_set>
@@ -181,6 +184,11 @@ CompiledGraph::CompiledGraph(std::shared_ptr<const AtenGraph> graph, const std::
     placed[n] = true;
     Step step{nullptr, {}, g.nodes[n].outputs, nullptr, n};
     step.operation = torch::jit::Operation(AtenStepOf(g, n, &step.inputs));
+    int self_read = -1;
+    if (AtenStep twin = InPlaceTwinOf(g, n, &self_read)) {
+      step.in_place = std::move(twin);
+      step.in_place_slot = step.inputs[self_read];
+    }
     for (int v : step.inputs)
       TORCH_CHECK(ready[v], "CompiledGraph: ", g.Describe(n), " runs before its input (value ", v, ") is produced");
     for (int v : step.outputs) ready[v] = true;
@@ -238,12 +246,43 @@ CompiledGraph::Table CompiledGraph::NewTable(std::vector<c10::IValue> inputs) co
   return table;
 }
 
-void CompiledGraph::RunStep(size_t index, Table& table, torch::jit::Stack& stack) const {
+// Whether `step` may write its result into its first argument: the caller clears that slot after it,
+// only the table holds the tensor (no other value, view or list shares its memory), it is dense, needs
+// no gradient, is no inference tensor outside inference mode, and every other tensor the step reads
+// broadcasts into its sizes (so the result has them, at any shape the graph runs).
+bool CompiledGraph::MayWriteInPlace(const Step& step, const Table& table, const std::vector<int>* released) const {
+  if (step.in_place_slot < 0 || !released ||
+      std::find(released->begin(), released->end(), step.in_place_slot) == released->end())
+    return false;
+  const c10::IValue& value = table[step.in_place_slot];
+  if (!value.isTensor()) return false;
+  const at::Tensor& t = value.toTensor();
+  if (!t.defined() || t.layout() != at::kStrided || t.use_count() != 1 || !t.has_storage() ||
+      t.storage().use_count() != 1 || t.requires_grad() || t.is_neg() || t.is_conj() ||
+      !t.is_non_overlapping_and_dense() || (t.is_inference() && !c10::InferenceMode::is_enabled()))
+    return false;
+  for (int s : step.inputs) {
+    if (s == step.in_place_slot || !table[s].isTensor()) continue;
+    const at::Tensor& other = table[s].toTensor();
+    if (other.dim() > t.dim()) return false;
+    for (int64_t d = 1; d <= other.dim(); ++d)
+      if (other.size(-d) != 1 && other.size(-d) != t.size(-d)) return false;
+  }
+  return true;
+}
+
+void CompiledGraph::RunStep(size_t index, Table& table, torch::jit::Stack& stack,
+                            const std::vector<int>* released) const {
   const Step& step = steps_[index];
   stack.clear();
-  for (int s : step.inputs) stack.push_back(table[s]);
+  const bool in_place = MayWriteInPlace(step, table, released);
+  for (int s : step.inputs) stack.push_back(in_place && s == step.in_place_slot ? std::move(table[s]) : table[s]);
   try {
-    step.operation(stack);
+    if (in_place) {
+      step.in_place(stack);
+    } else {
+      step.operation(stack);
+    }
   } catch (const std::exception& e) {
     throw InputError("running " + DescribeStep(step) + " failed: " + FirstLineOf(e) +
                      "; check that the inputs match what the model expects (shape, dtype, device)");
@@ -268,7 +307,7 @@ std::vector<c10::IValue> CompiledGraph::Run(std::vector<c10::IValue> inputs, con
     if (observer) {
       for (int s : steps_[i].inputs) observed_inputs.push_back(table[s]);
     }
-    RunStep(i, table, stack);
+    RunStep(i, table, stack, observer ? nullptr : &sequential_release_.after_step[i]);
     if (observer) {
       std::vector<c10::IValue> outputs;
       for (int s : steps_[i].outputs) outputs.push_back(table[s]);

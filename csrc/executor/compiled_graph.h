@@ -41,7 +41,10 @@ class CompiledGraph {
 
   // Building blocks for executors that run the steps in another arrangement.
   Table NewTable(std::vector<c10::IValue> inputs) const;  // checks the input count
-  void RunStep(size_t step, Table& table, torch::jit::Stack& stack) const;
+  // Runs one step. `released`: the slots the caller clears right after it (its release plan's
+  // after_step); an AtenGraph step whose first argument is among them, and held by nothing else,
+  // writes its result into that tensor (its in-place twin, aten_operation.h) instead of new memory.
+  void RunStep(size_t step, Table& table, torch::jit::Stack& stack, const std::vector<int>* released = nullptr) const;
   std::vector<c10::IValue> Outputs(const Table& table) const;
   // When to clear each computed slot, given every step's group (steps that run in order on one
   // thread or stream) and phase (groups of one phase may run concurrently): right after its last
@@ -68,7 +71,10 @@ class CompiledGraph {
     std::vector<int> outputs;  // slots popped into
     torch::jit::Node* node;
     int aten_node = -1;  // the AtenGraph node instead
+    std::function<void(torch::jit::Stack&)> in_place;  // its in-place twin, when it has one
+    int in_place_slot = -1;                  // the slot that twin writes
   };
+  bool MayWriteInPlace(const Step& step, const Table& table, const std::vector<int>* released) const;
   std::string DescribeStep(const Step& step) const;
 
   std::shared_ptr<torch::jit::Graph> graph_;
