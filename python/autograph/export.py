@@ -15,7 +15,7 @@ import os
 import statistics
 import sys
 import time
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 
 import torch
 from torch.export import ExportedProgram
@@ -24,6 +24,9 @@ from torch.utils import _pytree as pytree
 
 from ._library import load_library
 from .errors import InputError, UnsupportedModelError, translate
+
+if TYPE_CHECKING:
+    from .inductor_parts import PartBuilder
 
 # torch dtype -> the name c10::toString(ScalarType) gives it.
 _DTYPE_NAMES = {
@@ -701,19 +704,17 @@ def _plan(graph: Dict[str, Any], tensors: List[torch.Tensor], settings: Dict[str
 
 def _plan_and_compile(decomposed: ExportedProgram, graph: Dict[str, Any], imported: "_Imported",
                       weights: List[torch.Tensor], tensors: List[torch.Tensor], settings: Dict[str, Any]):
-    """The plan of `graph` and, with option `inductor`, its Inductor candidates (_with_inductor_parts),
-    the whole graph's compile started before the search so that the two run side by side.
+    """The plan of `graph` and, with option `inductor`, its Inductor candidates (_with_inductor_parts;
+    where _compiles_beside_search, the whole graph's compile starts before the search and runs beside it).
     Returns the program, its weights, the report, whether rewrites are measured and whether Inductor
     parts were wanted."""
     from . import inductor_parts as parts_module
     from .settings import Settings
-    builder = None
-    if settings.get("inductor", Settings.inductor):
-        device = torch.device(settings["device"])
-        builder = parts_module.PartBuilder(decomposed, graph, imported.value_of, imported.weights, device,
-                                           progress=_progress)
-        if _compiles_beside_search(device):
-            builder.compile_in_background(parts_module.every_node(graph), "whole part 1/1")
+    device = torch.device(settings["device"])
+    builder = parts_module.PartBuilder(decomposed, graph, imported.value_of, imported.weights, device,
+                                       progress=_progress)
+    if settings.get("inductor", Settings.inductor) and _compiles_beside_search(device):
+        builder.compile_in_background(parts_module.every_node(graph), "whole part 1/1")
     try:
         program, report = _plan(graph, weights + tensors, settings)
         measure = report.pop("check_rewrites")
@@ -722,8 +723,7 @@ def _plan_and_compile(decomposed: ExportedProgram, graph: Dict[str, Any], import
             program, weights, report = _with_inductor_parts(builder, graph, program, weights, tensors, settings,
                                                             report, measure)
     finally:
-        if builder is not None:
-            builder.close()
+        builder.close()
     return program, weights, report, measure, compile_parts
 
 
@@ -735,7 +735,7 @@ def _compiles_beside_search(device: torch.device) -> bool:
     return device.type == "cuda"
 
 
-def _with_inductor_parts(builder, graph: Dict[str, Any], program: str,
+def _with_inductor_parts(builder: "PartBuilder", graph: Dict[str, Any], program: str,
                          weights: List[torch.Tensor], tensors: List[torch.Tensor], settings: Dict[str, Any],
                          report: Dict[str, Any], measure: bool) -> Tuple[str, List[torch.Tensor], Dict[str, Any]]:
     """The plan with parts compiled by Inductor (inductor_parts.py) where a candidate measures faster
@@ -780,9 +780,10 @@ def _progress(message: str) -> None:
         _log.info("autograph: %s", message)
 
 
-def inductor_candidates(builder, graph: Dict[str, Any], program: str,
+def inductor_candidates(builder: "PartBuilder", graph: Dict[str, Any], program: str,
                         weights: List[torch.Tensor], tensors: List[torch.Tensor], settings: Dict[str, Any]):
-    """The programs with parts compiled by Inductor: "whole" (the graph as one part), "plan" (its parts)
+    """The programs with parts compiled by Inductor (by `builder`, inductor_parts.PartBuilder): "whole"
+    (the graph as one part), "plan" (its parts)
     when the plan in `program` runs groups side by side, and "whole_unfrozen" (no freezing) when a weight
     feeds several compute-bound operators; each planned again over its parts.
     Returns {name: (program, weights, report, parts)}, {name: why it could not be built} and how many
