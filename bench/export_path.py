@@ -89,47 +89,32 @@ def pct(xs, q):
     return xs[min(len(xs) - 1, int(q * len(xs)))]
 
 
-def export_run(model, inputs, want, args, row):
-    """The export path: exported, optimized (row gets its optimize time, error, kept candidate); the
-    optimized program's callable, or None when the path failed (row["export_error"] says why)."""
+def export_run(model, inputs, want, args, row, key="export", **options):
+    """The export path: exported, optimized with `options` (row gets `key`'s optimize time, error, kept
+    candidate); the optimized program's callable, or None when the path failed (row[key + "_error"]
+    says why). With inductor=False (key "export_aten": ATen's kernels, as the TorchScript path runs
+    them) its optimize time is the like-for-like one against the TorchScript path's."""
     try:
         fresh_compile_caches()
         start = time.perf_counter()
         ep = torch.export.export(model, inputs, strict=False)
-        exported, report = autograph.optimize(ep, method=args.method)
-        row["export_optimize_s"] = time.perf_counter() - start
+        exported, report = autograph.optimize(ep, method=args.method, **options)
+        row[f"{key}_optimize_s"] = time.perf_counter() - start
         run_export = exported.module()
         with torch.no_grad():
-            row["export_rel_err"] = rel_err(run_export(*inputs), want)
+            row[f"{key}_rel_err"] = rel_err(run_export(*inputs), want)
     except Exception as e:  # noqa: BLE001 - a row says what failed
-        row["export_error"] = str(e).splitlines()[0][:200]
+        row[f"{key}_error"] = str(e).splitlines()[0][:200]
         return None
-    row["export_stages"], row["export_streams"] = report["stages"], report["streams"]
+    row[f"{key}_stages"], row[f"{key}_streams"] = report["stages"], report["streams"]
     inductor = report.get("inductor") or {}
-    row["export_kept"] = inductor.get("kept", "aten")
-    row["export_inductor_s"] = inductor.get("compile_s", 0.0)
+    row[f"{key}_kept"] = inductor.get("kept", "aten")
+    row[f"{key}_inductor_s"] = inductor.get("compile_s", 0.0)
     for candidate, c in inductor.get("candidates", {}).items():
-        row[f"export_{candidate}_ms"] = c.get("median_ms", float("nan"))
+        row[f"{key}_{candidate}_ms"] = c.get("median_ms", float("nan"))
     if inductor.get("errors"):
-        row["export_inductor_errors"] = str(inductor["errors"])[:300]
+        row[f"{key}_inductor_errors"] = str(inductor["errors"])[:300]
     return lambda: run_export(*inputs)
-
-
-def export_aten_run(model, inputs, want, args, row):
-    """The export path with option inductor off (ATen's kernels, as the TorchScript path runs them):
-    its optimize time is the like-for-like one against the TorchScript path's."""
-    try:
-        start = time.perf_counter()
-        ep = torch.export.export(model, inputs, strict=False)
-        exported, _ = autograph.optimize(ep, method=args.method, inductor=False)
-        row["export_aten_optimize_s"] = time.perf_counter() - start
-        run = exported.module()
-        with torch.no_grad():
-            row["export_aten_rel_err"] = rel_err(run(*inputs), want)
-    except Exception as e:  # noqa: BLE001 - a row says what failed
-        row["export_aten_error"] = str(e).splitlines()[0][:200]
-        return {}
-    return {"export_aten": lambda: run(*inputs)}
 
 
 def aoti_run(model, inputs, want, row):
@@ -218,7 +203,9 @@ def measure(name: str, args, device, sync):
     with torch.no_grad():
         row["torchscript_rel_err"] = rel_err(scripted(*inputs), want)
     runs = {"eager": lambda: model(*inputs), "torchscript": lambda: scripted(*inputs)}
-    runs.update(export_aten_run(model, inputs, want, args, row))
+    run_export_aten = export_run(model, inputs, want, args, row, key="export_aten", inductor=False)
+    if run_export_aten is not None:
+        runs["export_aten"] = run_export_aten
     if not args.no_compile:
         runs.update(compile_runs(model, inputs, want, device, row))
         runs.update(aoti_run(model, inputs, want, row))
