@@ -217,6 +217,9 @@ bool SameLayout(const AtenValueInfo& a, const AtenValueInfo& b) {
 AtenStep InPlaceTwinOf(const AtenGraph& graph, int index, int* self_read) {
   const AtenNode& node = graph.nodes.at(index);
   if (node.op == "getitem" || node.op.rfind("aten::", 0) != 0 || node.outputs.size() != 1) return nullptr;
+  // Twins that change their argument's sizes or storage rather than its values (views are left out by
+  // their schemas' alias annotations below).
+  if (node.op.rfind("aten::resize", 0) == 0 || node.op == "aten::set") return nullptr;
   std::optional<c10::OperatorHandle> functional = c10::Dispatcher::singleton().findSchema({node.op, node.overload});
   std::optional<c10::OperatorHandle> in_place =
       c10::Dispatcher::singleton().findSchema({node.op + "_", node.overload});

@@ -67,6 +67,21 @@ TEST(InPlaceTwin, OnlyElementwiseResultsShapedAsTheirFirstArgumentReadOnce) {
   EXPECT_EQ(written[2], 0);  // add(a, b) writes a
 }
 
+TEST(InPlaceTwin, NoneForTwinsThatResizeTheirArgument) {
+  // resize_ has resize's arguments and returns its first, but changes its sizes, not its values: at
+  // another shape the graph runs, the same node would resize a tensor something else reads.
+  const auto g = AtenGraph::FromJson(nlohmann::json::parse(R"JSON({
+    "version": 1,
+    "values": [{"tensor": true, "shape": [2, 4], "stride": [4, 1], "dtype": "Float"},
+               {"tensor": true, "shape": [2, 4], "stride": [4, 1], "dtype": "Float"}],
+    "inputs": [0], "weights": [false],
+    "nodes": [{"op": "aten::resize", "overload": "default", "name": "r", "args": [{"value": 0}, {"ints": [2, 4]}],
+               "kwargs": {}, "outputs": [1]}],
+    "outputs": [1]})JSON"));
+  int self_read = -1;
+  EXPECT_FALSE(autograph::InPlaceTwinOf(g, 0, &self_read));
+}
+
 TEST(InPlaceTwin, RunsMatchTheFunctionalGraphAndLeaveInputsAlone) {
   torch::manual_seed(0);
   const auto x = torch::randn({2, 4}), y = torch::randn({4});
