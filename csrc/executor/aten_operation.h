@@ -28,8 +28,9 @@ AtenStep AtenStepOf(const AtenGraph& graph, int node, std::vector<int>* reads);
 // writes its result into its first argument instead of new memory — what an exported program's
 // functionalization undid (relu_ became relu). Null when there is none, when the result would not be
 // that argument as it stands (sizes, strides or dtype differ; a view), or when the node reads that
-// value twice. *self_read: the position in AtenStepOf's `reads` of the argument written. The caller
-// runs it only where nothing else holds that tensor (CompiledGraph::RunStep).
+// value twice. aten::clone's twin hands back its argument itself (a copy only where the memory format
+// asked for differs). *self_read: the position in AtenStepOf's `reads` of the argument written. The
+// caller runs it only where nothing else holds that tensor (CompiledGraph::RunStep).
 AtenStep InPlaceTwinOf(const AtenGraph& graph, int node, int* self_read);
 
 }  // namespace autograph

@@ -82,6 +82,44 @@ TEST(InPlaceTwin, NoneForTwinsThatResizeTheirArgument) {
   EXPECT_FALSE(autograph::InPlaceTwinOf(g, 0, &self_read));
 }
 
+// x [2,4] -> a = x * 1 -> b = clone(a) (an eval-mode dropout, as export writes it: the twin hands a
+// over) -> c = b.t() -> d = clone(c, contiguous) (a real copy: its layout differs from c's).
+const char* kClones = R"JSON({
+  "version": 1,
+  "values": [{"tensor": true, "shape": [2, 4], "stride": [4, 1], "dtype": "Float"},
+             {"tensor": true, "shape": [2, 4], "stride": [4, 1], "dtype": "Float"},
+             {"tensor": true, "shape": [2, 4], "stride": [4, 1], "dtype": "Float"},
+             {"tensor": true, "shape": [4, 2], "stride": [1, 4], "dtype": "Float"},
+             {"tensor": true, "shape": [4, 2], "stride": [2, 1], "dtype": "Float"}],
+  "inputs": [0], "weights": [false],
+  "nodes": [
+    {"op": "aten::mul", "overload": "Scalar", "name": "a", "args": [{"value": 0}, {"float": "1.0"}], "kwargs": {}, "outputs": [1]},
+    {"op": "aten::clone", "overload": "default", "name": "b", "args": [{"value": 1}], "kwargs": {}, "outputs": [2]},
+    {"op": "aten::t", "overload": "default", "name": "c", "args": [{"value": 2}], "kwargs": {}, "outputs": [3]},
+    {"op": "aten::clone", "overload": "default", "name": "d", "args": [{"value": 3}],
+     "kwargs": {"memory_format": {"memory_format": "Contiguous"}}, "outputs": [4]}],
+  "outputs": [4]})JSON";
+
+TEST(InPlaceTwin, ACloneOfATensorNothingElseHoldsIsThatTensor) {
+  auto g = std::make_shared<const AtenGraph>(AtenGraph::FromJson(nlohmann::json::parse(kClones)));
+  int self_read = -1;
+  EXPECT_TRUE(autograph::InPlaceTwinOf(*g, 1, &self_read));
+  EXPECT_FALSE(autograph::InPlaceTwinOf(*g, 3, &self_read));  // contiguous from a transposed layout
+  const CompiledGraph compiled(g, {0, 1, 2, 3});
+  const auto x = torch::randn({2, 4});
+  torch::jit::Stack stack;
+  CompiledGraph::Table table = compiled.NewTable({x});
+  compiled.RunStep(0, table, stack);
+  const void* a_memory = table[1].toTensor().data_ptr();
+  const std::vector<int> releases_a = {1};
+  compiled.RunStep(1, table, stack, &releases_a);
+  EXPECT_EQ(table[2].toTensor().data_ptr(), a_memory);  // no copy
+  const auto out = compiled.Run({x});
+  EXPECT_TRUE(torch::equal(out[0].toTensor(), x.t()));
+  EXPECT_TRUE(out[0].toTensor().is_contiguous());
+  EXPECT_NE(out[0].toTensor().data_ptr(), x.data_ptr());  // never the caller's tensor
+}
+
 TEST(InPlaceTwin, RunsMatchTheFunctionalGraphAndLeaveInputsAlone) {
   torch::manual_seed(0);
   const auto x = torch::randn({2, 4}), y = torch::randn({4});
