@@ -729,9 +729,11 @@ def _plan_and_compile(decomposed: ExportedProgram, graph: Dict[str, Any], import
 
 def _compiles_beside_search(device: torch.device) -> bool:
     """Whether the whole graph's Inductor compile runs on a thread beside the search: when the search
-    times its candidates on a GPU, which the compile (a CPU's work) leaves alone. A CPU's search times
-    them on every core: on the 2-core VM, one core kept busy beside it made resnet50's plan take 13-17 s
-    instead of 0.9 s (its timing threads wait on each other), so on CPU the two run one after the other."""
+    times its candidates on a GPU, which the compile (mostly a CPU's work) leaves alone. A CPU's search
+    times them on every core: on the 2-core VM, one core kept busy beside it made resnet50's plan take
+    13-17 s instead of 0.9 s (its timing threads wait on each other), so on CPU the two run one after
+    the other. Not yet measured on a GPU: Triton's autotuning runs kernels there while it compiles, which
+    may disturb the search's timing (the final choice among candidates is timed after both finish)."""
     return device.type == "cuda"
 
 
