@@ -230,6 +230,12 @@ CompiledGraph::ReleasePlan CompiledGraph::PlanReleases(const std::vector<int>& g
     if (one_group[s]) plan.after_step[last_step[s]].push_back(static_cast<int>(s));
     else plan.after_phase[last_phase[s]].push_back(static_cast<int>(s));
   }
+  plan.writes_in_place.assign(steps_.size(), false);
+  for (size_t i = 0; i < steps_.size(); ++i) {
+    const std::vector<int>& cleared = plan.after_step[i];
+    plan.writes_in_place[i] = steps_[i].in_place_slot >= 0 &&
+                              std::find(cleared.begin(), cleared.end(), steps_[i].in_place_slot) != cleared.end();
+  }
   return plan;
 }
 
@@ -246,14 +252,12 @@ CompiledGraph::Table CompiledGraph::NewTable(std::vector<c10::IValue> inputs) co
   return table;
 }
 
-// Whether `step` may write its result into its first argument: the caller clears that slot after it,
-// only the table holds the tensor (no other value, view or list shares its memory), it is dense, needs
-// no gradient, is no inference tensor outside inference mode, and every other tensor the step reads
-// broadcasts into its sizes (so the result has them, at any shape the graph runs).
-bool CompiledGraph::MayWriteInPlace(const Step& step, const Table& table, const std::vector<int>* released) const {
-  if (step.in_place_slot < 0 || !released ||
-      std::find(released->begin(), released->end(), step.in_place_slot) == released->end())
-    return false;
+// Whether `step`, whose first argument the caller clears right after it (ReleasePlan::writes_in_place),
+// may write its result into that argument: only the table holds the tensor (no other value, view or
+// list shares its memory), it is dense, needs no gradient, is no inference tensor outside inference
+// mode, and every other tensor the step reads broadcasts into its sizes (so the result has them, at any
+// shape the graph runs).
+bool CompiledGraph::MayWriteInPlace(const Step& step, const Table& table) const {
   const c10::IValue& value = table[step.in_place_slot];
   if (!value.isTensor()) return false;
   const at::Tensor& t = value.toTensor();
@@ -271,11 +275,10 @@ bool CompiledGraph::MayWriteInPlace(const Step& step, const Table& table, const 
   return true;
 }
 
-void CompiledGraph::RunStep(size_t index, Table& table, torch::jit::Stack& stack,
-                            const std::vector<int>* released) const {
+void CompiledGraph::RunStep(size_t index, Table& table, torch::jit::Stack& stack, const ReleasePlan* release) const {
   const Step& step = steps_[index];
   stack.clear();
-  const bool in_place = MayWriteInPlace(step, table, released);
+  const bool in_place = release && release->writes_in_place[index] && MayWriteInPlace(step, table);
   for (int s : step.inputs) stack.push_back(in_place && s == step.in_place_slot ? std::move(table[s]) : table[s]);
   try {
     if (in_place) {
@@ -307,7 +310,7 @@ std::vector<c10::IValue> CompiledGraph::Run(std::vector<c10::IValue> inputs, con
     if (observer) {
       for (int s : steps_[i].inputs) observed_inputs.push_back(table[s]);
     }
-    RunStep(i, table, stack, observer ? nullptr : &sequential_release_.after_step[i]);
+    RunStep(i, table, stack, observer ? nullptr : &sequential_release_);
     if (observer) {
       std::vector<c10::IValue> outputs;
       for (int s : steps_[i].outputs) outputs.push_back(table[s]);

@@ -41,10 +41,11 @@ class CompiledGraph {
 
   // Building blocks for executors that run the steps in another arrangement.
   Table NewTable(std::vector<c10::IValue> inputs) const;  // checks the input count
-  // Runs one step. `released`: the slots the caller clears right after it (its release plan's
-  // after_step); an AtenGraph step whose first argument is among them, and held by nothing else,
-  // writes its result into that tensor (its in-place twin, aten_operation.h) instead of new memory.
-  void RunStep(size_t step, Table& table, torch::jit::Stack& stack, const std::vector<int>* released = nullptr) const;
+  struct ReleasePlan;
+  // Runs one step. `release`: the caller's release plan; where it clears an AtenGraph step's first
+  // argument right after the step (writes_in_place) and nothing else holds that tensor, the step writes
+  // its result into it (its in-place twin, aten_operation.h) instead of new memory.
+  void RunStep(size_t step, Table& table, torch::jit::Stack& stack, const ReleasePlan* release = nullptr) const;
   std::vector<c10::IValue> Outputs(const Table& table) const;
   // When to clear each computed slot, given every step's group (steps that run in order on one
   // thread or stream) and phase (groups of one phase may run concurrently): right after its last
@@ -52,6 +53,8 @@ class CompiledGraph {
   // inputs, outputs and constants are kept.
   struct ReleasePlan {
     std::vector<std::vector<int>> after_step, after_phase;
+    // Per step: it has an in-place twin and its after_step clears the slot that twin writes.
+    std::vector<bool> writes_in_place;
   };
   ReleasePlan PlanReleases(const std::vector<int>& group_of_step, const std::vector<int>& phase_of_step,
                            int num_phases) const;
@@ -74,7 +77,7 @@ class CompiledGraph {
     std::function<void(torch::jit::Stack&)> in_place;  // its in-place twin, when it has one
     int in_place_slot = -1;                  // the slot that twin writes
   };
-  bool MayWriteInPlace(const Step& step, const Table& table, const std::vector<int>* released) const;
+  bool MayWriteInPlace(const Step& step, const Table& table) const;
   std::string DescribeStep(const Step& step) const;
 
   std::shared_ptr<torch::jit::Graph> graph_;

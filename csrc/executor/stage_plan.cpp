@@ -295,7 +295,7 @@ StagePlan::StagePlan(const OpGraph& graph, const Schedule& schedule) : compiled(
 size_t StagePlan::Run(size_t step, CompiledGraph::Table& table, torch::jit::Stack& stack) const {
   const int m = merged_at_step[step];
   if (m < 0) {
-    compiled.RunStep(step, table, stack, &release.after_step[step]);
+    compiled.RunStep(step, table, stack, &release);
     return step + 1;
   }
   const MergedSteps& kernel = merged[m];

@@ -111,7 +111,8 @@ TEST(InPlaceTwin, ACloneOfATensorNothingElseHoldsIsThatTensor) {
   CompiledGraph::Table table = compiled.NewTable({x});
   compiled.RunStep(0, table, stack);
   const void* a_memory = table[1].toTensor().data_ptr();
-  const std::vector<int> releases_a = {1};
+  // The sequential release plan clears a (slot 1) right after the clone, its one reader.
+  const auto releases_a = compiled.PlanReleases(std::vector<int>(4, 0), std::vector<int>(4, 0), 1);
   compiled.RunStep(1, table, stack, &releases_a);
   EXPECT_EQ(table[2].toTensor().data_ptr(), a_memory);  // no copy
   const auto out = compiled.Run({x});
@@ -137,7 +138,8 @@ TEST(InPlaceTwin, WritesOnlyWhenTheTableAloneHoldsTheTensorAndReleasesIt) {
   torch::manual_seed(0);
   const auto x = torch::randn({2, 4}), y = torch::randn({4});
   const CompiledGraph compiled = Compiled();
-  const std::vector<int> releases_d = {5};
+  // The sequential release plan clears d (slot 5) right after sigmoid, its one reader.
+  const auto releases_d = compiled.PlanReleases(std::vector<int>(7, 0), std::vector<int>(7, 0), 1);
   torch::jit::Stack stack;
 
   // d (slot 5) is sigmoid's first argument and released after it: e takes d's memory.
