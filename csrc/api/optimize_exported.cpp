@@ -8,6 +8,7 @@
 #include "autograph/error.h"
 #include "core/aten_graph.h"
 #include "executor/aten_program.h"
+#include "graph_pass/describe_aten_merge_candidate.h"
 #include "graph_pass/import_aten_graph.h"
 
 namespace autograph {
@@ -35,6 +36,10 @@ std::string OptimizeExported(const nlohmann::json& graph_json, const std::vector
     inputs.emplace_back(tensors[i].to(options.executor.device));
   }
   OpGraph graph = ImportAtenGraph(aten);
+  // Merges take the program's own weights, which arrive with every run; the search needs them now.
+  std::vector<at::Tensor> on_device;
+  for (const c10::IValue& v : inputs) on_device.push_back(v.toTensor());
+  for (int id = 0; id < graph.size(); ++id) graph.node(id).merge = DescribeAtenMergeCandidate(graph, id, on_device);
 
   *report = OptimizeReport{};
   at::NoGradGuard no_grad;

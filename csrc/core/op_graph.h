@@ -37,8 +37,9 @@ struct TensorMeta {
 };
 
 // What it takes to merge an operator with siblings into one wider kernel, read at import from the
-// lowered graph's frozen constants (graph_pass/describe_merge_candidate.h). The search, schedule
-// validation and the executor decide and build merges from this alone, without TorchScript.
+// lowered graph's frozen constants (graph_pass/describe_merge_candidate.h), or from an exported
+// program's weights (graph_pass/describe_aten_merge_candidate.h). The search, schedule validation and
+// the executor decide and build merges from this alone, without TorchScript.
 struct MergeCandidate {
   enum class Kind { None, Convolution, Linear };
   Kind kind = Kind::None;
@@ -48,6 +49,9 @@ struct MergeCandidate {
   at::Tensor weight;
   std::optional<at::Tensor> bias;
   std::vector<int64_t> stride, padding, dilation;  // convolutions: 2 entries each
+  // An exported program's: the positions among its graph's inputs of the weight and bias (-1: none),
+  // which arrive with every run; `weight` and `bias` are the tensors of the run they were bound to.
+  int weight_input = -1, bias_input = -1;
 };
 
 struct OpNode {

@@ -10,7 +10,9 @@
 
 #include "autograph/error.h"
 #include "core/aten_graph.h"
+#include "executor/merge_candidate_json.h"
 #include "executor/plan_integers.h"
+#include "executor/validate_schedule.h"
 
 namespace autograph {
 
@@ -30,13 +32,50 @@ std::string DigestOf(const std::string& text) {  // FNV-1a, 64 bits: a check aga
 
 std::string ShapeAndType(const TensorMeta& meta) { return ShapeString(meta.shape) + " " + c10::toString(meta.dtype); }
 
+// Sets of weights a program with merged kernels keeps bound (an AtenProgram is shared by every
+// exported program of the same text, each with its own weights).
+constexpr size_t kBoundWeightSets = 4;
+
+int64_t VersionOf(const at::Tensor& t) { return t.is_inference() ? 0 : static_cast<int64_t>(t._version()); }
+
+// The merge candidates of `graph` with their weight and bias from `inputs` (per graph input).
+void BindMergeWeights(OpGraph* graph, const std::vector<at::Tensor>& inputs) {
+  for (int id = 0; id < graph->size(); ++id) {
+    MergeCandidate& c = graph->node(id).merge;
+    if (c.kind == MergeCandidate::Kind::None) continue;
+    c.weight = inputs.at(c.weight_input);
+    if (c.bias_input >= 0) c.bias = inputs.at(c.bias_input);
+  }
+}
+
 }  // namespace
 
 AtenProgram::AtenProgram(OpGraph graph, Schedule schedule, ExecutorOptions options)
     : graph_(std::move(graph)), schedule_(std::move(schedule)), options_(options) {
   TORCH_CHECK(graph_.aten_graph(), "AtenProgram: the operator graph is not over an exported program");
-  executor_ = std::make_unique<StageExecutor>(graph_, schedule_, options_);
   const AtenGraph& aten = *graph_.aten_graph();
+  for (const Stage& stage : schedule_.stages) {
+    if (stage.strategy != StageStrategy::Merge) continue;
+    for (const auto& group : stage.groups) {
+      const MergeCandidate& c = graph_.node(group.at(0)).merge;
+      for (int k : {c.weight_input, c.bias_input})
+        if (k >= 0 && std::find(merged_weights_.begin(), merged_weights_.end(), k) == merged_weights_.end())
+          merged_weights_.push_back(k);
+    }
+  }
+  if (merged_weights_.empty()) {
+    executor_ = std::make_shared<const StageExecutor>(graph_, schedule_, options_);
+  } else {
+    // Checked now on the weights' metadata; built on their values when they come.
+    std::vector<at::Tensor> meta;
+    for (int v : aten.inputs)
+      meta.push_back(aten.values[v].tensor ? at::empty_strided(aten.values[v].meta.shape, aten.values[v].stride,
+                                                               at::TensorOptions().dtype(aten.values[v].meta.dtype).device(at::kMeta))
+                                           : at::Tensor());
+    OpGraph checked = graph_;
+    BindMergeWeights(&checked, meta);
+    ValidateSchedule(schedule_, checked);
+  }
   num_inputs_ = aten.inputs.size();
   is_package_.assign(aten.inputs.size(), false);
   for (const AtenNode& node : aten.nodes) {
@@ -243,8 +282,10 @@ std::string AtenProgram::ToText() const {
   const AtenGraph& aten = *graph_.aten_graph();
   json ops = json::array(), edges = json::array();
   for (const OpNode& op : graph_.nodes()) {
-    ops.push_back({{"op", op.op}, {"kind", ToString(op.kind)}, {"nodes", op.aten_nodes}, {"anchor", op.aten_anchor},
-                   {"flops", op.flops}});
+    json entry = {{"op", op.op}, {"kind", ToString(op.kind)}, {"nodes", op.aten_nodes}, {"anchor", op.aten_anchor},
+                  {"flops", op.flops}};
+    if (op.merge.kind != MergeCandidate::Kind::None) entry["merge"] = MergeCandidateToJson(op.merge);
+    ops.push_back(std::move(entry));
     for (int s : graph_.succs(op.id)) edges.push_back({op.id, s});
   }
   const json body = {{"graph", aten.ToJson()},
@@ -305,6 +346,14 @@ std::shared_ptr<const AtenProgram> AtenProgram::FromText(const std::string& text
       }
       op.aten_anchor = PlanIndex(entry.at("anchor"));
       op.flops = entry.value("flops", 0.0);  // planning data only (what parts compiled by Inductor are cut by)
+      if (entry.contains("merge")) {
+        op.merge = MergeCandidateFromJson(entry.at("merge"));
+        for (int k : {op.merge.weight_input, op.merge.bias_input})
+          if (k >= static_cast<int>(aten->inputs.size()) || (k >= 0 && !aten->input_is_weight[k]))
+            throw Error("corrupted program: a merged operator's weight is input " + std::to_string(k) +
+                        ", not one of the program's weights");
+        if (op.merge.weight_input < 0) throw Error("corrupted program: a merged operator without its weight's input");
+      }
       graph.AddNode(std::move(op));
     }
     for (const json& e : body.at("edges")) {
@@ -416,7 +465,7 @@ std::vector<at::Tensor> AtenProgram::Run(const std::vector<at::Tensor>& inputs) 
   }
   at::NoGradGuard no_grad;  // inference: weights may be parameters, and no run records autograd history
   std::vector<c10::IValue> outputs =
-      executor_->Run(std::vector<c10::IValue>(inputs.begin(), inputs.begin() + aten.inputs.size()));
+      ExecutorFor(inputs)->Run(std::vector<c10::IValue>(inputs.begin(), inputs.begin() + aten.inputs.size()));
   std::vector<at::Tensor> tensors;
   tensors.reserve(outputs.size());
   for (size_t o = 0; o < outputs.size(); ++o) {
@@ -430,6 +479,45 @@ std::vector<at::Tensor> AtenProgram::Run(const std::vector<at::Tensor>& inputs) 
     tensors.push_back(std::move(t));
   }
   return tensors;
+}
+
+std::shared_ptr<const StageExecutor> AtenProgram::ExecutorFor(const std::vector<at::Tensor>& inputs) const {
+  if (executor_) return executor_;
+  const AtenGraph& aten = *graph_.aten_graph();
+  std::vector<at::Tensor> weights;
+  std::vector<int64_t> versions;
+  for (int k : merged_weights_) {
+    const at::Tensor& t = inputs[k];
+    if (t.sizes() != at::IntArrayRef(aten.values[aten.inputs[k]].meta.shape))
+      throw InputError("tensor " + std::to_string(k) + " (a weight) is " + ShapeString(t.sizes()) +
+                       ", but the program merged it as " + ShapeString(aten.values[aten.inputs[k]].meta.shape) +
+                       "; pass the exported program's own weights");
+    weights.push_back(t);
+    versions.push_back(VersionOf(t));
+  }
+  std::lock_guard<std::mutex> lock(bound_mutex_);
+  for (size_t i = 0; i < bound_.size(); ++i) {
+    const BoundWeights& b = bound_[i];
+    bool same = b.versions == versions;
+    // The same memory read the same way (a caller may wrap it in a new tensor each run, as an
+    // AOTInductor program does its constants): held by the entry, that memory is nobody else's.
+    for (size_t w = 0; w < weights.size() && same; ++w) {
+      const at::Tensor &x = b.weights[w], &y = weights[w];
+      same = x.data_ptr() == y.data_ptr() && x.strides() == y.strides() && x.scalar_type() == y.scalar_type() &&
+             x.device() == y.device();
+    }
+    if (!same) continue;
+    std::rotate(bound_.begin(), bound_.begin() + i, bound_.begin() + i + 1);
+    return bound_.front().executor;
+  }
+  // First run on these weights (or they were written in place since): merge them.
+  OpGraph graph = graph_;
+  BindMergeWeights(&graph, inputs);
+  at::NoGradGuard no_grad;
+  auto executor = std::make_shared<const StageExecutor>(graph, schedule_, options_);
+  bound_.insert(bound_.begin(), BoundWeights{std::move(weights), std::move(versions), executor});
+  if (bound_.size() > kBoundWeightSets) bound_.pop_back();
+  return executor;
 }
 
 std::vector<at::Tensor> AtenProgram::RunOtherShapes(const std::vector<at::Tensor>& inputs) const {

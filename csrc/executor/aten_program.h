@@ -6,6 +6,10 @@
 // CUDA streams. The text's first line is a header (format, digest of the rest, device, the outputs'
 // metadata) that autograph::execute's fake implementation reads and its cache is keyed by.
 //
+// A plan with Merge stages builds its merged weights from the program's weights, which arrive with
+// each run: on its first run, and again whenever other weight tensors come (or the same ones were
+// written in place since), keeping the last few sets bound.
+//
 // A program exported with dynamic shapes is planned for one shape (its example's) and carries the
 // original graph beside the plan, with its sizes computed by the graph (sym_size, autograph::scalar_op):
 // inputs of the planned shape run the plan, others run that graph operator by operator. Such a
@@ -103,7 +107,18 @@ class AtenProgram {
   OpGraph graph_;
   Schedule schedule_;
   ExecutorOptions options_;
-  std::unique_ptr<StageExecutor> executor_;
+  // The executor for these inputs: executor_, or with a Merge stage the one built on their weights.
+  std::shared_ptr<const StageExecutor> ExecutorFor(const std::vector<at::Tensor>& inputs) const;
+
+  std::shared_ptr<const StageExecutor> executor_;  // null when the plan merges: built per set of weights
+  std::vector<int> merged_weights_;  // positions among the inputs of the weights merged kernels are built from
+  struct BoundWeights {
+    std::vector<at::Tensor> weights;  // held, so that their memory is not another tensor's while bound
+    std::vector<int64_t> versions;
+    std::shared_ptr<const StageExecutor> executor;
+  };
+  mutable std::mutex bound_mutex_;
+  mutable std::vector<BoundWeights> bound_;  // most recently used first
   std::unique_ptr<OtherShapes> other_shapes_;
   std::vector<ShapePlan> shape_plans_;
   std::vector<bool> is_package_;  // per input: an Inductor package (bytes the loader reads on the CPU)

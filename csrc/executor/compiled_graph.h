@@ -61,6 +61,8 @@ class CompiledGraph {
   const std::vector<int>& step_inputs(size_t step) const { return steps_[step].inputs; }
   const std::vector<int>& step_outputs(size_t step) const { return steps_[step].outputs; }
   torch::jit::Node* step_node(size_t step) const { return steps_[step].node; }  // null for an AtenGraph
+  int step_aten_node(size_t step) const { return steps_[step].aten_node; }      // -1 for TorchScript
+  const std::shared_ptr<const AtenGraph>& aten_graph() const { return aten_graph_; }
 
   size_t num_inputs() const { return input_slots_.size(); }
   size_t num_steps() const { return steps_.size(); }

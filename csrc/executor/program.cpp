@@ -14,34 +14,17 @@
 #include "autograph/error.h"
 #include "core/operator_flops.h"
 #include "executor/graph_serialization.h"
+#include "executor/merge_candidate_json.h"
 #include "executor/plan_integers.h"
 
 namespace autograph {
 
 namespace {
 
-// A merge candidate in the saved plan: everything but its tensors, which are the anchor's constant
-// weight and bias (inputs 1 and 2 of every operator a merge takes) and are restored from the graph.
-nlohmann::json MergeCandidateToJson(const MergeCandidate& c) {
-  return {{"kind", c.kind == MergeCandidate::Kind::Convolution ? "convolution" : "linear"},
-          {"input", c.input},
-          {"input_name", c.input_name},
-          {"bias", c.bias.has_value()},
-          {"stride", c.stride},
-          {"padding", c.padding},
-          {"dilation", c.dilation}};
-}
-
-MergeCandidate MergeCandidateFromJson(const nlohmann::json& json, const torch::jit::Node* anchor) {
-  MergeCandidate c;
-  const std::string kind = json.at("kind").get<std::string>();
-  if (kind != "convolution" && kind != "linear") throw Error("corrupted program: unknown merge kind '" + kind + "'");
-  c.kind = kind == "convolution" ? MergeCandidate::Kind::Convolution : MergeCandidate::Kind::Linear;
-  c.input = PlanInt(json.at("input"));
-  c.input_name = json.at("input_name").get<std::string>();
-  c.stride = PlanInts(json.at("stride"));
-  c.padding = PlanInts(json.at("padding"));
-  c.dilation = PlanInts(json.at("dilation"));
+// A saved merge candidate's tensors are the anchor's constant weight and bias (inputs 1 and 2 of
+// every operator a merge takes), restored from the graph.
+MergeCandidate MergeCandidateOfAnchor(const nlohmann::json& json, const torch::jit::Node* anchor) {
+  MergeCandidate c = MergeCandidateFromJson(json);
   auto constant = [&](size_t input) -> at::Tensor {
     const auto value = input < anchor->inputs().size() ? torch::jit::toIValue(anchor->input(input)) : std::nullopt;
     if (!value || !value->isTensor())
@@ -287,7 +270,7 @@ c10::intrusive_ptr<Program> Program::LoadState(State state) {
       if (!op.at("nodes").is_array()) throw Error("corrupted program: an operator's nodes are not a list");
       for (const nlohmann::json& p : op.at("nodes")) node.jit_nodes.push_back(nodes.at(PlanIndex(p)));
       node.anchor = nodes.at(PlanIndex(op.at("anchor")));
-      if (op.contains("merge")) node.merge = MergeCandidateFromJson(op.at("merge"), node.anchor);
+      if (op.contains("merge")) node.merge = MergeCandidateOfAnchor(op.at("merge"), node.anchor);
       program->graph_.AddNode(std::move(node));
     }
     for (const auto& e : plan.at("edges")) program->graph_.AddEdge(PlanIndex(e.at(0)), PlanIndex(e.at(1)));

@@ -13,6 +13,7 @@
 #include <set>
 
 #include "autograph/error.h"
+#include "core/aten_graph.h"
 #include "executor/stage_executor.h"
 #include "executor/validate_schedule.h"
 
@@ -85,6 +86,33 @@ bool NeedsOwnMemory(const Value* value, int depth = 0) {
   return false;
 }
 
+// The same for an exported program's value: a graph output, or a reader that is not an ATen
+// operator (getitem, a compiled part, a custom op) or relies on a fresh tensor's layout.
+bool NeedsOwnMemory(const AtenGraph& g, int value) {
+  static const std::set<std::string> layout_readers = {
+      "aten::view",        "aten::view_as",   "aten::_unsafe_view", "aten::as_strided", "aten::as_strided_",
+      "aten::resize_",     "aten::resize_as_", "aten::set_",        "aten::_reshape_alias"};
+  if (std::find(g.outputs.begin(), g.outputs.end(), value) != g.outputs.end()) return true;
+  for (const AtenNode& node : g.nodes) {
+    bool reads = false;
+    auto note = [&](const AtenArgument& a) {
+      reads |= a.kind == AtenArgument::Kind::Value && a.value == value;
+      for (const auto& v : a.values) reads |= v == value;
+    };
+    for (const AtenArgument& a : node.args) note(a);
+    for (const auto& [name, a] : node.kwargs) note(a);
+    if (reads && (node.op.rfind("aten::", 0) != 0 || layout_readers.count(node.op))) return true;
+  }
+  return false;
+}
+
+// The nodes of an operator before its anchor.
+size_t NodesBeforeAnchor(const OpNode& op) {
+  if (op.aten_anchor >= 0)
+    return std::find(op.aten_nodes.begin(), op.aten_nodes.end(), op.aten_anchor) - op.aten_nodes.begin();
+  return std::find(op.jit_nodes.begin(), op.jit_nodes.end(), op.anchor) - op.jit_nodes.begin();
+}
+
 std::string MergedLabel(const std::vector<int>& ops, size_t stage) {
   std::string label = "the merged kernel of ops ";
   for (size_t i = 0; i < ops.size(); ++i) label += (i ? ", " : "") + std::to_string(ops[i]);
@@ -145,7 +173,7 @@ class StagePlanBuilder {
       const OpNode& op = graph_.node(group[0]);
       ops.push_back(op.id);
       num_steps += op.num_steps();
-      before_anchors += std::find(op.jit_nodes.begin(), op.jit_nodes.end(), op.anchor) - op.jit_nodes.begin();
+      before_anchors += NodesBeforeAnchor(op);
     }
     StagePlan::OpSync sync;
     sync.begin = step_;
@@ -161,8 +189,6 @@ class StagePlanBuilder {
   // The merged kernel that replaces the anchors of `ops`, side by side from step `begin`.
   void AddMergedKernel(const std::vector<int>& ops, size_t s, size_t begin) {
     const CompiledGraph& compiled = plan_.compiled;
-    // (An exported program's operators carry no merge candidates, so no search merges them.)
-    TORCH_CHECK(graph_.graph(), "StagePlan: a Merge stage in a plan over an exported program (internal error)");
     StagePlan::MergedSteps kernel;
     kernel.begin = begin;
     kernel.end = kernel.begin + ops.size();
@@ -178,15 +204,19 @@ class StagePlanBuilder {
     kernel.kernel = same != kernel_of_key_.end() ? plan_.merged[same->second].kernel : MergeOps(graph_, canonical);
     kernel_of_key_.emplace(key, plan_.merged.size());
     for (size_t k = kernel.begin; k < kernel.end; ++k) {
-      const Node* anchor = graph_.node(ops[k - kernel.begin]).anchor;
-      TORCH_CHECK(compiled.step_node(k) == anchor && compiled.step_outputs(k).size() == 1,
-                  "StagePlan: ", kernel.label, " does not find its operators where expected (internal error)");
-      const int input = compiled.step_inputs(k).at(0);
+      const OpNode& op = graph_.node(ops[k - kernel.begin]);
+      const bool found = op.aten_anchor >= 0 ? compiled.step_aten_node(k) == op.aten_anchor : compiled.step_node(k) == op.anchor;
+      TORCH_CHECK(found && compiled.step_outputs(k).size() == 1, "StagePlan: ", kernel.label,
+                  " does not find its operators where expected (internal error)");
+      // An AtenGraph's slots are its value ids: the input is the anchor's argument 0, whatever else it reads.
+      const int input = op.aten_anchor >= 0 ? compiled.aten_graph()->nodes[op.aten_anchor].args.at(0).value
+                                            : compiled.step_inputs(k).at(0);
       TORCH_CHECK(kernel.input_slot < 0 || kernel.input_slot == input, "StagePlan: ", kernel.label,
                   " reads more than one input (internal error)");
       kernel.input_slot = input;
       kernel.output_slots.push_back(compiled.step_outputs(k)[0]);
-      kernel.contiguous.push_back(NeedsOwnMemory(anchor->output()));
+      kernel.contiguous.push_back(op.aten_anchor >= 0 ? NeedsOwnMemory(*compiled.aten_graph(), compiled.step_outputs(k)[0])
+                                                      : NeedsOwnMemory(op.anchor->output()));
     }
     // The merged weights were made on the current stream; runs use other streams (the caller's
     // at that time, or the backend's): wait once here rather than order every run after it.
@@ -273,9 +303,22 @@ class StagePlanBuilder {
 std::vector<int> AtenScheduleOrder(const OpGraph& graph, const Schedule& schedule) {
   ValidateSchedule(schedule, graph);
   std::vector<int> order;
-  for (const Stage& stage : schedule.stages)
+  for (const Stage& stage : schedule.stages) {
+    if (stage.strategy == StageStrategy::Merge) {
+      std::vector<int> before, anchors, after;
+      for (const auto& group : stage.groups) {
+        const OpNode& op = graph.node(group[0]);
+        const size_t at = NodesBeforeAnchor(op);
+        before.insert(before.end(), op.aten_nodes.begin(), op.aten_nodes.begin() + at);
+        anchors.push_back(op.aten_anchor);
+        after.insert(after.end(), op.aten_nodes.begin() + at + 1, op.aten_nodes.end());
+      }
+      for (const auto* part : {&before, &anchors, &after}) order.insert(order.end(), part->begin(), part->end());
+      continue;
+    }
     for (const auto& group : stage.groups)
       for (int op : group) order.insert(order.end(), graph.node(op).aten_nodes.begin(), graph.node(op).aten_nodes.end());
+  }
   return order;
 }
 

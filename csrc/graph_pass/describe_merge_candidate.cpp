@@ -28,22 +28,7 @@ std::string ReadPadding(Value* value, MergeCandidate* conv) {
     conv->padding = TwoDimensional(*ints);
     return "";
   }
-  const std::string mode = padding->toStringRef();
-  if (mode == "valid") {
-    conv->padding = {0, 0};
-    return "";
-  }
-  if (mode != "same") return "has padding='" + mode + "'; expected 'same' or 'valid'";
-  // PyTorch pads d*(k-1) in total, the extra one at the end: symmetric only when that is even.
-  for (int dim = 0; dim < 2; ++dim) {
-    const int64_t total = conv->dilation[dim] * (conv->weight.size(2 + dim) - 1);
-    if (total % 2 != 0) {
-      return "has padding='same' with a kernel that pads unevenly (dilation*(k-1) = " + std::to_string(total) +
-             "), which no symmetric merged padding reproduces";
-    }
-    conv->padding.push_back(total / 2);
-  }
-  return "";
+  return PaddingOfMode(padding->toStringRef(), conv->weight, conv->dilation, &conv->padding);
 }
 
 // Op `id` read as a mergeable convolution, or why it is not one.

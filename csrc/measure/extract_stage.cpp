@@ -180,6 +180,7 @@ StageSubgraph ExtractStage(const OpGraph& graph, const Stage& stage, const AtenV
   auto sub = std::make_shared<AtenGraph>();
   StageSubgraph result;
   std::vector<int> new_id(g.values.size(), -1);
+  std::unordered_map<int, int> input_position;  // value -> its position among the stage's inputs
   // Values from outside the stage become inputs, fed from the record. Operators of a group run in
   // order and groups are independent, so a value produced inside the stage is mapped before it is read.
   auto map = [&](int v) {
@@ -189,6 +190,7 @@ StageSubgraph ExtractStage(const OpGraph& graph, const Stage& stage, const AtenV
                     "another graph than the stage (record them on the graph the stage is from)");
       new_id[v] = static_cast<int>(sub->values.size());
       sub->values.push_back(g.values[v]);
+      input_position[v] = static_cast<int>(sub->inputs.size());
       sub->inputs.push_back(new_id[v]);
       sub->input_is_weight.push_back(weight_input[v] > 0);
       result.inputs.push_back(values[v]);
@@ -223,6 +225,9 @@ StageSubgraph ExtractStage(const OpGraph& graph, const Stage& stage, const AtenV
   AddStageOperators(graph, stage, &result, [&](OpNode& node) {
     node.aten_anchor = node_of.at(node.aten_anchor);
     for (int& n : node.aten_nodes) n = node_of.at(n);
+    // A merged operator's weights are inputs of the stage too (its anchor reads them).
+    for (int* k : {&node.merge.weight_input, &node.merge.bias_input})
+      if (*k >= 0) *k = input_position.at(g.inputs.at(*k));
   });
   return result;
 }

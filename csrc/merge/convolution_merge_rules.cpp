@@ -19,6 +19,27 @@ std::vector<int64_t> TwoDimensional(const std::vector<int64_t>& values) {
   return {};
 }
 
+std::string PaddingOfMode(const std::string& mode, const at::Tensor& weight, const std::vector<int64_t>& dilation,
+                          std::vector<int64_t>* padding) {
+  padding->clear();
+  if (mode == "valid") {
+    *padding = {0, 0};
+    return "";
+  }
+  if (mode != "same") return "has padding='" + mode + "'; expected 'same' or 'valid'";
+  // PyTorch pads d*(k-1) in total, the extra one at the end: symmetric only when that is even.
+  for (int dim = 0; dim < 2; ++dim) {
+    const int64_t total = dilation[dim] * (weight.size(2 + dim) - 1);
+    if (total % 2 != 0) {
+      padding->clear();
+      return "has padding='same' with a kernel that pads unevenly (dilation*(k-1) = " + std::to_string(total) +
+             "), which no symmetric merged padding reproduces";
+    }
+    padding->push_back(total / 2);
+  }
+  return "";
+}
+
 namespace {
 
 std::string List(const std::vector<int64_t>& values) {

@@ -25,4 +25,10 @@ std::string ConvolutionMergeConflict(const std::vector<at::Tensor>& weights,
 // A 1- or 2-entry parameter list as 2 entries; empty when it has another length.
 std::vector<int64_t> TwoDimensional(const std::vector<int64_t>& values);
 
+// The symmetric padding (2 entries, into *padding) of padding mode "valid" or "same" for a 4-D
+// `weight` and 2-entry `dilation`; "" or why no symmetric padding reproduces it (another mode, or
+// "same" with an odd total, which PyTorch pads one more at the end).
+std::string PaddingOfMode(const std::string& mode, const at::Tensor& weight, const std::vector<int64_t>& dilation,
+                          std::vector<int64_t>* padding);
+
 }  // namespace autograph

@@ -39,14 +39,15 @@ def cache_dir() -> str:
 
 def parts_of_plan(body: Dict[str, Any]) -> List[List[int]]:
     """The kept plan's parts as lists of AtenGraph node indices (each in execution order): a run of
-    stages with one group each is one part; each group of a stage with several is one part."""
+    stages with one group each (or merged into one kernel) is one part; each group of a concurrent
+    stage with several is one part."""
     operators = body["operators"]
     parts: List[List[int]] = []
     run: List[int] = []
     for stage in body["schedule"]["stages"]:
         groups = [[n for op in group for n in operators[op]["nodes"]] for group in stage["groups"]]
-        if len(groups) == 1:
-            run.extend(groups[0])
+        if len(groups) == 1 or stage.get("strategy") == "merge":
+            run.extend(n for group in groups for n in group)
             continue
         if run:
             parts.append(run)

@@ -211,3 +211,64 @@ def test_corrupted_program_text_is_a_clear_error(inception):
         torch.ops.autograph.execute(weights + [x], text[:-10] + "0" * 10)
     with pytest.raises(RuntimeError, match="not an autograph program"):
         torch.ops.autograph.execute(weights + [x], "hello\nworld")
+
+
+class Siblings(torch.nn.Module):
+    """Sibling 1x1 convolutions on one input and sibling linears on another: what a Merge stage runs
+    as one wider kernel, built from the program's own weights."""
+
+    def __init__(self):
+        super().__init__()
+        self.convs = torch.nn.ModuleList(torch.nn.Conv2d(16, c, 1) for c in (8, 12, 4))
+        self.q, self.k, self.v = (torch.nn.Linear(32, 32) for _ in range(3))
+
+    def forward(self, x, y):
+        z = torch.cat([torch.relu(c(x)) for c in self.convs], dim=1)
+        return z, torch.softmax(self.q(y) @ self.k(y).transpose(-1, -2), dim=-1) @ self.v(y)
+
+
+def test_merged_stages_are_built_from_the_programs_weights(tmp_path):
+    """IOS (no on-board choice, so the plan is what its costs say) merges the siblings; the saved
+    program rebuilds the merged weights from the weights it is handed when it runs, in a fresh process
+    too, and again after they are written in place. Merged kernels add the same products in another
+    order: within 1e-5 of the output's scale."""
+    torch.manual_seed(0)
+    model = Siblings().eval()
+    x, y = torch.randn(2, 16, 7, 7), torch.randn(2, 5, 32)
+    optimized, report = autograph.optimize(model, (x, y), ir="export", method="ios", inductor=False)
+    merges = [s for s in report["schedule"]["stages"] if s["strategy"] == "merge"]
+    assert merges and report["linears_merged"] >= 1, report["schedule"]
+    with torch.no_grad():
+        want = model(x, y)
+    got = optimized.module()(x, y)
+    for g, w in zip(got, want):
+        _close(g, w)
+
+    # Weights written in place (a fine-tuned checkpoint loaded into the program): merged again.
+    with torch.no_grad():
+        for t in optimized.state_dict.values():
+            t.mul_(0.5)
+        for p in model.parameters():
+            p.mul_(0.5)
+        want = model(x, y)
+    got = optimized.module()(x, y)
+    for g, w in zip(got, want):
+        _close(g, w)
+
+    path = tmp_path / "siblings.pt2"
+    torch.export.save(optimized, str(path))
+    torch.save({"x": x, "y": y, "want": list(want)}, tmp_path / "io.pt")
+    script = f"""
+import sys, torch
+sys.path.insert(0, {str(ROOT / 'python')!r})
+import autograph
+ep = torch.export.load({str(path)!r})
+io = torch.load({str(tmp_path / 'io.pt')!r})
+for got, want in zip(ep.module()(io["x"], io["y"]), io["want"]):
+    err = (got - want).abs().max().item() / want.abs().max().item()
+    assert err <= {TOL}, err
+print("ok")
+"""
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert "ok" in run.stdout
