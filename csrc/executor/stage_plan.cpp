@@ -1,8 +1,8 @@
 // StagePlan: a Schedule compiled into steps, stream indices, events and release points, once, for
 // both backends. A Merge stage becomes one group on stream 0 running one merged kernel, its
-// weights merged here from the operators' merge candidates, frozen constants of the graph (so a
-// loaded Program rebuilds them: they are never pickled), once per distinct set of weights (an
-// unrolled RNN merges the same ones each step).
+// weights merged here from the operators' merge candidates — frozen constants of a TorchScript graph
+// (so a loaded Program rebuilds them: they are never pickled), or an exported program's weights bound
+// by its AtenProgram — once per distinct set of weights (an unrolled RNN merges the same ones each step).
 #include <ATen/ATen.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 // TorchScript: a plan's steps are the graph's nodes (Operations); merged kernels replace their anchors.
