@@ -272,3 +272,58 @@ print("ok")
     run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr
     assert "ok" in run.stdout
+
+
+class InPlace(torch.nn.Module):
+    """What export's training IR keeps in place: ReLU(inplace=True), a residual `out += x`, and a value
+    read again after it was written (`y.relu_()` whose result is not used: the later read sees it)."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(4, 4, 3, padding=1)
+        self.relu = torch.nn.ReLU(inplace=True)
+
+    def forward(self, x):
+        out = self.relu(self.conv(x))
+        out += x
+        y = self.conv(out)
+        y.relu_()
+        return y * 2, out
+
+
+def test_in_place_operators_become_their_functional_twins_without_tracing_again():
+    torch.manual_seed(0)
+    model = InPlace().eval()
+    x = torch.randn(1, 4, 6, 6)
+    ep = torch.export.export(model, (x,))
+    assert any(n.target._schema.is_mutable for n in ep.graph.nodes if n.op == "call_function"
+               and isinstance(n.target, torch._ops.OpOverload))
+    functional = autograph.export._functional(ep)
+    assert functional is not None
+    targets = [n.target for n in functional.graph.nodes if n.op == "call_function"]
+    assert not any(t._schema.is_mutable for t in targets if isinstance(t, torch._ops.OpOverload))
+    assert torch.ops.aten.relu.default in targets and torch.ops.aten.add.Tensor in targets
+    with torch.no_grad():
+        want = model(x.clone())
+    for got, w in zip(functional.module()(x), want):
+        assert torch.equal(got, w)
+    # The user's program is left as it was.
+    assert any(n.target._schema.is_mutable for n in ep.graph.nodes if n.op == "call_function"
+               and isinstance(n.target, torch._ops.OpOverload))
+    optimized, _ = autograph.optimize(ep, method="nimble", inductor=False)
+    for got, w in zip(optimized.module()(x), want):
+        _close(got, w)
+
+
+def test_a_write_into_a_view_is_left_to_run_decompositions():
+    class ViewWrite(torch.nn.Module):
+        def forward(self, x):
+            y = x * 2
+            y[:, :2].relu_()
+            return y
+
+    x = torch.randn(3, 4)
+    ep = torch.export.export(ViewWrite(), (x,))
+    assert autograph.export._functional(ep) is None
+    optimized, _ = autograph.optimize(ep, method="sequential", inductor=False)
+    _close(optimized.module()(x), ViewWrite()(x))

@@ -11,6 +11,7 @@
 #include "autograph/error.h"
 #include "core/aten_graph.h"
 #include "executor/stage_executor.h"
+#include "graph_pass/describe_aten_merge_candidate.h"
 #include "graph_pass/import_aten_graph.h"
 #include "measure/extract_stage.h"
 #include "measure/measured_cost_model.h"
@@ -128,6 +129,49 @@ TEST(MeasuredCostModelAten, MeasuresStagesOfAnExportedGraphOnceEach) {
   EXPECT_EQ(model.cache_hits(), 1);
   OpGraph other = autograph::ImportAtenGraph(AtenForkJoin(64));
   EXPECT_THROW(model.OperatorMs(other, mm), autograph::Error);  // bound to the graph it was built with
+}
+
+// Two linears of x whose weights are the program's (w1 [6, 8] with bias b1, w2 [5, 8] without).
+std::shared_ptr<const autograph::AtenGraph> SiblingLinears() {
+  const char* text = R"({"version": 1, "values": [
+    {"tensor": true, "shape": [6, 8], "stride": [8, 1], "dtype": "Float"},
+    {"tensor": true, "shape": [6], "stride": [1], "dtype": "Float"},
+    {"tensor": true, "shape": [5, 8], "stride": [8, 1], "dtype": "Float"},
+    {"tensor": true, "shape": [3, 8], "stride": [8, 1], "dtype": "Float"},
+    {"tensor": true, "shape": [3, 6], "stride": [6, 1], "dtype": "Float"},
+    {"tensor": true, "shape": [3, 5], "stride": [5, 1], "dtype": "Float"}],
+  "inputs": [0, 1, 2, 3], "weights": [true, true, true, false],
+  "nodes": [
+    {"op": "aten::linear", "overload": "default", "name": "a", "args": [{"value": 3}, {"value": 0}, {"value": 1}], "kwargs": {}, "outputs": [4]},
+    {"op": "aten::linear", "overload": "default", "name": "b", "args": [{"value": 3}, {"value": 2}], "kwargs": {}, "outputs": [5]}],
+  "outputs": [4, 5]})";
+  return std::make_shared<const autograph::AtenGraph>(autograph::AtenGraph::FromJson(nlohmann::json::parse(text)));
+}
+
+TEST(MeasuredCostModelAten, AMergeStageIsCutOutWithItsWeightsAndTimed) {
+  torch::NoGradGuard no_grad;
+  const std::vector<torch::Tensor> tensors = {torch::randn({6, 8}), torch::randn({6}), torch::randn({5, 8}),
+                                              torch::randn({3, 8})};
+  OpGraph graph = autograph::ImportAtenGraph(SiblingLinears());
+  for (int id = 0; id < graph.size(); ++id) graph.node(id).merge = autograph::DescribeAtenMergeCandidate(graph, id, tensors);
+  const Stage merge{StageStrategy::Merge, {{0}, {1}}};
+  const autograph::AtenValueRecord values = autograph::RecordAtenValues(graph, {tensors.begin(), tensors.end()});
+  autograph::StageSubgraph sub = autograph::ExtractStage(graph, merge, values);
+  // The stage reads x first, then the weights: each candidate names its weight's position there.
+  const autograph::AtenGraph& cut = *sub.graph.aten_graph();
+  for (int id = 0; id < sub.graph.size(); ++id) {
+    const autograph::MergeCandidate& c = sub.graph.node(id).merge;
+    ASSERT_GE(c.weight_input, 0);
+    EXPECT_TRUE(cut.input_is_weight.at(c.weight_input));
+    EXPECT_TRUE(sub.inputs.at(c.weight_input).toTensor().is_same(c.weight));
+  }
+  autograph::StageExecutor executor(sub.graph, sub.schedule, autograph::ExecutorOptions{});
+  std::vector<c10::IValue> outputs = executor.Run(sub.inputs);
+  ASSERT_EQ(outputs.size(), 2u);
+  EXPECT_TRUE(torch::allclose(outputs[0].toTensor(), torch::linear(tensors[3], tensors[0], tensors[1]), 1e-5, 1e-6));
+  EXPECT_TRUE(torch::allclose(outputs[1].toTensor(), torch::linear(tensors[3], tensors[2]), 1e-5, 1e-6));
+  MeasuredCostModel model(graph, {tensors.begin(), tensors.end()}, Quick());
+  EXPECT_TRUE(Sane(model.StageMs(graph, merge)));
 }
 
 }  // namespace
