@@ -68,7 +68,11 @@ class NodeReader {
   // Whether a node writes `value` in place (a merged output is a slice of a wider one).
   bool WrittenInPlace(int value) const {
     for (const AtenNode& n : g_.nodes) {
-      if (n.op == "getitem") continue;
+      auto reads = [&](const AtenArgument& a) { return a.kind == AtenArgument::Kind::Value && a.value == value; };
+      bool reader = false;
+      for (const AtenArgument& a : n.args) reader = reader || reads(a);
+      for (const auto& [name, a] : n.kwargs) reader = reader || reads(a);
+      if (!reader || n.op == "getitem") continue;  // the schema only of the few that read it
       const c10::FunctionSchema& schema = AtenOperatorOf(n).schema();
       auto writes = [&](size_t i, const AtenArgument& a) {
         return a.kind == AtenArgument::Kind::Value && a.value == value && i < schema.arguments().size() &&
