@@ -48,6 +48,31 @@ void BindMergeWeights(OpGraph* graph, const std::vector<at::Tensor>& inputs) {
   }
 }
 
+// One entry of a saved program's "operators". Throws Error ("corrupted program: ...").
+OpNode OperatorFromJson(const json& entry, const AtenGraph& aten) {
+  OpNode op;
+  op.op = entry.at("op").get<std::string>();
+  std::optional<OpKind> kind = OpKindFromString(entry.at("kind").get<std::string>());
+  if (!kind) throw Error("corrupted program: unknown operator kind " + entry.at("kind").dump());
+  op.kind = *kind;
+  for (const json& n : entry.at("nodes")) {
+    const int index = PlanIndex(n);
+    if (index >= static_cast<int>(aten.nodes.size())) throw Error("corrupted program: an operator names node " + n.dump());
+    op.aten_nodes.push_back(index);
+  }
+  op.aten_anchor = PlanIndex(entry.at("anchor"));
+  op.flops = entry.value("flops", 0.0);  // planning data only (what parts compiled by Inductor are cut by)
+  if (entry.contains("merge")) {
+    op.merge = MergeCandidateFromJson(entry.at("merge"));
+    for (int k : {op.merge.weight_input, op.merge.bias_input})
+      if (k >= static_cast<int>(aten.inputs.size()) || (k >= 0 && !aten.input_is_weight[k]))
+        throw Error("corrupted program: a merged operator's weight is input " + std::to_string(k) +
+                    ", not one of the program's weights");
+    if (op.merge.weight_input < 0) throw Error("corrupted program: a merged operator without its weight's input");
+  }
+  return op;
+}
+
 }  // namespace
 
 AtenProgram::AtenProgram(OpGraph graph, Schedule schedule, ExecutorOptions options)
@@ -333,29 +358,7 @@ std::shared_ptr<const AtenProgram> AtenProgram::FromText(const std::string& text
     const json body = json::parse(body_text);
     auto aten = std::make_shared<const AtenGraph>(AtenGraph::FromJson(body.at("graph")));
     OpGraph graph(aten);
-    for (const json& entry : body.at("operators")) {
-      OpNode op;
-      op.op = entry.at("op").get<std::string>();
-      std::optional<OpKind> kind = OpKindFromString(entry.at("kind").get<std::string>());
-      if (!kind) throw Error("corrupted program: unknown operator kind " + entry.at("kind").dump());
-      op.kind = *kind;
-      for (const json& n : entry.at("nodes")) {
-        const int index = PlanIndex(n);
-        if (index >= static_cast<int>(aten->nodes.size())) throw Error("corrupted program: an operator names node " + n.dump());
-        op.aten_nodes.push_back(index);
-      }
-      op.aten_anchor = PlanIndex(entry.at("anchor"));
-      op.flops = entry.value("flops", 0.0);  // planning data only (what parts compiled by Inductor are cut by)
-      if (entry.contains("merge")) {
-        op.merge = MergeCandidateFromJson(entry.at("merge"));
-        for (int k : {op.merge.weight_input, op.merge.bias_input})
-          if (k >= static_cast<int>(aten->inputs.size()) || (k >= 0 && !aten->input_is_weight[k]))
-            throw Error("corrupted program: a merged operator's weight is input " + std::to_string(k) +
-                        ", not one of the program's weights");
-        if (op.merge.weight_input < 0) throw Error("corrupted program: a merged operator without its weight's input");
-      }
-      graph.AddNode(std::move(op));
-    }
+    for (const json& entry : body.at("operators")) graph.AddNode(OperatorFromJson(entry, *aten));
     for (const json& e : body.at("edges")) {
       const int from = PlanIndex(e.at(0)), to = PlanIndex(e.at(1));
       if (from >= to || to >= graph.size()) throw Error("corrupted program: edge " + e.dump());

@@ -149,20 +149,16 @@ StageSubgraph ExtractStage(const OpGraph& graph, const Stage& stage, const Value
   return result;
 }
 
-StageSubgraph ExtractStage(const OpGraph& graph, const Stage& stage, const AtenValueRecord& values) {
-  std::unordered_map<int, std::pair<size_t, size_t>> at;
-  CheckStage(graph, stage, &at);
-  if (!graph.aten_graph()) throw Error("ExtractStage: the OpGraph has no AtenGraph (internal error)");
-  const AtenGraph& g = *graph.aten_graph();
-  if (values.size() != g.values.size())
-    throw Error("the recorded values are of another graph than the stage's (" + std::to_string(values.size()) +
-                " values recorded, the graph has " + std::to_string(g.values.size()) + ")");
+namespace {
 
+// Per value of an exported graph: read by a node outside the stage, or returned.
+std::vector<bool> ReadOutsideStage(const OpGraph& graph, const Stage& stage) {
+  const AtenGraph& g = *graph.aten_graph();
   std::vector<bool> in_stage(g.nodes.size(), false);
   for (const auto& group : stage.groups)
     for (int op : group)
       for (int n : graph.node(op).aten_nodes) in_stage[n] = true;
-  std::vector<bool> read_outside(g.values.size(), false);  // by a node after the stage, or returned
+  std::vector<bool> read_outside(g.values.size(), false);
   for (size_t n = 0; n < g.nodes.size(); ++n) {
     if (in_stage[n]) continue;
     auto mark = [&](const AtenArgument& a) {
@@ -174,6 +170,21 @@ StageSubgraph ExtractStage(const OpGraph& graph, const Stage& stage, const AtenV
     for (const auto& [name, a] : g.nodes[n].kwargs) mark(a);
   }
   for (int v : g.outputs) read_outside[v] = true;
+  return read_outside;
+}
+
+}  // namespace
+
+StageSubgraph ExtractStage(const OpGraph& graph, const Stage& stage, const AtenValueRecord& values) {
+  std::unordered_map<int, std::pair<size_t, size_t>> at;
+  CheckStage(graph, stage, &at);
+  if (!graph.aten_graph()) throw Error("ExtractStage: the OpGraph has no AtenGraph (internal error)");
+  const AtenGraph& g = *graph.aten_graph();
+  if (values.size() != g.values.size())
+    throw Error("the recorded values are of another graph than the stage's (" + std::to_string(values.size()) +
+                " values recorded, the graph has " + std::to_string(g.values.size()) + ")");
+
+  const std::vector<bool> read_outside = ReadOutsideStage(graph, stage);
   std::vector<int> weight_input(g.values.size(), 0);  // 1: a weight input, -1: a user input
   for (size_t i = 0; i < g.inputs.size(); ++i) weight_input[g.inputs[i]] = g.input_is_weight[i] ? 1 : -1;
 
