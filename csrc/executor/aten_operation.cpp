@@ -254,6 +254,24 @@ AtenStep CloneTwin(const ArgumentSource& memory_format) {
 
 }  // namespace
 
+std::vector<int> ValuesWrittenBy(const AtenGraph& graph, int index) {
+  const AtenNode& node = graph.nodes.at(index);
+  std::vector<int> written;
+  if (node.op == "getitem") return written;
+  const c10::FunctionSchema& schema = AtenOperatorOf(node).schema();
+  auto note = [&](size_t i, const AtenArgument& a) {
+    const auto& arguments = schema.arguments();
+    if (i >= arguments.size() || !arguments[i].alias_info() || !arguments[i].alias_info()->isWrite()) return;
+    if (a.kind == AtenArgument::Kind::Value) written.push_back(a.value);
+    for (const auto& v : a.values)
+      if (v) written.push_back(*v);
+  };
+  for (size_t i = 0; i < node.args.size(); ++i) note(i, node.args[i]);
+  for (const auto& [name, a] : node.kwargs)
+    if (std::optional<size_t> i = schema.argumentIndexWithName(name)) note(*i, a);
+  return written;
+}
+
 AtenStep InPlaceTwinOf(const AtenGraph& graph, int index, int* self_read) {
   const AtenNode& node = graph.nodes.at(index);
   if (node.op == "getitem" || node.op.rfind("aten::", 0) != 0 || node.outputs.size() != 1) return nullptr;

@@ -24,6 +24,10 @@ c10::OperatorHandle AtenOperatorOf(const AtenNode& node);
 using AtenStep = std::function<void(torch::jit::Stack&)>;
 AtenStep AtenStepOf(const AtenGraph& graph, int node, std::vector<int>* reads);
 
+// The values node `node` passes where its schema writes (`Tensor(a!)`, also inside a Tensor[] list);
+// none for the executor's getitem. Throws UnsupportedModelError as AtenOperatorOf.
+std::vector<int> ValuesWrittenBy(const AtenGraph& graph, int node);
+
 // The node's in-place twin: the same call on "aten::<name>_" (same overload, same arguments), which
 // writes its result into its first argument instead of new memory — what an exported program's
 // functionalization undid (relu_ became relu). Null when there is none, when the result would not be

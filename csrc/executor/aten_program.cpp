@@ -487,40 +487,42 @@ std::vector<at::Tensor> AtenProgram::Run(const std::vector<at::Tensor>& inputs) 
 std::shared_ptr<const StageExecutor> AtenProgram::ExecutorFor(const std::vector<at::Tensor>& inputs) const {
   if (executor_) return executor_;
   const AtenGraph& aten = *graph_.aten_graph();
-  std::vector<at::Tensor> weights;
-  std::vector<int64_t> versions;
   for (int k : merged_weights_) {
-    const at::Tensor& t = inputs[k];
-    if (t.sizes() != at::IntArrayRef(aten.values[aten.inputs[k]].meta.shape))
-      throw InputError("tensor " + std::to_string(k) + " (a weight) is " + ShapeString(t.sizes()) +
+    if (inputs[k].sizes() != at::IntArrayRef(aten.values[aten.inputs[k]].meta.shape))
+      throw InputError("tensor " + std::to_string(k) + " (a weight) is " + ShapeString(inputs[k].sizes()) +
                        ", but the program merged it as " + ShapeString(aten.values[aten.inputs[k]].meta.shape) +
                        "; pass the exported program's own weights");
-    weights.push_back(t);
-    versions.push_back(VersionOf(t));
   }
+  // The same memory read the same way, not written since (a caller may wrap it in a new tensor each
+  // run, as an AOTInductor program does its constants): held by the entry, that memory is nobody else's.
+  auto binds = [&](const BoundWeights& b) {
+    for (size_t w = 0; w < merged_weights_.size(); ++w) {
+      const at::Tensor &x = b.weights[w], &y = inputs[merged_weights_[w]];
+      if (x.data_ptr() != y.data_ptr() || x.strides() != y.strides() || x.scalar_type() != y.scalar_type() ||
+          x.device() != y.device() || b.versions[w] != VersionOf(y))
+        return false;
+    }
+    return true;
+  };
   std::lock_guard<std::mutex> lock(bound_mutex_);
   for (size_t i = 0; i < bound_.size(); ++i) {
-    const BoundWeights& b = bound_[i];
-    bool same = b.versions == versions;
-    // The same memory read the same way (a caller may wrap it in a new tensor each run, as an
-    // AOTInductor program does its constants): held by the entry, that memory is nobody else's.
-    for (size_t w = 0; w < weights.size() && same; ++w) {
-      const at::Tensor &x = b.weights[w], &y = weights[w];
-      same = x.data_ptr() == y.data_ptr() && x.strides() == y.strides() && x.scalar_type() == y.scalar_type() &&
-             x.device() == y.device();
-    }
-    if (!same) continue;
+    if (!binds(bound_[i])) continue;
     std::rotate(bound_.begin(), bound_.begin() + i, bound_.begin() + i + 1);
     return bound_.front().executor;
   }
   // First run on these weights (or they were written in place since): merge them.
+  BoundWeights bound;
+  for (int k : merged_weights_) {
+    bound.weights.push_back(inputs[k]);
+    bound.versions.push_back(VersionOf(inputs[k]));
+  }
   OpGraph graph = graph_;
   BindMergeWeights(&graph, inputs);
   at::NoGradGuard no_grad;
-  auto executor = std::make_shared<const StageExecutor>(graph, schedule_, options_);
-  bound_.insert(bound_.begin(), BoundWeights{std::move(weights), std::move(versions), executor});
+  bound.executor = std::make_shared<const StageExecutor>(graph, schedule_, options_);
+  bound_.insert(bound_.begin(), std::move(bound));
   if (bound_.size() > kBoundWeightSets) bound_.pop_back();
-  return executor;
+  return bound_.front().executor;
 }
 
 std::vector<at::Tensor> AtenProgram::RunOtherShapes(const std::vector<at::Tensor>& inputs) const {

@@ -145,7 +145,7 @@ CompiledGraph::CompiledGraph(std::shared_ptr<Graph> graph, const std::vector<Nod
                 "CompiledGraph: node is not in the graph's top-level block");
     TORCH_CHECK(n->kind() != c10::prim::Constant && placed.insert(n).second,
                 "CompiledGraph: order lists a constant or a node twice: ", Describe(n));
-    Step step{nullptr, {}, {}, n};
+    Step step{nullptr, {}, {}, n, -1, nullptr, -1};
     std::vector<Value*> inputs(n->inputs().begin(), n->inputs().end());
     step.operation = PlumbingOperation(n);
     if (!step.operation && n->blocks().empty() && n->maybeOperator()) step.operation = OperationOf(n);
@@ -182,7 +182,7 @@ CompiledGraph::CompiledGraph(std::shared_ptr<const AtenGraph> graph, const std::
     TORCH_CHECK(n >= 0 && n < static_cast<int>(g.nodes.size()) && !placed[n],
                 "CompiledGraph: order lists a node twice or one that does not exist: ", n);
     placed[n] = true;
-    Step step{nullptr, {}, g.nodes[n].outputs, nullptr, n};
+    Step step{nullptr, {}, g.nodes[n].outputs, nullptr, n, nullptr, -1};
     step.operation = torch::jit::Operation(AtenStepOf(g, n, &step.inputs));
     int self_read = -1;
     if (AtenStep twin = InPlaceTwinOf(g, n, &self_read)) {
@@ -224,7 +224,7 @@ CompiledGraph::ReleasePlan CompiledGraph::PlanReleases(const std::vector<int>& g
       last_phase[s] = std::max(last_phase[s], phase_of_step[i]);
     }
   }
-  ReleasePlan plan{std::vector<std::vector<int>>(steps_.size()), std::vector<std::vector<int>>(num_phases)};
+  ReleasePlan plan{std::vector<std::vector<int>>(steps_.size()), std::vector<std::vector<int>>(num_phases), {}};
   for (size_t s = 0; s < n; ++s) {
     if (last_step[s] < 0 || kept_[s]) continue;
     if (one_group[s]) plan.after_step[last_step[s]].push_back(static_cast<int>(s));

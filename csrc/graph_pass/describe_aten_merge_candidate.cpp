@@ -1,5 +1,6 @@
 #include "graph_pass/describe_aten_merge_candidate.h"
 
+#include <algorithm>
 #include <optional>
 #include <string>
 
@@ -67,21 +68,15 @@ class NodeReader {
 
   // Whether a node writes `value` in place (a merged output is a slice of a wider one).
   bool WrittenInPlace(int value) const {
-    for (const AtenNode& n : g_.nodes) {
+    for (size_t i = 0; i < g_.nodes.size(); ++i) {
+      const AtenNode& n = g_.nodes[i];
       auto reads = [&](const AtenArgument& a) { return a.kind == AtenArgument::Kind::Value && a.value == value; };
       bool reader = false;
       for (const AtenArgument& a : n.args) reader = reader || reads(a);
       for (const auto& [name, a] : n.kwargs) reader = reader || reads(a);
-      if (!reader || n.op == "getitem") continue;  // the schema only of the few that read it
-      const c10::FunctionSchema& schema = AtenOperatorOf(n).schema();
-      auto writes = [&](size_t i, const AtenArgument& a) {
-        return a.kind == AtenArgument::Kind::Value && a.value == value && i < schema.arguments().size() &&
-               schema.arguments()[i].alias_info() && schema.arguments()[i].alias_info()->isWrite();
-      };
-      for (size_t i = 0; i < n.args.size(); ++i)
-        if (writes(i, n.args[i])) return true;
-      for (const auto& [name, a] : n.kwargs)
-        if (std::optional<size_t> i = schema.argumentIndexWithName(name); i && writes(*i, a)) return true;
+      if (!reader) continue;  // the schema only of the few that read it
+      const std::vector<int> written = ValuesWrittenBy(g_, static_cast<int>(i));
+      if (std::find(written.begin(), written.end(), value) != written.end()) return true;
     }
     return false;
   }

@@ -248,21 +248,9 @@ std::vector<bool> AtenInputsWrittenInPlace(const AtenGraph& aten) {
   std::vector<int> input_index(aten.values.size(), -1);
   for (size_t i = 0; i < aten.inputs.size(); ++i) input_index[aten.inputs[i]] = static_cast<int>(i);
   std::vector<bool> written(aten.inputs.size(), false);
-  auto mark = [&](const AtenArgument& a) {
-    if (a.kind == AtenArgument::Kind::Value && input_index[a.value] >= 0) written[input_index[a.value]] = true;
-    for (const auto& v : a.values)
-      if (v && input_index[*v] >= 0) written[input_index[*v]] = true;
-  };
-  for (const AtenNode& node : aten.nodes) {
-    if (node.op == "getitem") continue;
-    const c10::FunctionSchema& schema = AtenOperatorOf(node).schema();
-    auto writes = [&](size_t i) { return i < schema.arguments().size() && schema.arguments()[i].alias_info() &&
-                                         schema.arguments()[i].alias_info()->isWrite(); };
-    for (size_t i = 0; i < node.args.size(); ++i)
-      if (writes(i)) mark(node.args[i]);
-    for (const auto& [name, a] : node.kwargs)
-      if (std::optional<size_t> i = schema.argumentIndexWithName(name); i && writes(*i)) mark(a);
-  }
+  for (size_t n = 0; n < aten.nodes.size(); ++n)
+    for (int v : ValuesWrittenBy(aten, static_cast<int>(n)))
+      if (input_index[v] >= 0) written[input_index[v]] = true;
   return written;
 }
 
