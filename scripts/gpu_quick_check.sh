@@ -100,7 +100,7 @@ wait $zoo_pid
 say "zoo: rc $(cat "$logs/zoo.rc"); $(ls "$AUTOGRAPH_ZOO_DIR"/*.pt 2>/dev/null | wc -l) models ($(( $(date +%s) - start )) s in)"
 gtest zoo 'CudaStageExecutor.*:CudaMeasuredCostModel.*:CudaOptimize.*:FoldConvolutionAddRelu.*Cuda*' $(( t_correct - ($(date +%s) - start) )) &
 ( timeout -k 5 $(( t_correct - ($(date +%s) - start) )) "$PY" -m pytest -q -rs -p no:cacheprovider \
-    tests/python/test_optimized_module.py -k cuda > "$logs/pytest-cuda.log" 2>&1
+    tests/python/test_optimized_module.py tests/python/test_export_path.py -k cuda > "$logs/pytest-cuda.log" 2>&1
   echo "pytest cuda: rc $?; $(tail -n 1 "$logs/pytest-cuda.log")" > "$logs/pytest-cuda.res" ) &
 ( timeout -k 5 $(( t_correct - ($(date +%s) - start) )) env LD_PRELOAD="$bin/segv_backtrace.so" "$PY" bench/torch_compile_bench.py --zoo "$AUTOGRAPH_ZOO_DIR" \
     --models squeezenet resnet50 --device cuda --batch 1 --modes default --export-path --warmup 10 --runs 20 \
