@@ -170,7 +170,10 @@ def _optimize(args) -> int:
     report["optimize_s"] = round(time.perf_counter() - start, 3)
     torch.export.save(optimized, args.output)
     if args.aoti:
-        report["aoti_package"] = torch._inductor.aoti_compile_and_package(optimized, package_path=args.aoti)
+        from .inductor_parts import aoti_configs
+        # (not frozen: the package keeps the program's weights as its constants, as a user's would)
+        report["aoti_package"] = torch._inductor.aoti_compile_and_package(
+            optimized, package_path=args.aoti, inductor_configs=aoti_configs(freezing=False))
     report.pop("timeline", None)
     if args.json:
         print(json.dumps(report))

@@ -15,10 +15,13 @@ by side on the device, and the fastest is kept (never slower). Packages are cach
 the part's graph, its weights, the device, the Inductor settings and the torch version.
 """
 import concurrent.futures
+import functools
 import hashlib
 import json
 import operator
 import os
+import subprocess
+import sys
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import torch
@@ -27,6 +30,37 @@ from torch.export import ExportedProgram
 PART_OP = "autograph::run_inductor_part"
 _FORMAT = "autograph-inductor-part"
 _INDUCTOR_CONFIGS = {"freezing": True}
+
+
+@functools.lru_cache(maxsize=None)
+def _shared_libstdcxx() -> Tuple[str, ...]:
+    """Link the package against the C++ runtime's shared library by name. A toolchain whose g++ links
+    libstdc++ statically (the H100/H200 image's Ubuntu g++ 13: the CUDA wrapper had no NEEDED
+    libstdc++.so.6 and held 350 of its locale symbols) makes a package whose own std::locale copy
+    meets the process's: it crashed in std::regex while loading, before any autograph code ran
+    (bench/results/gpu-2026-11-26-h100). Where the compiler finds libstdc++.so.6 this names the same
+    file the default link uses, so it changes nothing on a sound toolchain."""
+    if not sys.platform.startswith("linux"):
+        return ()
+    from torch._inductor.cpp_builder import get_cpp_compiler
+    try:
+        found = subprocess.run([get_cpp_compiler(), "-print-file-name=libstdc++.so.6"], capture_output=True,
+                               text=True, timeout=30).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return ()
+    return (":libstdc++.so.6",) if os.path.isabs(found) and os.path.exists(found) else ()
+
+
+def aoti_configs(**settings: Any) -> Dict[str, Any]:
+    """The Inductor settings of every AOTInductor package autograph compiles: weights frozen, the C++
+    runtime linked shared, then ``settings``."""
+    configs: Dict[str, Any] = dict(_INDUCTOR_CONFIGS)
+    if _shared_libstdcxx():
+        configs["aot_inductor.custom_op_libs"] = list(_shared_libstdcxx())
+    configs.update(settings)
+    return configs
+
+
 # A plan cut into more parts than this is compiled as the whole graph only (each part costs a compile).
 MAX_PARTS = 8
 
@@ -216,7 +250,7 @@ class PartBuilder:
     def _compile_now(self, part: Sequence[int], label: str, freezing: bool) -> Tuple[bytes, List[int], List[int]]:
         gm, input_ids, output_ids = self.module_of(part)
         examples = tuple(_example(self.graph["values"][v], self.device) for v in input_ids)
-        configs = dict(_INDUCTOR_CONFIGS, freezing=freezing)
+        configs = aoti_configs(freezing=freezing)
         key = _cache_key(gm, examples, self.device, configs)
         path = os.path.join(cache_dir(), key + ".pt2")
         self.cached += os.path.exists(path)
@@ -237,7 +271,7 @@ def compile_for_every_shape(ep: torch.export.ExportedProgram, device: torch.devi
                             progress: Callable[[str], None]) -> Tuple[bytes, List[Dict[str, Any]], bool]:
     """One AOTInductor package of a whole program with dynamic shapes (weights frozen), for every shape
     in its range; the outputs' spec (-1 where a size is symbolic) and whether it came from the disk cache."""
-    configs = dict(_INDUCTOR_CONFIGS, dynamic=True)
+    configs = aoti_configs(dynamic=True)
     h = hashlib.sha256()
     h.update(f"{torch.__version__}|{device}|{json.dumps(configs, sort_keys=True)}|".encode())
     h.update(str(ep.graph).encode())
@@ -253,7 +287,7 @@ def compile_for_every_shape(ep: torch.export.ExportedProgram, device: torch.devi
         os.makedirs(cache_dir(), exist_ok=True)
         partial = f"{path[:-4]}.{os.getpid()}.partial.pt2"
         with torch.no_grad():
-            torch._inductor.aoti_compile_and_package(ep, package_path=partial, inductor_configs=_INDUCTOR_CONFIGS)
+            torch._inductor.aoti_compile_and_package(ep, package_path=partial, inductor_configs=aoti_configs())
         os.replace(partial, path)
     from .export import _DTYPE_NAMES
     (output,) = [n for n in ep.graph.nodes if n.op == "output"]
