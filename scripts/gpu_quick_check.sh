@@ -7,8 +7,8 @@
 #              without a device, and CudaStageExecutor.* that register only with one); the CUDA
 #              pytest tests; compute-sanitizer memcheck, racecheck and synccheck on
 #              CudaSanitizer.*; the export path on CUDA (bench/torch_compile_bench.py --export-path);
-#              aoti: one AOTInductor CUDA package loaded without autograph and with it
-#              (scripts/gpu_aoti_probe.py). Python parts run under scripts/segv_backtrace.c, so that a
+#              aoti: one AOTInductor CUDA package, compiled by Inductor's defaults and by autograph's
+#              settings, each loaded without autograph and with it (scripts/gpu_aoti_probe.py). Python parts run under scripts/segv_backtrace.c, so that a
 #              crash leaves its native stack in the log
 #   bench      alone on the GPU: `autograph bench` of the paper's methods at batch 1, one zoo model
 #              at a time while time is left
@@ -99,20 +99,34 @@ done
 wait $zoo_pid
 say "zoo: rc $(cat "$logs/zoo.rc"); $(ls "$AUTOGRAPH_ZOO_DIR"/*.pt 2>/dev/null | wc -l) models ($(( $(date +%s) - start )) s in)"
 gtest zoo 'CudaStageExecutor.*:CudaMeasuredCostModel.*:CudaOptimize.*:FoldConvolutionAddRelu.*Cuda*' $(( t_correct - ($(date +%s) - start) )) &
-( timeout -k 5 $(( t_correct - ($(date +%s) - start) )) "$PY" -m pytest -q -rs -p no:cacheprovider \
-    tests/python/test_optimized_module.py tests/python/test_export_path.py -k cuda > "$logs/pytest-cuda.log" 2>&1
-  echo "pytest cuda: rc $?; $(tail -n 1 "$logs/pytest-cuda.log")" > "$logs/pytest-cuda.res" ) &
+# One pytest per file, tracebacks as they happen (-rfs --tb=short in the summary, -v for the names):
+# a crash in one file keeps the other's summary.
+for file in test_optimized_module test_export_path; do
+  ( timeout -k 5 $(( t_correct - ($(date +%s) - start) )) env LD_PRELOAD="$bin/segv_backtrace.so" "$PY" -m pytest -v \
+      -rfs --tb=short -p no:cacheprovider "tests/python/$file.py" -k cuda > "$logs/pytest-cuda-$file.log" 2>&1
+    echo "pytest cuda $file: rc $?; $(grep -E '^(FAILED|ERROR) ' "$logs/pytest-cuda-$file.log" | tr '\n' ' ')$(tail -n 1 "$logs/pytest-cuda-$file.log")" \
+      > "$logs/pytest-cuda-$file.res" ) &
+done
 ( timeout -k 5 $(( t_correct - ($(date +%s) - start) )) env LD_PRELOAD="$bin/segv_backtrace.so" "$PY" bench/torch_compile_bench.py --zoo "$AUTOGRAPH_ZOO_DIR" \
     --models squeezenet resnet50 --device cuda --batch 1 --modes default --export-path --warmup 10 --runs 20 \
     --out "$out/export_path" > "$logs/export-path.log" 2>&1
   echo "export path on cuda (correctness, squeezenet resnet50): rc $?; $(grep -ciE 'error|mismatch|failed' "$logs/export-path.log") error lines" > "$logs/export-path.res" ) &
-( probe=$out/aoti && mkdir -p "$probe" && t=$(( t_correct - ($(date +%s) - start) ))
-  { timeout -k 5 "$t" "$PY" scripts/gpu_aoti_probe.py compile "$probe" &&
+# Compiled as Inductor's defaults would (the image's CXX linked libstdc++ statically into it, and it
+# crashed on load) and with autograph's settings (the runtime linked shared); each loaded alone and
+# after autograph. A load that outlives its time gets SIGSEGV: the native and the Python stack.
+( t=$(( t_correct - ($(date +%s) - start) ))
+  for how in plain autograph; do
+    probe=$out/aoti/$how && mkdir -p "$probe"
+    echo "== compile $how"
+    timeout -k 5 "$(( t / 3 ))" "$PY" scripts/gpu_aoti_probe.py compile "$probe" \
+      $([ $how = autograph ] && echo --autograph-configs) || continue
     for with in "" --with-autograph; do
-      echo "== load $with"
-      timeout -k 5 60 env LD_PRELOAD="$bin/segv_backtrace.so" "$PY" scripts/gpu_aoti_probe.py load "$probe" $with
-      echo "rc $?"
-    done; } > "$logs/aoti.log" 2>&1
+      echo "== load $how $with"
+      timeout -k 5 -s SEGV 60 env LD_PRELOAD="$bin/segv_backtrace.so" "$PY" -X faulthandler scripts/gpu_aoti_probe.py \
+        load "$probe" $with
+      echo "rc $how${with:+ with autograph}: $?"
+    done
+  done > "$logs/aoti.log" 2>&1
   echo "aoti probe (a CUDA package loaded alone, then with autograph): $(grep -E '^rc ' "$logs/aoti.log" | tr '\n' ' ')" > "$logs/aoti.res" ) &
 wait
 cat "$logs"/*.res | tee -a "$summary"
@@ -138,4 +152,4 @@ say "used $(( $(date +%s) - start )) s of ${budget} s"
 cp "$out/env.txt" "$logs/"
 find "$out/bench" "$out/export_path" -name 'results.*' 2>/dev/null | while read -r f; do cp "$f" "$logs/$(basename "$(dirname "$f")")-$(basename "$f")"; done
 tar -czf "$out/logs.tar.gz" -C "$out" logs
-rm -rf "$out/cache" "$out/bench" "$out/export_path" "$logs"
+rm -rf "$out/cache" "$out/bench" "$out/export_path" "$logs" "$out"/aoti/*/unpacked
