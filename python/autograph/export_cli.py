@@ -170,10 +170,9 @@ def _optimize(args) -> int:
     report["optimize_s"] = round(time.perf_counter() - start, 3)
     torch.export.save(optimized, args.output)
     if args.aoti:
-        from .inductor_parts import aoti_configs
+        from .inductor_toolchain import aoti_configs, compile_package
         # (not frozen: the package keeps the program's weights as its constants, as a user's would)
-        report["aoti_package"] = torch._inductor.aoti_compile_and_package(
-            optimized, package_path=args.aoti, inductor_configs=aoti_configs(freezing=False))
+        report["aoti_package"] = compile_package(optimized, args.aoti, aoti_configs(freezing=False))
     report.pop("timeline", None)
     if args.json:
         print(json.dumps(report))

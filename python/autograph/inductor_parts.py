@@ -15,50 +15,20 @@ by side on the device, and the fastest is kept (never slower). Packages are cach
 the part's graph, its weights, the device, the Inductor settings and the torch version.
 """
 import concurrent.futures
-import functools
 import hashlib
 import json
 import operator
 import os
-import subprocess
-import sys
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import torch
 from torch.export import ExportedProgram
 
+from .inductor_toolchain import aoti_configs, compile_package
+
 PART_OP = "autograph::run_inductor_part"
 _FORMAT = "autograph-inductor-part"
 _INDUCTOR_CONFIGS = {"freezing": True}
-
-
-@functools.lru_cache(maxsize=None)
-def _shared_libstdcxx() -> Tuple[str, ...]:
-    """Link the package against the C++ runtime's shared library by name. A toolchain whose g++ links
-    libstdc++ statically (the H100/H200 image's Ubuntu g++ 13: the CUDA wrapper had no NEEDED
-    libstdc++.so.6 and held 350 of its locale symbols) makes a package whose own std::locale copy
-    meets the process's: it crashed in std::regex while loading, before any autograph code ran
-    (bench/results/gpu-2026-11-26-h100). Where the compiler finds libstdc++.so.6 this names the same
-    file the default link uses, so it changes nothing on a sound toolchain."""
-    if not sys.platform.startswith("linux"):
-        return ()
-    from torch._inductor.cpp_builder import get_cpp_compiler
-    try:
-        found = subprocess.run([get_cpp_compiler(), "-print-file-name=libstdc++.so.6"], capture_output=True,
-                               text=True, timeout=30).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        return ()
-    return (":libstdc++.so.6",) if os.path.isabs(found) and os.path.exists(found) else ()
-
-
-def aoti_configs(**settings: Any) -> Dict[str, Any]:
-    """The Inductor settings of every AOTInductor package autograph compiles: weights frozen, the C++
-    runtime linked shared, then ``settings``."""
-    configs: Dict[str, Any] = dict(_INDUCTOR_CONFIGS)
-    if _shared_libstdcxx():
-        configs["aot_inductor.custom_op_libs"] = list(_shared_libstdcxx())
-    configs.update(settings)
-    return configs
 
 
 # A plan cut into more parts than this is compiled as the whole graph only (each part costs a compile).
@@ -260,8 +230,7 @@ class PartBuilder:
             with torch.no_grad():
                 exported = torch.export.export(gm, examples, strict=False)
                 partial = f"{path[:-4]}.{os.getpid()}.partial.pt2"
-                torch._inductor.aoti_compile_and_package(exported, package_path=partial,
-                                                         inductor_configs=configs)
+                compile_package(exported, partial, configs)
             os.replace(partial, path)  # whole packages only, also with concurrent optimizers
         with open(path, "rb") as f:
             return f.read(), input_ids, output_ids
@@ -287,7 +256,7 @@ def compile_for_every_shape(ep: torch.export.ExportedProgram, device: torch.devi
         os.makedirs(cache_dir(), exist_ok=True)
         partial = f"{path[:-4]}.{os.getpid()}.partial.pt2"
         with torch.no_grad():
-            torch._inductor.aoti_compile_and_package(ep, package_path=partial, inductor_configs=aoti_configs())
+            compile_package(ep, partial, aoti_configs())
         os.replace(partial, path)
     from .export import _DTYPE_NAMES
     (output,) = [n for n in ep.graph.nodes if n.op == "output"]

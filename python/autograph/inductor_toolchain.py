@@ -1,0 +1,113 @@
+"""How autograph drives Inductor's C++ toolchain for the AOTInductor packages it compiles.
+
+Two facts of the machine, not of the model, that Inductor leaves to its defaults:
+
+- the C++ runtime is linked by its shared name, because a compiler that links it statically makes a
+  package that crashes on load (the GPU image's, bench/results/gpu-2026-11-26-h100);
+- which vector instruction sets the compiler can build for and the CPU can run is checked once per
+  machine, compiler and torch, not in every process (Inductor's own check costs seconds per process).
+"""
+import functools
+import hashlib
+import json
+import os
+import platform
+import subprocess
+import sys
+from typing import Any, Dict, Tuple
+
+import torch
+
+_SETTINGS = {"freezing": True}
+
+
+@functools.lru_cache(maxsize=None)
+def _compiler() -> Tuple[str, str]:
+    """Inductor's C++ compiler ($CXX, else g++) and its `--version` line ("" when it does not run)."""
+    from torch._inductor.cpp_builder import get_cpp_compiler
+    cxx = get_cpp_compiler()
+    try:
+        version = subprocess.run([cxx, "--version"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        version = ""
+    return cxx, version.split("\n", 1)[0]
+
+
+@functools.lru_cache(maxsize=None)
+def _shared_libstdcxx() -> Tuple[str, ...]:
+    """Link the package against the C++ runtime's shared library by name. A compiler that links
+    libstdc++ statically (the GPU image's CXX=/opt/gcc/bin/g++: the CUDA wrapper had no NEEDED
+    libstdc++.so.6 and 353 locale symbols of its own) makes a package whose std::locale copy meets
+    the process's, and it crashed in std::regex while loading, with or without autograph. Where the
+    compiler finds libstdc++.so.6 this names the file a sound toolchain links anyway."""
+    if not sys.platform.startswith("linux"):
+        return ()
+    try:
+        found = subprocess.run([_compiler()[0], "-print-file-name=libstdc++.so.6"], capture_output=True,
+                               text=True, timeout=30).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return ()
+    return (":libstdc++.so.6",) if os.path.isabs(found) and os.path.exists(found) else ()
+
+
+def aoti_configs(**settings: Any) -> Dict[str, Any]:
+    """The Inductor settings of every AOTInductor package autograph compiles: weights frozen, the C++
+    runtime linked shared, then ``settings``. (They are part of the packages' cache keys.)"""
+    configs: Dict[str, Any] = dict(_SETTINGS)
+    if _shared_libstdcxx():
+        configs["aot_inductor.custom_op_libs"] = list(_shared_libstdcxx())
+    configs.update(settings)
+    return configs
+
+
+def _read_answers(path: str) -> Dict[str, bool]:
+    try:
+        with open(path) as f:
+            answers = json.load(f)
+        return answers if isinstance(answers, dict) else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def remember_vec_isa_checks() -> None:
+    """Inductor checks each vector ISA the CPU reports by building a test program and loading it in a
+    new Python process, in every process: 12.6 s on the 2-core VM with its build cache warm (it caches
+    the build, not the load: pytorch#100378), and a probe on the GPU image sat in it for over 30 s.
+    An answer depends only on the CPU, the compiler, the ISA's flags and torch, so autograph keeps each
+    one on disk (keyed by Inductor's own fingerprint of compiler, flags and torch, the test program
+    and the CPU's capability) and asks Inductor only for answers it has not seen. Idempotent; where
+    Inductor's check has another shape than this torch's, it is left as it is."""
+    from torch._inductor import cpu_vec_isa
+    original = getattr(cpu_vec_isa.VecISA, "check_build", None)
+    fingerprint = getattr(cpu_vec_isa, "_get_isa_dry_compile_fingerprint", None)
+    if original is None or fingerprint is None or getattr(original, "autograph_remembers", False):
+        return
+    from .inductor_parts import cache_dir
+    path = os.path.join(cache_dir(), "vec-isa-checks.json")
+    cpu = [torch.backends.cpu.get_cpu_capability(), platform.machine()]
+    if platform.machine() in ("x86_64", "AMD64"):
+        cpu.append(sorted(cpu_vec_isa.x86_isa_checker()))
+
+    def check_build(self: Any, code: str) -> bool:
+        key = hashlib.sha256(json.dumps([fingerprint(self._arch_flags), code, cpu]).encode()).hexdigest()
+        known = _read_answers(path).get(key)
+        if isinstance(known, bool):
+            return known
+        ok = bool(original(self, code))
+        answers = dict(_read_answers(path), **{key: ok})
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        partial = f"{path}.{os.getpid()}"
+        with open(partial, "w") as f:
+            json.dump(answers, f)
+        os.replace(partial, path)
+        return ok
+
+    check_build.autograph_remembers = True  # type: ignore[attr-defined]
+    cpu_vec_isa.VecISA.check_build = check_build
+
+
+def compile_package(ep: torch.export.ExportedProgram, path: str, configs: Dict[str, Any]) -> str:
+    """AOTInductor's package of ``ep`` at ``path``, compiled with ``configs`` (from aoti_configs), the
+    vector-ISA checks answered from disk where this machine has answered them before."""
+    remember_vec_isa_checks()
+    return torch._inductor.aoti_compile_and_package(ep, package_path=path, inductor_configs=configs)

@@ -1,0 +1,83 @@
+"""How autograph drives Inductor's C++ toolchain (python/autograph/inductor_toolchain.py): the C++
+runtime linked by its shared name, and the vector-ISA check kept per machine instead of per process."""
+import json
+import os
+import stat
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import torch
+
+from autograph import inductor_toolchain
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _env(**extra):
+    env = dict(os.environ, **extra)
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "python"), env.get("PYTHONPATH", "")])
+    return env
+
+
+def test_a_compiler_that_links_the_runtime_statically_still_makes_a_shared_link(tmp_path):
+    """The GPU image's compiler linked libstdc++ into the package, which crashed on load. Here a
+    compiler that adds -static-libstdc++ stands for it: Inductor's own settings make a wrapper without
+    NEEDED libstdc++.so.6 (the premise), autograph's settings make one with it."""
+    cxx = tmp_path / "static-gxx"
+    cxx.write_text('#!/bin/sh\ncase " $* " in *" -shared "*) exec g++ "$@" -static-libstdc++ ;; esac\nexec g++ "$@"\n')
+    cxx.chmod(cxx.stat().st_mode | stat.S_IEXEC)
+    script = f"""
+import json, subprocess, sys, zipfile, torch
+from autograph.inductor_toolchain import aoti_configs, compile_package
+model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU()).eval()
+ep = torch.export.export(model, (torch.randn(2, 4),))
+needed = {{}}
+for name, configs in (("inductor", {{}}), ("autograph", aoti_configs(freezing=False))):
+    path = compile_package(ep, {str(tmp_path)!r} + "/" + name + ".pt2", configs)
+    with zipfile.ZipFile(path) as z:
+        (so,) = [n for n in z.namelist() if n.endswith(".so")]
+        lib = z.extract(so, {str(tmp_path)!r} + "/" + name)
+    dynamic = subprocess.run(["readelf", "-d", lib], capture_output=True, text=True).stdout
+    needed[name] = "libstdc++.so.6" in dynamic
+print(json.dumps(needed))
+"""
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600,
+                         env=_env(CXX=str(cxx), AUTOGRAPH_INDUCTOR_CACHE=str(tmp_path / "cache"),
+                                  TORCHINDUCTOR_CACHE_DIR=str(tmp_path / "inductor")))
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert json.loads(run.stdout.strip().splitlines()[-1]) == {"inductor": False, "autograph": True}
+
+
+def test_the_vector_isa_checks_run_once_per_machine(tmp_path):
+    """A first process asks Inductor (and records each answer); a new one builds and loads no test
+    program at all, yet picks the same ISAs, with the same extra flags (avx512_bf16 adds one)."""
+    script = """
+import json, sys, torch
+from torch._inductor import cpu_vec_isa
+if sys.argv[1] == "again":
+    def no_check(self, code):
+        raise AssertionError("the ISA check ran again")
+    cpu_vec_isa.VecISA.check_build = no_check
+from autograph.inductor_toolchain import remember_vec_isa_checks
+remember_vec_isa_checks()
+remember_vec_isa_checks()  # once is enough; twice changes nothing
+isa = cpu_vec_isa.valid_vec_isa_list()
+print(json.dumps([[str(i), i.build_arch_flags()] for i in isa]))
+"""
+    runs = [subprocess.run([sys.executable, "-c", script, which], capture_output=True, text=True, timeout=300,
+                           env=_env(AUTOGRAPH_INDUCTOR_CACHE=str(tmp_path)))
+            for which in ("first", "again")]
+    for run in runs:
+        assert run.returncode == 0, run.stderr[-3000:]
+    first, again = (json.loads(r.stdout.strip().splitlines()[-1]) for r in runs)
+    assert first and again == first
+    answers = json.loads((tmp_path / "vec-isa-checks.json").read_text())
+    assert len(answers) >= len(first) and all(isinstance(v, bool) for v in answers.values())
+
+
+def test_a_damaged_record_of_answers_is_asked_again(tmp_path, monkeypatch):
+    monkeypatch.setenv("AUTOGRAPH_INDUCTOR_CACHE", str(tmp_path))
+    (tmp_path / "vec-isa-checks.json").write_text("{not json")
+    assert inductor_toolchain._read_answers(str(tmp_path / "vec-isa-checks.json")) == {}
