@@ -137,8 +137,12 @@ for m in $models; do
   t=$(( $(left) - 25 ))
   if [ $t -lt 45 ]; then say "bench $m: not reached (budget)"; continue; fi
   [ $t -le 150 ] || t=150
+  # ios builds for 42-58 s on inception_v3 and randwire; nasnet_a_mobile did not finish its 138-150 s
+  # with it on the H200 or the H100, so it runs without ios there.
+  methods="jit jit_frozen nimble ios autograph autograph_graph"
+  [ "$m" = nasnet_a_mobile ] && methods="jit jit_frozen nimble autograph autograph_graph"
   timeout -k 5 "$t" "$bin/autograph" bench "$m" --zoo "$AUTOGRAPH_ZOO_DIR" --device cuda --batch 1 \
-    --methods jit jit_frozen nimble ios autograph autograph_graph --warmup 20 --runs 50 \
+    --methods $methods --warmup 20 --runs 50 \
     --out "$out/bench/$m" --cache none > "$logs/bench-$m.log" 2>&1
   say "bench $m: rc $? ($t s allowed); $(grep -E ' ms \(p10' "$logs/bench-$m.log" | sed 's/  */ /g' | tr '\n' ';')"
 done
