@@ -566,7 +566,7 @@ def _with_plans_for_shapes(ep: ExportedProgram, program: str, weights: List[torc
         except Exception as e:  # noqa: BLE001 - out of the exported range, most often: export says which dim
             raise InputError(f"shapes: the program cannot be exported at {line['shapes']}: "
                              f"{str(e).splitlines()[0]} (shapes must lie in the ranges of its dynamic dims)") from None
-        decomposed = specialized.run_decompositions({})
+        decomposed = _functional(specialized) or specialized.run_decompositions({})
         graph, plan_weights, imported = _import(decomposed)
         plan_weights = [_to_device(w, target, moved) for w in plan_weights]
         plan, plan_weights, report, _, _ = _plan_and_compile(decomposed, graph, imported, plan_weights, resized,
