@@ -24,7 +24,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 import torch
 from torch.export import ExportedProgram
 
-from .inductor_toolchain import aoti_configs, compile_package
+from .inductor_toolchain import aoti_configs, compile_graph_module, compile_package
 
 PART_OP = "autograph::run_inductor_part"
 _FORMAT = "autograph-inductor-part"
@@ -228,9 +228,8 @@ class PartBuilder:
             self.progress(f"compiling {label} with Inductor ({len(part)} operators)")
             os.makedirs(cache_dir(), exist_ok=True)
             with torch.no_grad():
-                exported = torch.export.export(gm, examples, strict=False)
                 partial = f"{path[:-4]}.{os.getpid()}.partial.pt2"
-                compile_package(exported, partial, configs)
+                compile_graph_module(gm, examples, partial, configs)
             os.replace(partial, path)  # whole packages only, also with concurrent optimizers
         with open(path, "rb") as f:
             return f.read(), input_ids, output_ids
@@ -397,7 +396,8 @@ def _example(info: Dict[str, Any], device: torch.device) -> torch.Tensor:
 def _cache_key(gm: torch.fx.GraphModule, examples: Sequence[torch.Tensor], device: torch.device,
                configs: Dict[str, Any]) -> str:
     h = hashlib.sha256()
-    h.update(f"{torch.__version__}|{device}|{json.dumps(configs, sort_keys=True)}|".encode())
+    # "aot_compile": packages made from the graph module as it is (compile_graph_module), not exported first
+    h.update(f"aot_compile|{torch.__version__}|{device}|{json.dumps(configs, sort_keys=True)}|".encode())
     h.update(gm.code.encode())
     for t in examples:
         h.update(f"{tuple(t.shape)}{t.stride()}{t.dtype}".encode())

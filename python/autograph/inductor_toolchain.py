@@ -111,3 +111,15 @@ def compile_package(ep: torch.export.ExportedProgram, path: str, configs: Dict[s
     vector-ISA checks answered from disk where this machine has answered them before."""
     remember_vec_isa_checks()
     return torch._inductor.aoti_compile_and_package(ep, package_path=path, inductor_configs=configs)
+
+
+def compile_graph_module(gm: torch.fx.GraphModule, examples: Tuple[torch.Tensor, ...], path: str,
+                         configs: Dict[str, Any]) -> str:
+    """AOTInductor's package of ``gm``, a graph already in functional ATen IR with its weights as
+    attributes, called with ``examples``. AOTInductor traces what it compiles once more itself
+    (aot_autograd), so this hands it the graph as it is: exporting it first, which
+    aoti_compile_and_package requires, would trace it twice."""
+    remember_vec_isa_checks()
+    from torch._inductor.package import package_aoti
+    files = torch._inductor.aot_compile(gm, examples, options=dict(configs, **{"aot_inductor.package": True}))
+    return package_aoti(path, files)
