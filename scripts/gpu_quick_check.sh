@@ -122,7 +122,7 @@ done
       $([ $how = autograph ] && echo --autograph-configs) || continue
     for with in "" --with-autograph; do
       echo "== load $how $with"
-      timeout -k 5 -s SEGV 60 env LD_PRELOAD="$bin/segv_backtrace.so" "$PY" -X faulthandler scripts/gpu_aoti_probe.py \
+      timeout -k 5 -s SEGV 90 env LD_PRELOAD="$bin/segv_backtrace.so" "$PY" -X faulthandler scripts/gpu_aoti_probe.py \
         load "$probe" $with
       echo "rc $how${with:+ with autograph}: $?"
     done
