@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
-"""The stitched CPU kernel against the ATen operators it replaces, on groups the stitch planner finds
-in real models (DenseNet's batch norm + ReLU at three map sizes, NasNet's and RandWire's adds and
+"""The stitched CPU kernel against the ATen operators it replaces and against Inductor's code for the
+same group (AOTInductor, run through its C++ loader as autograph runs an Inductor part), on groups the
+stitch planner finds in real models (DenseNet's batch norm + ReLU at three map sizes, NasNet's and RandWire's adds and
 activations, BERT's residual add + layer norm, scaled softmax and GELU + add). Both sides run as
 TorchScript functions (one interpreter call each), after warm-up: the best of 3 medians of N calls,
-in microseconds, the ratio (> 1: the stitched kernel is faster) and the stitched output's largest
-error relative to the output's scale.
+in microseconds, the ratios (> 1: the stitched kernel is faster) and the largest errors relative to
+the output's scale.
 
-Usage: bench/stitch_kernel_bench.py [--runs 200] [--out DIR]   (writes DIR/stitch_kernel.md)
+Usage: bench/stitch_kernel_bench.py [--runs 200] [--no-inductor] [--out DIR]   (writes DIR/stitch_kernel.md)
 The library comes from AUTOGRAPH_LIBRARY or build/libautograph.so, like the python package."""
 import argparse
 import os
@@ -14,6 +15,7 @@ import platform
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 import torch
@@ -23,39 +25,55 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import autograph  # noqa: E402
 
 
-@torch.jit.script
 def bn_relu(x, s, b):
     return torch.relu(x * s + b)
 
 
-@torch.jit.script
 def add_relu(x, y):
     return torch.relu(x + y)
 
 
-@torch.jit.script
 def relu_add(x, y):
     return torch.relu(x) + y
 
 
-@torch.jit.script
 def sigmoid_mul_add(x, w, y):
     return torch.sigmoid(w) * x + y
 
 
-@torch.jit.script
 def add_layer_norm(x, r, w, b):
     return F.layer_norm(x + r, [768], w, b, 1e-12)
 
 
-@torch.jit.script
 def scaled_softmax(x):
     return torch.softmax(x / 8.0, -1)
 
 
-@torch.jit.script
 def gelu_add(x, y):
     return F.gelu(x) + y
+
+
+GROUPS = [bn_relu, add_relu, relu_add, sigmoid_mul_add, add_layer_norm, scaled_softmax, gelu_add]
+SCRIPTED = {f: torch.jit.script(f) for f in GROUPS}
+
+
+class _Group(torch.nn.Module):
+    def __init__(self, fn):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, *inputs):
+        return (self.fn(*inputs),)
+
+
+def inductor_runner(fn, inputs, folder):
+    """The group compiled by AOTInductor as autograph compiles an Inductor part, run through its C++
+    loader (the call autograph::run_inductor_part makes; no Python pytree on the way)."""
+    from autograph.inductor_toolchain import aoti_configs, compile_package
+    ep = torch.export.export(_Group(fn), tuple(inputs))
+    path = compile_package(ep, os.path.join(folder, f"{fn.__name__}_{len(os.listdir(folder))}.pt2"), aoti_configs())
+    loader = torch._C._aoti.AOTIModelPackageLoader(path, "model", False, 1, -1)
+    return lambda *xs: loader.run(list(xs))
 
 
 def stitched_op(inputs: list[torch.Tensor], program: str):
@@ -64,7 +82,7 @@ def stitched_op(inputs: list[torch.Tensor], program: str):
 
 def cases():
     torch.manual_seed(0)
-    out = []
+    out = []  # (name, group function, inputs, stitched program)
     for c, h in [(128, 56), (512, 7), (64, 112)]:
         out.append((f"bn_relu 1x{c}x{h}x{h}", bn_relu, [torch.randn(1, c, h, h), torch.randn(c, 1, 1), torch.randn(c, 1, 1)],
                     "reduce 0; in 0; in 1; mul 0 1; in 2; add 2 3; relu 4; out 5"))
@@ -100,23 +118,34 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=200)
     parser.add_argument("--out")
+    parser.add_argument("--no-inductor", dest="inductor", action="store_false",
+                        help="without the Inductor column (each group compiled by AOTInductor, 5-10 s a group)")
     args = parser.parse_args()
     autograph.load_library()
     stitched = torch.jit.script(stitched_op)  # after the library: the script compiler resolves the op
-    lines = ["| group | ATen ops µs | stitched µs | ratio | max err / scale |", "|---|---:|---:|---:|---:|"]
-    for name, reference, inputs, program in cases():
+    lines = ["| group | ATen ops µs | stitched µs | Inductor µs | ATen ÷ stitched | Inductor ÷ stitched | max err / scale (stitched, Inductor) |",
+             "|---|---:|---:|---:|---:|---:|---|"]
+    folder = tempfile.mkdtemp(prefix="stitch-inductor-")
+    for name, fn, inputs, program in cases():
+        reference = SCRIPTED[fn]
         want = reference(*inputs)
+        compiled = inductor_runner(fn, inputs, folder) if args.inductor else None
         got = stitched(inputs, program)[0]
         err = ((got - want).abs().max() / want.abs().max()).item()
-        aten, mine = [], []
-        for _ in range(3):  # alternated, so drifts of a shared machine fall on both
+        errs = f"{err:.1e}"
+        if compiled is not None:
+            errs += f", {((compiled(*inputs)[0] - want).abs().max() / want.abs().max()).item():.1e}"
+        aten, mine, ind = [], [], []
+        for _ in range(3):  # alternated, so drifts of a shared machine fall on all
             aten.append(median_us(reference, inputs, args.runs))
             mine.append(median_us(stitched, (inputs, program), args.runs))
-        a, s = min(aten), min(mine)
-        lines.append(f"| {name} | {a:.1f} | {s:.1f} | {a / s:.2f} | {err:.1e} |")
+            if compiled is not None:
+                ind.append(median_us(compiled, inputs, args.runs))
+        a, s, i = min(aten), min(mine), (min(ind) if ind else float("nan"))
+        lines.append(f"| {name} | {a:.1f} | {s:.1f} | {i:.1f} | {a / s:.2f} | {i / s:.2f} | {errs} |")
         print(lines[-1], flush=True)
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
-    header = (f"stitched CPU kernel ({torch.ops.autograph.stitched_cpu_capability()} build) vs ATen "
+    header = (f"stitched CPU kernel ({torch.ops.autograph.stitched_cpu_capability()} build) vs ATen and AOTInductor "
               f"({torch.backends.cpu.get_cpu_capability()}), {torch.get_num_threads()} threads, "
               f"torch {torch.__version__}, {platform.processor() or platform.machine()}, commit {commit}, "
               f"`bench/stitch_kernel_bench.py --runs {args.runs}`")
