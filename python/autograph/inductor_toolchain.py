@@ -95,11 +95,14 @@ def remember_vec_isa_checks() -> None:
             return known
         ok = bool(original(self, code))
         answers = dict(_read_answers(path), **{key: ok})
-        os.makedirs(os.path.dirname(path), exist_ok=True)
         partial = f"{path}.{os.getpid()}"
-        with open(partial, "w") as f:
-            json.dump(answers, f)
-        os.replace(partial, path)
+        try:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(partial, "w") as f:
+                json.dump(answers, f)
+            os.replace(partial, path)
+        except OSError:  # a read-only cache: the answer holds for this process, Inductor asks again next time
+            pass
         return ok
 
     check_build.autograph_remembers = True  # type: ignore[attr-defined]

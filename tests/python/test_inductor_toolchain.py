@@ -77,7 +77,26 @@ print(json.dumps([[str(i), i.build_arch_flags()] for i in isa]))
     assert len(answers) >= len(first) and all(isinstance(v, bool) for v in answers.values())
 
 
-def test_a_damaged_record_of_answers_is_asked_again(tmp_path, monkeypatch):
+def test_a_damaged_record_of_answers_is_asked_again_and_rewritten(tmp_path, monkeypatch):
+    from torch._inductor import cpu_vec_isa
+    record = tmp_path / "vec-isa-checks.json"
+    record.write_text("{not json")
     monkeypatch.setenv("AUTOGRAPH_INDUCTOR_CACHE", str(tmp_path))
-    (tmp_path / "vec-isa-checks.json").write_text("{not json")
-    assert inductor_toolchain._read_answers(str(tmp_path / "vec-isa-checks.json")) == {}
+    asked = []
+    monkeypatch.setattr(cpu_vec_isa.VecISA, "check_build", lambda self, code: asked.append(code) or False)
+    inductor_toolchain.remember_vec_isa_checks()
+    isa = cpu_vec_isa.VecAVX2()
+    assert cpu_vec_isa.VecISA.check_build(isa, "int main() {}") is False
+    assert cpu_vec_isa.VecISA.check_build(isa, "int main() {}") is False
+    assert len(asked) == 1  # the second answer came from the rewritten record
+    assert list(json.loads(record.read_text()).values()) == [False]
+
+
+def test_an_unwritable_cache_keeps_the_answers_of_this_process_only(tmp_path, monkeypatch):
+    from torch._inductor import cpu_vec_isa
+    blocked = tmp_path / "file"
+    blocked.write_text("")
+    monkeypatch.setenv("AUTOGRAPH_INDUCTOR_CACHE", str(blocked / "cache"))  # under a file: cannot be made
+    monkeypatch.setattr(cpu_vec_isa.VecISA, "check_build", lambda self, code: True)
+    inductor_toolchain.remember_vec_isa_checks()
+    assert cpu_vec_isa.VecISA.check_build(cpu_vec_isa.VecAVX2(), "int main() {}") is True
