@@ -28,9 +28,6 @@ from .inductor_toolchain import aoti_configs, compile_graph_module, compile_pack
 
 PART_OP = "autograph::run_inductor_part"
 _FORMAT = "autograph-inductor-part"
-_INDUCTOR_CONFIGS = {"freezing": True}
-
-
 # A plan cut into more parts than this is compiled as the whole graph only (each part costs a compile).
 MAX_PARTS = 8
 
