@@ -649,6 +649,9 @@ def _every_shape_package(decomposed: ExportedProgram, graph: Dict[str, Any], str
             path = os.path.join(workdir, "every_shape.pt2")
             with open(path, "wb") as f:
                 f.write(package)
+            # (Python's loader asks Inductor for the CPU's vector ISA, also when the package was cached)
+            from .inductor_toolchain import remember_vec_isa_checks
+            remember_vec_isa_checks()
             compiled = torch._inductor.aoti_load_package(path)
         eager = decomposed.module()
         args, kwargs = structured

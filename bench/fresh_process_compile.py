@@ -1,0 +1,119 @@
+#!/usr/bin/env python3
+"""Compile time as a user meets it: each compiler in a Python process of its own, as a deploy script
+that runs once. bench/export_path.py times every compiler in one process after Inductor's one-time
+vector-ISA check; a new process pays that check again for torch.compile and AOTInductor, and
+autograph answers it from its record of this machine (python/autograph/inductor_toolchain.py).
+
+For each model and method, a fresh process with the compile caches off (Inductor's, by
+TORCHINDUCTOR_FORCE_DISABLE_CACHES; autograph's packages, an empty folder) builds the model, then
+times the compile alone:
+- compile_freezing: torch.compile with weight freezing, its first call;
+- aoti: torch.export + aoti_compile_and_package (freezing) + load;
+- export: torch.export + autograph.optimize (Inductor parts, as by default).
+For autograph the machine's ISA record is copied into the empty cache, as on any machine where
+autograph has run once; `--first-run` leaves it out (the one time autograph pays the check).
+Each is repeated --repeats times (alternated); the table gives the median seconds and the ratios.
+
+Usage: python bench/fresh_process_compile.py [--models resnet50,bert_base] [--repeats 2] [--first-run] --out DIR
+"""
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+METHODS = ("compile_freezing", "aoti", "export")
+
+CHILD = r"""
+import os, sys, time, json
+sys.path[:0] = [{root!r}, {python!r}]
+import torch
+from models import registry
+name, method = sys.argv[1], sys.argv[2]
+torch.manual_seed(0)
+model = registry.build(name).eval()
+inputs = tuple(registry.make_inputs(name))
+start = time.perf_counter()
+with torch.no_grad():
+    if method == "compile_freezing":
+        with torch._inductor.config.patch(freezing=True):
+            torch.compile(model)(*inputs)
+    elif method == "aoti":
+        ep = torch.export.export(model, inputs, strict=False)
+        path = torch._inductor.aoti_compile_and_package(ep, package_path=os.environ["TMP_PACKAGE"],
+                                                        inductor_configs={{"freezing": True}})
+        torch._inductor.aoti_load_package(path)(*inputs)
+    else:
+        import autograph
+        ep = torch.export.export(model, inputs, strict=False)
+        optimized, _ = autograph.optimize(ep)
+        optimized.module()(*inputs)
+print("SECONDS", time.perf_counter() - start)
+"""
+
+
+def run_once(name: str, method: str, record: Path, first_run: bool) -> float:
+    with tempfile.TemporaryDirectory(prefix="fresh-") as tmp:
+        # Inductor's caches off, but its cache folder the usual one: the ISA check's test programs stay
+        # built there, as on a user's machine, and only their per-process loading is paid.
+        env = dict(os.environ, TORCHINDUCTOR_FORCE_DISABLE_CACHES="1",
+                   AUTOGRAPH_INDUCTOR_CACHE=os.path.join(tmp, "autograph"), TMP_PACKAGE=os.path.join(tmp, "m.pt2"))
+        os.makedirs(env["AUTOGRAPH_INDUCTOR_CACHE"])
+        if method == "export" and not first_run and record.exists():
+            shutil.copy(record, env["AUTOGRAPH_INDUCTOR_CACHE"])
+        code = CHILD.format(root=str(ROOT), python=str(ROOT / "python"))
+        out = subprocess.run([sys.executable, "-c", code, name, method], capture_output=True, text=True, env=env,
+                             timeout=1800)
+        lines = [x for x in out.stdout.splitlines() if x.startswith("SECONDS ")]
+        if out.returncode != 0 or not lines:
+            raise RuntimeError(f"{name} {method}: {out.stderr.strip().splitlines()[-1:]}")
+        return float(lines[-1].split()[1])
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--models", default="resnet50,resnext50_32x4d,bert_base,rnntc_sru")
+    p.add_argument("--repeats", type=int, default=2)
+    p.add_argument("--first-run", action="store_true", help="autograph without its record of this machine")
+    p.add_argument("--out", type=Path, required=True)
+    args = p.parse_args()
+    sys.path.insert(0, str(ROOT / "python"))
+    from autograph.inductor_parts import cache_dir
+    record = Path(cache_dir()) / "vec-isa-checks.json"
+    if not args.first_run:  # the record, made here if this machine has none yet (as any earlier run would)
+        from torch._inductor.cpu_vec_isa import valid_vec_isa_list
+        from autograph.inductor_toolchain import remember_vec_isa_checks
+        remember_vec_isa_checks()
+        valid_vec_isa_list()
+    rows = []
+    for name in args.models.split(","):
+        seconds = {m: [] for m in METHODS}
+        for _ in range(args.repeats):
+            for method in METHODS:
+                seconds[method].append(run_once(name, method, record, args.first_run))
+        row = {"model": name, **{m: statistics.median(s) for m, s in seconds.items()}}
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "results.json").write_text(json.dumps(rows, indent=1))
+    lines = [f"Seconds to compile, each in a fresh process with empty compile caches (median of {args.repeats}, "
+             f"alternated); autograph {'without' if args.first_run else 'with'} its record of this machine's "
+             "vector-ISA checks. `python bench/fresh_process_compile.py "
+             f"--models {args.models} --repeats {args.repeats}{' --first-run' if args.first_run else ''}`",
+             "", "| model | torch.compile (freezing) | AOTInductor | autograph (export path) | "
+             "autograph ÷ torch.compile | autograph ÷ AOTInductor |", "|---|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        lines.append(f"| {r['model']} | {r['compile_freezing']:.1f} | {r['aoti']:.1f} | {r['export']:.1f} | "
+                     f"{r['export'] / r['compile_freezing']:.2f}× | {r['export'] / r['aoti']:.2f}× |")
+    (args.out / "results.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
