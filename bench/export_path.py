@@ -13,19 +13,34 @@ DIR/results.csv and DIR/README.md (a table with medians, p10/p90, the ratio expo
 both optimize times). Long: a benchmark, never a timed test.
 """
 import argparse
+import atexit
 import csv
 import os
+import shutil
 import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+_SCRATCH = []
+
+
+def scratch_dir(prefix: str) -> str:
+    """A temporary folder, removed when the run ends: the compile caches and packages of one model's
+    methods reach 1 GB (bert_base), and runs that kept theirs filled the disk."""
+    path = tempfile.mkdtemp(prefix=prefix)
+    _SCRATCH.append(path)
+    return path
+
+
+atexit.register(lambda: [shutil.rmtree(p, ignore_errors=True) for p in _SCRATCH])
+
 # Cold caches for every compiler in the run (Inductor's, and autograph's packages), unless --warm-cache:
 # compile times then mean what a first optimize costs.
 if "--warm-cache" not in sys.argv:
-    os.environ["TORCHINDUCTOR_CACHE_DIR"] = tempfile.mkdtemp(prefix="inductor-cache-")
-    os.environ["AUTOGRAPH_INDUCTOR_CACHE"] = tempfile.mkdtemp(prefix="autograph-inductor-")
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = scratch_dir("inductor-cache-")
+    os.environ["AUTOGRAPH_INDUCTOR_CACHE"] = scratch_dir("autograph-inductor-")
 import torch  # noqa: E402
 import torch._inductor.config  # noqa: E402
 import torch._inductor.utils  # noqa: E402
@@ -49,8 +64,8 @@ def fresh_compile_caches() -> None:
     before the run (warm_isa_check): it is paid once per machine, not per model."""
     if "--warm-cache" in sys.argv:
         return
-    os.environ["TORCHINDUCTOR_CACHE_DIR"] = tempfile.mkdtemp(prefix="inductor-cache-")
-    os.environ["AUTOGRAPH_INDUCTOR_CACHE"] = tempfile.mkdtemp(prefix="autograph-inductor-")
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = scratch_dir("inductor-cache-")
+    os.environ["AUTOGRAPH_INDUCTOR_CACHE"] = scratch_dir("autograph-inductor-")
     torch._inductor.utils.clear_inductor_caches()
 
 
@@ -129,7 +144,7 @@ def aoti_run(model, inputs, want, row):
         with torch.no_grad():
             ep = torch.export.export(model, inputs, strict=False)
             path = torch._inductor.aoti_compile_and_package(
-                ep, package_path=tempfile.mkdtemp(prefix="aoti-") + "/m.pt2", inductor_configs={"freezing": True})
+                ep, package_path=scratch_dir("aoti-") + "/m.pt2", inductor_configs={"freezing": True})
         loaded = torch._inductor.aoti_load_package(path)
         row["aoti_s"] = time.perf_counter() - start
         with torch.no_grad():

@@ -125,7 +125,8 @@ def main():
     stitched = torch.jit.script(stitched_op)  # after the library: the script compiler resolves the op
     lines = ["| group | ATen ops µs | stitched µs | Inductor µs | ATen ÷ stitched | Inductor ÷ stitched | max err / scale (stitched, Inductor) |",
              "|---|---:|---:|---:|---:|---:|---|"]
-    folder = tempfile.mkdtemp(prefix="stitch-inductor-")
+    scratch = tempfile.TemporaryDirectory(prefix="stitch-inductor-")  # removed at the end
+    folder = scratch.name
     for name, fn, inputs, program in cases():
         reference = SCRIPTED[fn]
         want = reference(*inputs)
