@@ -61,8 +61,14 @@ std::unique_ptr<torch::inductor::AOTIModelPackageLoader> Load(const at::Tensor& 
                                                                      /*num_runners=*/1,
                                                                      where.is_cuda() ? where.index() : -1);
   } catch (const std::exception& e) {
-    throw Error(std::string("run_inductor_part: the package does not load (damaged, or compiled for another torch "
-                            "version or device; optimize the model again): ") + e.what());
+    // The loader unpacks the package's libraries next to it: a full disk fails there, not above.
+    const std::string why = e.what();
+    if (why.find("write callback failed") != std::string::npos || why.find("No space left") != std::string::npos) {
+      throw Error("run_inductor_part: the package cannot be unpacked in " + path.substr(0, path.rfind('/')) +
+                  " (no space left there? free some, or point TMPDIR elsewhere): " + why);
+    }
+    throw Error("run_inductor_part: the package does not load (damaged, or compiled for another torch version or "
+                "device; optimize the model again): " + why);
   }
 }
 
