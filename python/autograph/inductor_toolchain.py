@@ -22,18 +22,6 @@ _SETTINGS = {"freezing": True}
 
 
 @functools.lru_cache(maxsize=None)
-def _compiler() -> Tuple[str, str]:
-    """Inductor's C++ compiler ($CXX, else g++) and its `--version` line ("" when it does not run)."""
-    from torch._inductor.cpp_builder import get_cpp_compiler
-    cxx = get_cpp_compiler()
-    try:
-        version = subprocess.run([cxx, "--version"], capture_output=True, text=True, timeout=30).stdout
-    except (OSError, subprocess.SubprocessError):
-        version = ""
-    return cxx, version.split("\n", 1)[0]
-
-
-@functools.lru_cache(maxsize=None)
 def _shared_libstdcxx() -> Tuple[str, ...]:
     """Link the package against the C++ runtime's shared library by name. A compiler that links
     libstdc++ statically (the GPU image's CXX=/opt/gcc/bin/g++: the CUDA wrapper had no NEEDED
@@ -42,8 +30,9 @@ def _shared_libstdcxx() -> Tuple[str, ...]:
     compiler finds libstdc++.so.6 this names the file a sound toolchain links anyway."""
     if not sys.platform.startswith("linux"):
         return ()
+    from torch._inductor.cpp_builder import get_cpp_compiler
     try:
-        found = subprocess.run([_compiler()[0], "-print-file-name=libstdc++.so.6"], capture_output=True,
+        found = subprocess.run([get_cpp_compiler(), "-print-file-name=libstdc++.so.6"], capture_output=True,
                                text=True, timeout=30).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return ()
@@ -88,18 +77,18 @@ def remember_vec_isa_checks() -> None:
     if platform.machine() in ("x86_64", "AMD64"):
         cpu.append(sorted(cpu_vec_isa.x86_isa_checker()))
 
+    known = _read_answers(path)  # read once; a new answer is added to what is on disk by then
+
     def check_build(self: Any, code: str) -> bool:
         key = hashlib.sha256(json.dumps([fingerprint(self._arch_flags), code, cpu]).encode()).hexdigest()
-        known = _read_answers(path).get(key)
-        if isinstance(known, bool):
-            return known
-        ok = bool(original(self, code))
-        answers = dict(_read_answers(path), **{key: ok})
+        if isinstance(known.get(key), bool):
+            return known[key]
+        known[key] = ok = bool(original(self, code))
         partial = f"{path}.{os.getpid()}"
         try:
             os.makedirs(os.path.dirname(path), exist_ok=True)
             with open(partial, "w") as f:
-                json.dump(answers, f)
+                json.dump(dict(_read_answers(path), **{key: ok}), f)
             os.replace(partial, path)
         except OSError:  # a read-only cache: the answer holds for this process, Inductor asks again next time
             pass

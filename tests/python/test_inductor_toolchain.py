@@ -5,10 +5,7 @@ import os
 import stat
 import subprocess
 import sys
-import zipfile
 from pathlib import Path
-
-import torch
 
 from autograph import inductor_toolchain
 
