@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The stitched CPU kernel against the ATen operators it replaces and against Inductor's code for the
+"""The stitched kernel (CPU, or NVRTC-generated on CUDA) against the ATen operators it replaces and against Inductor's code for the
 same group (AOTInductor, run through its C++ loader as autograph runs an Inductor part), on groups the
 stitch planner finds in real models (DenseNet's batch norm + ReLU at three map sizes, NasNet's and RandWire's adds and
 activations, BERT's residual add + layer norm, scaled softmax and GELU + add). Both sides run as
@@ -7,7 +7,8 @@ TorchScript functions (one interpreter call each), after warm-up: the best of 3 
 in microseconds, the ratios (> 1: the stitched kernel is faster) and the largest errors relative to
 the output's scale.
 
-Usage: bench/stitch_kernel_bench.py [--runs 200] [--no-inductor] [--out DIR]   (writes DIR/stitch_kernel.md)
+Usage: bench/stitch_kernel_bench.py [--device cpu|cuda] [--runs 200] [--no-inductor] [--packages DIR [--compile-only]]
+       [--out DIR]   (writes DIR/stitch_kernel.md)
 The library comes from AUTOGRAPH_LIBRARY or build/libautograph.so, like the python package."""
 import argparse
 import os
@@ -66,13 +67,17 @@ class _Group(torch.nn.Module):
         return (self.fn(*inputs),)
 
 
-def inductor_runner(fn, inputs, folder):
-    """The group compiled by AOTInductor as autograph compiles an Inductor part, run through its C++
-    loader (the call autograph::run_inductor_part makes; no Python pytree on the way)."""
+def inductor_runner(fn, inputs, path, compile_only=False):
+    """The group compiled by AOTInductor as autograph compiles an Inductor part (C++/OpenMP on the CPU,
+    Triton on CUDA), run through its C++ loader (the call autograph::run_inductor_part makes; no Python
+    pytree on the way)."""
     from autograph.inductor_toolchain import aoti_configs, compile_package
-    ep = torch.export.export(_Group(fn), tuple(inputs))
-    path = compile_package(ep, os.path.join(folder, f"{fn.__name__}_{len(os.listdir(folder))}.pt2"), aoti_configs())
-    loader = torch._C._aoti.AOTIModelPackageLoader(path, "model", False, 1, -1)
+    if not os.path.exists(path):  # --packages keeps them between a compile-only run and a timed one
+        compile_package(torch.export.export(_Group(fn), tuple(inputs)), path, aoti_configs())
+    if compile_only:
+        return None
+    device = inputs[0].device
+    loader = torch._C._aoti.AOTIModelPackageLoader(path, "model", False, 1, (device.index or 0) if device.type == "cuda" else -1)
     return lambda *xs: loader.run(list(xs))
 
 
@@ -103,14 +108,21 @@ def cases():
     return out
 
 
-def median_us(f, args, runs):
+def median_us(f, args, runs, cuda=False):
+    """The median time of one call. On CUDA a sample is 10 calls queued back to back and then waited
+    for (a kernel of a few µs is shorter than one synchronisation), divided by 10."""
+    batch = 10 if cuda else 1
+    sync = torch.cuda.synchronize if cuda else (lambda: None)
     for _ in range(20):
         f(*args)
+    sync()
     times = []
     for _ in range(runs):
         t = time.perf_counter()
-        f(*args)
-        times.append(time.perf_counter() - t)
+        for _ in range(batch):
+            f(*args)
+        sync()
+        times.append((time.perf_counter() - t) / batch)
     return statistics.median(times) * 1e6
 
 
@@ -118,6 +130,12 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=200)
     parser.add_argument("--out")
+    parser.add_argument("--device", default="cpu", choices=("cpu", "cuda"),
+                        help="cuda: the NVRTC-generated kernel against ATen's and Triton's (through AOTInductor)")
+    parser.add_argument("--packages", help="keep the Inductor packages in this folder and reuse those found there")
+    parser.add_argument("--shard", default="0/1", help="I/N: only every N-th group from the I-th (compile in N processes)")
+    parser.add_argument("--compile-only", action="store_true",
+                        help="only compile the Inductor packages into --packages (e.g. while the GPU is busy), no timing")
     parser.add_argument("--no-inductor", dest="inductor", action="store_false",
                         help="without the Inductor column (each group compiled by AOTInductor, 5-10 s a group)")
     args = parser.parse_args()
@@ -126,11 +144,24 @@ def main():
     lines = ["| group | ATen ops µs | stitched µs | Inductor µs | ATen ÷ stitched | Inductor ÷ stitched | max err / scale (stitched, Inductor) |",
              "|---|---:|---:|---:|---:|---:|---|"]
     scratch = tempfile.TemporaryDirectory(prefix="stitch-inductor-")  # removed at the end
-    folder = scratch.name
-    for name, fn, inputs, program in cases():
+    folder = args.packages or scratch.name
+    os.makedirs(folder, exist_ok=True)
+    if args.compile_only and not (args.inductor and args.packages):
+        parser.error("--compile-only needs --packages (and the Inductor column)")
+    cuda = args.device == "cuda"
+    shard, shards = (int(x) for x in args.shard.split("/"))
+    for index, (name, fn, inputs, program) in enumerate(cases()):
+        if index % shards != shard:
+            continue
+        inputs = [x.to(args.device) for x in inputs]
         reference = SCRIPTED[fn]
+        package = os.path.join(folder, f"{args.device}-" + "".join(c if c.isalnum() else "_" for c in name) + ".pt2")
+        if args.compile_only:
+            inductor_runner(fn, inputs, package, compile_only=True)
+            print(f"compiled {name}", flush=True)
+            continue
         want = reference(*inputs)
-        compiled = inductor_runner(fn, inputs, folder) if args.inductor else None
+        compiled = inductor_runner(fn, inputs, package) if args.inductor else None
         got = stitched(inputs, program)[0]
         err = ((got - want).abs().max() / want.abs().max()).item()
         errs = f"{err:.1e}"
@@ -138,15 +169,24 @@ def main():
             errs += f", {((compiled(*inputs)[0] - want).abs().max() / want.abs().max()).item():.1e}"
         aten, mine, ind = [], [], []
         for _ in range(3):  # alternated, so drifts of a shared machine fall on all
-            aten.append(median_us(reference, inputs, args.runs))
-            mine.append(median_us(stitched, (inputs, program), args.runs))
+            aten.append(median_us(reference, inputs, args.runs, cuda))
+            mine.append(median_us(stitched, (inputs, program), args.runs, cuda))
             if compiled is not None:
-                ind.append(median_us(compiled, inputs, args.runs))
+                ind.append(median_us(compiled, inputs, args.runs, cuda))
         a, s, i = min(aten), min(mine), (min(ind) if ind else float("nan"))
         lines.append(f"| {name} | {a:.1f} | {s:.1f} | {i:.1f} | {a / s:.2f} | {i / s:.2f} | {errs} |")
         print(lines[-1], flush=True)
+    if args.compile_only:
+        return
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
-    header = (f"stitched CPU kernel ({torch.ops.autograph.stitched_cpu_capability()} build) vs ATen and AOTInductor "
+    if not commit and os.path.exists(".gpu/COMMIT"):  # a copy without .git, on the GPU machine
+        commit = open(".gpu/COMMIT").read().split()[0][:7]
+    if cuda:
+        gpu = torch.cuda.get_device_properties(0)
+        header = (f"stitched CUDA kernel (NVRTC) vs ATen and AOTInductor (Triton), {gpu.name}, CUDA {torch.version.cuda}, "
+                  f"torch {torch.__version__}, commit {commit}, `bench/stitch_kernel_bench.py --device cuda --runs {args.runs}`")
+    else:
+        header = (f"stitched CPU kernel ({torch.ops.autograph.stitched_cpu_capability()} build) vs ATen and AOTInductor "
               f"({torch.backends.cpu.get_cpu_capability()}), {torch.get_num_threads()} threads, "
               f"torch {torch.__version__}, {platform.processor() or platform.machine()}, commit {commit}, "
               f"`bench/stitch_kernel_bench.py --runs {args.runs}`")

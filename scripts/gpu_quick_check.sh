@@ -10,8 +10,10 @@
 #              aoti: one AOTInductor CUDA package, compiled by Inductor's defaults and by autograph's
 #              settings, each loaded without autograph and with it (scripts/gpu_aoti_probe.py). Python parts run under scripts/segv_backtrace.c, so that a
 #              crash leaves its native stack in the log
-#   bench      alone on the GPU: `autograph bench` of the paper's methods at batch 1, one zoo model
-#              at a time while time is left
+#              Triton's code for the stitch bench's groups is compiled here too (CPU work).
+#   timed      alone on the GPU: bench/stitch_kernel_bench.py (NVRTC kernels against ATen's and
+#              Triton's); bench/shape_plans.py; `autograph bench` of the paper's methods at batch 1,
+#              one zoo model at a time while time is left
 # Each part runs under a timeout; a failing part does not stop the others. OUT_DIR gets summary.txt
 # (a line per part) and logs.tar.gz (every log, env.txt and the benchmark's results.md/csv).
 # Usage (on the GPU machine, .gpu carried): scripts/gpu_quick_check.sh [--budget S] [--models "a b"] OUT_DIR
@@ -24,15 +26,15 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --budget) budget=$2; shift 2 ;;
     --models) models=$2; shift 2 ;;
-    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
     *) out=$1; shift ;;
   esac
 done
-[ -n "$out" ] || { sed -n '2,17p' "$0"; exit 2; }
+[ -n "$out" ] || { sed -n '2,19p' "$0"; exit 2; }
 [ -f .gpu/bin/libautograph.so ] || { echo "gpu_quick_check: no .gpu/ here: run scripts/gpu_pack.sh and carry .gpu" >&2; exit 2; }
 start=$(date +%s) deadline=$(( $(date +%s) + budget ))
 left() { echo $(( deadline - $(date +%s) )); }
-mkdir -p "$out/logs" && out=$(cd "$out" && pwd)
+mkdir -p "$out/logs" "$out/bench" && out=$(cd "$out" && pwd)
 logs=$out/logs
 summary=$out/summary.txt
 : > "$summary"
@@ -128,11 +130,29 @@ done
     done
   done > "$logs/aoti.log" 2>&1
   echo "aoti probe (a CUDA package loaded alone, then with autograph): $(grep -E '^rc ' "$logs/aoti.log" | tr '\n' ' ')" > "$logs/aoti.res" ) &
+# The Triton side of bench/stitch_kernel_bench.py, compiled now (CPU work, in 3 processes) and timed
+# below with the GPU to itself.
+for shard in 0 1 2; do
+  timeout -k 5 $(( t_correct - ($(date +%s) - start) )) "$PY" bench/stitch_kernel_bench.py --device cuda \
+    --packages "$out/stitch_packages" --compile-only --shard $shard/3 > "$logs/stitch-compile-$shard.log" 2>&1 &
+done
 wait
 cat "$logs"/*.res | tee -a "$summary"
 
-# ---- bench: alone on the GPU, one model at a time while time is left
-mkdir -p "$out/bench"
+# ---- timed, alone on the GPU: the NVRTC kernels against ATen's and Triton's, plans per shape, the benchmark
+t=$(( $(left) - 25 )); [ $t -le 90 ] || t=90
+timeout -k 5 "$t" "$PY" bench/stitch_kernel_bench.py --device cuda --packages "$out/stitch_packages" --runs 100 \
+  --out "$out/bench/stitch_kernel" > "$logs/stitch-kernel.log" 2>&1
+say "stitched cuda vs aten and triton: rc $?; $(grep -c '^| [a-z]' "$out/bench/stitch_kernel/stitch_kernel.md" 2>/dev/null) groups timed"
+# Plans per shape (bench/shape_plans.py): where the best schedule differs by shape.
+t=$(( $(left) - 25 )); [ $t -le 150 ] || t=150
+if [ $t -ge 45 ]; then
+  timeout -k 5 "$t" "$PY" bench/shape_plans.py --device cuda --runs 20 --out "$out/bench/shape_plans" \
+    > "$logs/shape-plans.log" 2>&1
+  say "shape plans on cuda: rc $?; $(grep -c '^| [0-9]' "$out/bench/shape_plans/results.md" 2>/dev/null) shapes measured"
+fi
+
+# One zoo model at a time while time is left.
 for m in $models; do
   t=$(( $(left) - 25 ))
   if [ $t -lt 45 ]; then say "bench $m: not reached (budget)"; continue; fi
@@ -146,14 +166,8 @@ for m in $models; do
     --out "$out/bench/$m" --cache none > "$logs/bench-$m.log" 2>&1
   say "bench $m: rc $? ($t s allowed); $(grep -E ' ms \(p10' "$logs/bench-$m.log" | sed 's/  */ /g' | tr '\n' ';')"
 done
-# Plans per shape (bench/shape_plans.py) when time is left: where the best schedule differs by shape.
-if [ $(( $(left) - 25 )) -ge 90 ]; then
-  timeout -k 5 $(( $(left) - 25 )) "$PY" bench/shape_plans.py --device cuda --runs 20 --out "$out/bench/shape_plans" \
-    > "$logs/shape-plans.log" 2>&1
-  say "shape plans on cuda: rc $?; $(grep -c '^| [0-9]' "$out/bench/shape_plans/results.md" 2>/dev/null) shapes measured"
-fi
 say "used $(( $(date +%s) - start )) s of ${budget} s"
 cp "$out/env.txt" "$logs/"
-find "$out/bench" "$out/export_path" -name 'results.*' 2>/dev/null | while read -r f; do cp "$f" "$logs/$(basename "$(dirname "$f")")-$(basename "$f")"; done
+find "$out/bench" "$out/export_path" -name 'results.*' -o -name 'stitch_kernel.md' 2>/dev/null | while read -r f; do cp "$f" "$logs/$(basename "$(dirname "$f")")-$(basename "$f")"; done
 tar -czf "$out/logs.tar.gz" -C "$out" logs
-rm -rf "$out/cache" "$out/bench" "$out/export_path" "$logs" "$out"/aoti/*/unpacked
+rm -rf "$out/cache" "$out/bench" "$out/export_path" "$out/stitch_packages" "$logs" "$out"/aoti/*/unpacked
