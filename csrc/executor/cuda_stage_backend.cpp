@@ -90,6 +90,10 @@ class AbandonableGraph : public at::cuda::CUDAGraph {
   void EndGeneratorCaptures() {
     for (auto& entry : captured_generator_states_) entry.first->capturing_ = false;
   }
+  // Whether the capture got as far as cudaStreamEndCapture: then CUDAGraph::reset (the destructor)
+  // releases the memory pool itself, and a second release underflows the pool's use count (the
+  // caching allocator's "uc >= 0" assertion, which aborts the process).
+  bool ReleasesPoolItself() const { return capture_ended_; }
 };
 
 // One capture: the graph and the memory it replays on.
@@ -237,9 +241,10 @@ class CudaStageBackend : public StageBackend {
 
   // Ends a capture that failed and gives back what capture_begin took: the stream leaves capture
   // mode, the partial graph is destroyed, and the allocator stops routing this stream's allocations
-  // into the graph's pool and releases that pool. CUDAGraph::capture_end does not clean up when the
-  // capture was invalidated, so this is done here, each step on its own (one may already be done).
-  void AbandonCapture(const CUDAStream& stream, const at::cuda::MempoolId_t& pool) const {
+  // into the graph's pool and releases that pool (unless the graph's own reset will). CUDAGraph::
+  // capture_end does not clean up when the capture was invalidated, so this is done here, each step
+  // on its own (one may already be done).
+  void AbandonCapture(const CUDAStream& stream, const at::cuda::MempoolId_t& pool, bool release_pool) const {
     cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
     if (cudaStreamIsCapturing(stream.stream(), &status) == cudaSuccess && status != cudaStreamCaptureStatusNone) {
       cudaGraph_t partial = nullptr;
@@ -256,6 +261,7 @@ class CudaStageBackend : public StageBackend {
     const c10::DeviceIndex device = device_.index();
     attempt([&] { c10::cuda::CUDACachingAllocator::endAllocateToPool(device, pool); });
     attempt([&] { at::getHostAllocator(at::kCUDA)->end_allocate_to_pool(pool); });
+    if (!release_pool) return;
     attempt([&] { c10::cuda::CUDACachingAllocator::releasePool(device, pool); });
     attempt([&] { at::getHostAllocator(at::kCUDA)->release_pool(pool); });
   }
@@ -288,7 +294,7 @@ class CudaStageBackend : public StageBackend {
         c->graph = std::move(graph);
       } catch (const std::exception& e) {
         c->static_outputs.clear();  // partial results live in the graph's pool: free them first
-        if (began) AbandonCapture(side, pool);
+        if (began) AbandonCapture(side, pool, /*release_pool=*/!graph->ReleasesPoolItself());
         graph->EndGeneratorCaptures();  // capture_begin may have put them in capture mode before it threw
         graph.reset();
         TORCH_WARN("autograph: capturing a CUDA Graph failed (", FirstLineOf(e),

@@ -57,7 +57,12 @@ std::unique_ptr<torch::inductor::AOTIModelPackageLoader> Load(const at::Tensor& 
   if (written != size) throw Error("run_inductor_part: cannot write the package to " + path + " (disk full?)");
   const c10::Device where(device);
   try {
-    return std::make_unique<torch::inductor::AOTIModelPackageLoader>(path, "model", /*run_single_threaded=*/false,
+    // On CUDA the container's thread-safe run waits (cudaEventSynchronize) for the previous run of its
+    // one model instance to finish on the device: a host sync per part per call, and an error inside
+    // a CUDA Graph capture ("operation not permitted when stream is capturing"). The single-threaded
+    // run launches on the current stream and waits for nothing; Part::run_mutex serializes callers.
+    return std::make_unique<torch::inductor::AOTIModelPackageLoader>(path, "model",
+                                                                     /*run_single_threaded=*/where.is_cuda(),
                                                                      /*num_runners=*/1,
                                                                      where.is_cuda() ? where.index() : -1);
   } catch (const std::exception& e) {
@@ -77,6 +82,7 @@ std::unique_ptr<torch::inductor::AOTIModelPackageLoader> Load(const at::Tensor& 
 struct Part {
   std::string spec;  // the key of its entry (a view of this string: no copy per lookup)
   std::shared_ptr<torch::inductor::AOTIModelPackageLoader> loader;
+  std::shared_ptr<std::mutex> run_mutex;  // one per loader: its model instance runs one call at a time
   std::vector<std::vector<int64_t>> shapes;
   std::vector<c10::ScalarType> dtypes;
 };
@@ -84,7 +90,11 @@ struct Part {
 const Part& PartFor(const at::Tensor& package, std::string_view spec) {
   static std::mutex mutex;
   static std::unordered_map<std::string_view, std::shared_ptr<const Part>> parts;  // by spec text
-  static std::map<std::string, std::shared_ptr<torch::inductor::AOTIModelPackageLoader>> loaders;  // by digest
+  struct Loaded {
+    std::shared_ptr<torch::inductor::AOTIModelPackageLoader> loader;
+    std::shared_ptr<std::mutex> run_mutex = std::make_shared<std::mutex>();
+  };
+  static std::map<std::string, Loaded> loaders;  // by digest
   std::lock_guard<std::mutex> lock(mutex);
   auto found = parts.find(spec);
   if (found != parts.end()) return *found->second;
@@ -99,13 +109,14 @@ const Part& PartFor(const at::Tensor& package, std::string_view spec) {
     part->dtypes.push_back(*dtype);
   }
   const std::string digest = parsed["digest"].get<std::string>();
-  auto& loader = loaders[digest];
-  if (!loader) {
+  Loaded& loaded = loaders[digest];
+  if (!loaded.loader) {
     if (package.scalar_type() != at::kByte || package.dim() != 1 || !package.device().is_cpu() || !package.is_contiguous())
       throw InputError("run_inductor_part: the package must be a contiguous 1-d uint8 CPU tensor");
-    loader = Load(package, parsed.value("device", "cpu"));
+    loaded.loader = Load(package, parsed.value("device", "cpu"));
   }
-  part->loader = loader;
+  part->loader = loaded.loader;
+  part->run_mutex = loaded.run_mutex;
   const std::string_view key = part->spec;
   return *parts.emplace(key, std::move(part)).first->second;
 }
@@ -115,7 +126,11 @@ const Part& PartFor(const at::Tensor& package, std::string_view spec) {
 std::vector<at::Tensor> RunInductorPart(const std::vector<at::Tensor>& inputs, const at::Tensor& package,
                                         std::string_view spec) {
   const Part& part = PartFor(package, spec);
-  std::vector<at::Tensor> outputs = part.loader->run(inputs);  // null stream: the current one (CUDA)
+  std::vector<at::Tensor> outputs;
+  {
+    std::lock_guard<std::mutex> lock(*part.run_mutex);
+    outputs = part.loader->run(inputs);  // null stream: the current one (CUDA)
+  }
   if (outputs.size() != part.shapes.size())
     throw Error("run_inductor_part: the package returned " + std::to_string(outputs.size()) + " outputs, its spec lists " +
                 std::to_string(part.shapes.size()) + " (a package of another part?)");
