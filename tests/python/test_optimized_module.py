@@ -259,15 +259,25 @@ def test_substitutions_on_cuda_match(cli, zoo, tmp_path, model):
     assert report["convolutions_folded"] == 49 if model == "resnet50" else report["convolutions_folded"] > 0
     autograph.load_library()
     x = torch.randn(1, 3, 224, 224, device="cuda")
-    # In float32: with TF32 (PyTorch's default for cuDNN convolutions) the original alone moves by 2%
-    # of the output's scale on these random-weight models (jit_frozen against jit on an H200), which
-    # would hide a wrong fold. In float32 the fused kernels differ only in summation order.
+    # The zoo's traced models call aten::_convolution with allow_tf32=True fixed at trace time, so the
+    # original runs its convolutions in TF32 whatever torch.backends.cudnn.allow_tf32 says: on these
+    # random-weight models it lands 1.6% of the output's scale from the float32 result (H100), while
+    # the folded cuDNN kernels read the global flag. Both are measured against the original in float64
+    # (no TF32 there): the optimized module may be no further from it than the original itself is
+    # (twice, for the remaining TF32 convolutions' own rounding), and within 1e-3 when that is smaller.
+    # A wrong fold (a lost bias, a wrong alpha, a missing ReLU) moves the output by its own scale.
     tf32 = torch.backends.cudnn.allow_tf32
     torch.backends.cudnn.allow_tf32 = False
     try:
         with torch.no_grad():
             got = _first(torch.jit.load(str(out), map_location="cuda")(x))
-            want = _first(torch.jit.load(str(zoo / f"{model}.pt"), map_location="cuda")(x))
+            original = torch.jit.load(str(zoo / f"{model}.pt"), map_location="cuda")
+            want = _first(original(x))
+            exact = _first(original.double()(x.double()))
     finally:
         torch.backends.cudnn.allow_tf32 = tf32
-    assert ((got - want).abs().max() / want.abs().max()).item() < 1e-3
+
+    def error(y):
+        return ((y.double() - exact).abs().max() / exact.abs().max()).item()
+
+    assert error(got) <= max(1e-3, 2 * error(want)), (error(got), error(want))
