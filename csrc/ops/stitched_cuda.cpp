@@ -1,17 +1,16 @@
 // CUDA implementation of autograph::stitched: the kernel generated for (program, layout, dtype) is
 // compiled with NVRTC for the device's architecture on first use and cached for the process.
 //
-// NVRTC and the runtime's library-management API (cudaLibraryLoadData / cudaLibraryGetKernel, CUDA
-// 12+) are called directly: the torch wheel does not ship ATen's NVRTC stub header, and libnvrtc
-// and libcudart are already among the libraries torch's CMake config links for a CUDA build. The
-// runtime API also spares us linking the driver library (libcuda) explicitly.
+// NVRTC is loaded on first use (ops/nvrtc_library.h; the torch wheel does not ship ATen's NVRTC
+// stub header), the runtime's library-management API (cudaLibraryLoadData / cudaLibraryGetKernel,
+// CUDA 12+) called directly: libcudart is among the libraries torch's CMake config links for a CUDA
+// build, and the runtime API spares us linking the driver library (libcuda) explicitly.
 #ifdef AUTOGRAPH_WITH_CUDA
 
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAFunctions.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <cuda_runtime.h>
-#include <nvrtc.h>
 
 #include <algorithm>
 #include <memory>
@@ -19,6 +18,7 @@
 #include <unordered_map>
 
 #include "autograph/error.h"
+#include "ops/nvrtc_library.h"
 #include "ops/stitched_kernels.h"
 #include "stitch/stitch_cuda_source.h"
 
@@ -48,9 +48,10 @@ struct CompiledStitchKernel {
 
 // Releases an nvrtcProgram on every path out of CompileImage.
 struct NvrtcProgramHolder {
+  const NvrtcLibrary& nvrtc;
   nvrtcProgram program = nullptr;
   ~NvrtcProgramHolder() {
-    if (program) nvrtcDestroyProgram(&program);
+    if (program) nvrtc.DestroyProgram(&program);
   }
 };
 
@@ -61,11 +62,12 @@ std::string Describe(const std::string& text, const StitchCudaSpec& spec) {
 // Compiles to a cubin for the device's own architecture when NVRTC knows it; for a newer device, to
 // PTX for the newest architecture NVRTC knows, which the driver compiles on load.
 std::string CompileImage(const StitchCudaKernel& kernel, const std::string& what, int major, int minor) {
+  const NvrtcLibrary& nvrtc = Nvrtc();
   const int device_arch = major * 10 + minor;
   int count = 0;
-  nvrtcGetNumSupportedArchs(&count);
+  nvrtc.GetNumSupportedArchs(&count);
   std::vector<int> archs(std::max(count, 0));
-  if (count > 0) nvrtcGetSupportedArchs(archs.data());
+  if (count > 0) nvrtc.GetSupportedArchs(archs.data());
   int best = 0;
   for (int a : archs)
     if (a <= device_arch) best = std::max(best, a);
@@ -76,43 +78,43 @@ std::string CompileImage(const StitchCudaKernel& kernel, const std::string& what
   const bool cubin = best == device_arch;
   const std::string arch = (cubin ? "sm_" : "compute_") + std::to_string(best);
 
-  NvrtcProgramHolder holder;
+  NvrtcProgramHolder holder{nvrtc};
   nvrtcResult status =
-      nvrtcCreateProgram(&holder.program, kernel.source.c_str(), "autograph_stitched.cu", 0, nullptr, nullptr);
+      nvrtc.CreateProgram(&holder.program, kernel.source.c_str(), "autograph_stitched.cu", 0, nullptr, nullptr);
   if (status != NVRTC_SUCCESS) {
-    throw Error(std::string("stitched (CUDA): nvrtcCreateProgram failed: ") + nvrtcGetErrorString(status) + " (" +
+    throw Error(std::string("stitched (CUDA): nvrtcCreateProgram failed: ") + nvrtc.GetErrorString(status) + " (" +
                 what + ")");
   }
   const std::vector<std::string> options = StitchNvrtcOptions(arch);
   std::vector<const char*> option_pointers;
   for (const std::string& o : options) option_pointers.push_back(o.c_str());
-  status = nvrtcCompileProgram(holder.program, static_cast<int>(option_pointers.size()), option_pointers.data());
+  status = nvrtc.CompileProgram(holder.program, static_cast<int>(option_pointers.size()), option_pointers.data());
   if (status != NVRTC_SUCCESS) {
     size_t log_size = 0;
-    nvrtcGetProgramLogSize(holder.program, &log_size);
+    nvrtc.GetProgramLogSize(holder.program, &log_size);
     std::string log(log_size, '\0');
-    if (log_size > 0) nvrtcGetProgramLog(holder.program, &log[0]);
+    if (log_size > 0) nvrtc.GetProgramLog(holder.program, &log[0]);
     throw Error(std::string("stitched (CUDA): NVRTC could not compile the generated kernel (") +
-                nvrtcGetErrorString(status) + ") for " + what + " with " + arch + ":\n" + log +
+                nvrtc.GetErrorString(status) + ") for " + what + " with " + arch + ":\n" + log +
                 "\n--- generated source ---\n" + kernel.source);
   }
   size_t size = 0;
   std::string image;
   if (cubin) {
-    status = nvrtcGetCUBINSize(holder.program, &size);
+    status = nvrtc.GetCUBINSize(holder.program, &size);
     if (status == NVRTC_SUCCESS) {
       image.resize(size);
-      status = nvrtcGetCUBIN(holder.program, &image[0]);
+      status = nvrtc.GetCUBIN(holder.program, &image[0]);
     }
   } else {
-    status = nvrtcGetPTXSize(holder.program, &size);  // includes the terminating NUL the loader expects
+    status = nvrtc.GetPTXSize(holder.program, &size);  // includes the terminating NUL the loader expects
     if (status == NVRTC_SUCCESS) {
       image.resize(size);
-      status = nvrtcGetPTX(holder.program, &image[0]);
+      status = nvrtc.GetPTX(holder.program, &image[0]);
     }
   }
   if (status != NVRTC_SUCCESS) {
-    throw Error(std::string("stitched (CUDA): reading NVRTC's output failed: ") + nvrtcGetErrorString(status) + " (" +
+    throw Error(std::string("stitched (CUDA): reading NVRTC's output failed: ") + nvrtc.GetErrorString(status) + " (" +
                 what + ")");
   }
   return image;

@@ -4,15 +4,13 @@
 // stitched_cuda_test.cpp's job, on GPU machines.
 #include <gtest/gtest.h>
 
-#ifdef AUTOGRAPH_WITH_CUDA
-#include <nvrtc.h>
-#endif
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "autograph/error.h"
+#include "ops/nvrtc_library.h"
 #include "stitch/stitch_cuda_source.h"
 #include "stitch/stitch_program.h"
 #include "stitch_test_programs.h"
@@ -193,30 +191,32 @@ TEST(StitchCudaSource, KeyNamesEverythingTheKernelIsSpecializedTo) {
 
 #ifdef AUTOGRAPH_WITH_CUDA
 
-// Compiles with the options the CUDA implementation uses; returns "" or the log.
+// Compiles with the options the CUDA implementation uses, through the NVRTC it loads; returns "" or
+// the log.
 std::string CompileToPtx(const StitchCudaKernel& kernel, std::string* ptx) {
+  const NvrtcLibrary& nvrtc = Nvrtc();
   nvrtcProgram program = nullptr;
-  if (nvrtcCreateProgram(&program, kernel.source.c_str(), "stitch_test.cu", 0, nullptr, nullptr) != NVRTC_SUCCESS) {
+  if (nvrtc.CreateProgram(&program, kernel.source.c_str(), "stitch_test.cu", 0, nullptr, nullptr) != NVRTC_SUCCESS) {
     return "nvrtcCreateProgram failed";
   }
   std::vector<std::string> options = StitchNvrtcOptions("compute_90");
   std::vector<const char*> pointers;
   for (const std::string& o : options) pointers.push_back(o.c_str());
-  nvrtcResult status = nvrtcCompileProgram(program, static_cast<int>(pointers.size()), pointers.data());
+  nvrtcResult status = nvrtc.CompileProgram(program, static_cast<int>(pointers.size()), pointers.data());
   std::string result;
   if (status != NVRTC_SUCCESS) {
     size_t size = 0;
-    nvrtcGetProgramLogSize(program, &size);
+    nvrtc.GetProgramLogSize(program, &size);
     std::string log(size, '\0');
-    if (size) nvrtcGetProgramLog(program, &log[0]);
-    result = std::string(nvrtcGetErrorString(status)) + "\n" + log;
+    if (size) nvrtc.GetProgramLog(program, &log[0]);
+    result = std::string(nvrtc.GetErrorString(status)) + "\n" + log;
   } else {
     size_t size = 0;
-    nvrtcGetPTXSize(program, &size);
+    nvrtc.GetPTXSize(program, &size);
     ptx->assign(size, '\0');
-    nvrtcGetPTX(program, &(*ptx)[0]);
+    nvrtc.GetPTX(program, &(*ptx)[0]);
   }
-  nvrtcDestroyProgram(&program);
+  nvrtc.DestroyProgram(&program);
   return result;
 }
 
