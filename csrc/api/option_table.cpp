@@ -170,6 +170,10 @@ std::vector<OptionSpec> MakeTable() {
                            "the kept plan's parts, and the whole graph as one part, compiled by Inductor (AOTInductor "
                            "packages, weights frozen); kept where the whole program measures faster",
                            [](auto& o) -> auto& { return o.substitutions.inductor; }));
+  t.push_back(Option<bool>("openvino", "export path, cpu",
+                           "the whole graph compiled by OpenVINO's CPU plugin is one more candidate, kept where the "
+                           "whole program measures faster (needs the openvino package and libautograph_openvino.so)",
+                           [](auto& o) -> auto& { return o.substitutions.openvino; }));
   t.push_back(Option<bool>("check_rewrites", "all",
                            "each rewrite (and Inductor candidate) is timed on the whole graph and kept only if faster",
                            [](auto& o) -> auto& { return o.substitutions.check_rewrites; }));

@@ -76,6 +76,7 @@ std::tuple<std::string, std::string> OptimizeExportedOp(std::string graph_json, 
     // The settings the Python side acts on after planning (Inductor parts), as resolved here.
     nlohmann::json json = ReportToJson(report);
     json["inductor"] = options.substitutions.inductor;
+    json["openvino"] = options.substitutions.openvino;
     json["check_rewrites"] = options.substitutions.check_rewrites;
     return {std::move(program), json.dump()};
   });

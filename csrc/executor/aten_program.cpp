@@ -10,7 +10,9 @@
 
 #include "autograph/error.h"
 #include "core/aten_graph.h"
+#include "executor/inductor_part.h"
 #include "executor/merge_candidate_json.h"
+#include "executor/openvino_part.h"
 #include "executor/plan_integers.h"
 #include "executor/validate_schedule.h"
 
@@ -104,7 +106,8 @@ AtenProgram::AtenProgram(OpGraph graph, Schedule schedule, ExecutorOptions optio
   num_inputs_ = aten.inputs.size();
   is_package_.assign(aten.inputs.size(), false);
   for (const AtenNode& node : aten.nodes) {
-    if (node.op != "autograph::run_inductor_part" || node.args.size() < 2 || node.args[1].kind != AtenArgument::Kind::Value)
+    if ((node.op != kInductorPartOp && node.op != kOpenVinoPartOp) || node.args.size() < 2 ||
+        node.args[1].kind != AtenArgument::Kind::Value)
       continue;
     for (size_t i = 0; i < aten.inputs.size(); ++i) is_package_[i] = is_package_[i] || aten.inputs[i] == node.args[1].value;
   }
@@ -441,7 +444,7 @@ std::vector<at::Tensor> AtenProgram::Run(const std::vector<at::Tensor>& inputs) 
     if (!t.defined()) throw InputError(where + " is undefined");
     const c10::Device& device = options_.device;
     if (is_package_[i]) {
-      if (!t.is_cpu()) throw InputError(where + " is an Inductor package on " + t.device().str() + "; packages stay on the CPU");
+      if (!t.is_cpu()) throw InputError(where + " is a compiled part's package on " + t.device().str() + "; packages stay on the CPU");
     } else if (t.device().type() != device.type() || (device.has_index() && t.device().index() != device.index()))
       throw InputError(where + " is on " + t.device().str() + ", but the program was optimized for " + device.str() +
                        "; move the inputs with .to(\"" + device.str() + "\") or re-optimize for that device");

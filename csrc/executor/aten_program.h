@@ -121,7 +121,7 @@ class AtenProgram {
   mutable std::vector<BoundWeights> bound_;  // most recently used first
   std::unique_ptr<OtherShapes> other_shapes_;
   std::vector<ShapePlan> shape_plans_;
-  std::vector<bool> is_package_;  // per input: an Inductor package (bytes the loader reads on the CPU)
+  std::vector<bool> is_package_;  // per input: a compiled part's package (bytes its loader reads on the CPU)
   size_t num_inputs_ = 0;  // the plan's, plus the extra weights of other_shapes_ and shape_plans_
   mutable std::once_flag other_shape_note_;
 };

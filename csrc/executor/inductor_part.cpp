@@ -150,7 +150,9 @@ std::vector<at::Tensor> RunInductorPart(const std::vector<at::Tensor>& inputs, c
 }
 
 InductorPartCost InductorPartCostOf(std::string_view spec) {
-  const json parsed = ParseSpec(spec);
+  // Any compiled part's spec (Inductor's or OpenVINO's): both carry the FLOPs and kind of what they replace.
+  const json parsed = json::parse(spec, nullptr, /*allow_exceptions=*/false);
+  if (!parsed.is_object()) throw InputError("a compiled part's spec is not JSON");
   return {parsed.value("flops", 0.0), parsed.value("compute_bound", false)};
 }
 

@@ -19,7 +19,8 @@ namespace autograph {
 std::vector<at::Tensor> RunInductorPart(const std::vector<at::Tensor>& inputs, const at::Tensor& package,
                                         std::string_view spec);
 
-// What ImportAtenGraph plans a part with: its FLOPs and whether it is compute-bound, from the spec.
+// What ImportAtenGraph plans a compiled part with (Inductor's, or OpenVINO's: executor/openvino_part.h):
+// its FLOPs and whether it is compute-bound, from the spec.
 struct InductorPartCost {
   double flops = 0;
   bool compute_bound = false;

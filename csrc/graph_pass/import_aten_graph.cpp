@@ -10,6 +10,7 @@
 #include "core/operator_flops.h"
 #include "executor/aten_operation.h"
 #include "executor/inductor_part.h"
+#include "executor/openvino_part.h"
 
 namespace autograph {
 
@@ -79,7 +80,7 @@ NodeRecord RecordNode(const AtenGraph& g, int index) {
   if (r.writes_input) r.kind = OpKind::MemoryBound;
   else if (IsViewSchema(schema)) r.kind = OpKind::View;
   else r.kind = IsComputeBoundOp(node.op) ? OpKind::ComputeBound : OpKind::MemoryBound;
-  if (node.op == kInductorPartOp && r.arguments.size() == 3 && r.arguments[2].isString()) {
+  if ((node.op == kInductorPartOp || node.op == kOpenVinoPartOp) && r.arguments.size() == 3 && r.arguments[2].isString()) {
     // A compiled part: its operators' FLOPs and kind, summed up when it was cut, stand for it.
     const InductorPartCost cost = InductorPartCostOf(r.arguments[2].toStringRef());
     r.kind = cost.compute_bound ? OpKind::ComputeBound : OpKind::MemoryBound;

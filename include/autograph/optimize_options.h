@@ -28,6 +28,9 @@ struct SubstitutionOptions {
   // Export path: the kept plan's parts compiled by Inductor (AOTInductor packages, weights frozen),
   // the whole graph as one part beside them; kept where the whole program measures faster.
   bool inductor = true;
+  // Export path, CPU: the whole graph compiled by OpenVINO (autograph::run_openvino_part) is one more
+  // candidate beside Inductor's, kept where the whole program measures faster.
+  bool openvino = true;
   // Every rewrite that changed the graph is timed on the whole graph (the better of the one-stream and
   // Nimble's schedule), side by side with the graph before it, and undone unless it is faster.
   // false: rewrites are kept unmeasured.

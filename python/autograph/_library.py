@@ -70,4 +70,41 @@ def load_library() -> None:
                                 "build it with scripts/build.sh, or point AUTOGRAPH_LIBRARY at libautograph.so")
     torch.ops.load_library(path)
     _loaded = True
+    _load_openvino_runner()
+
+
+_openvino_missing: Optional[str] = "autograph's library is not loaded yet"
+
+
+def openvino_library_path() -> str:
+    """libautograph_openvino.so, beside library_path(): OpenVINO's runner of autograph::run_openvino_part
+    (built where the openvino package was found beside torch)."""
+    return str(Path(library_path()).with_name("libautograph_openvino.so"))
+
+
+def _load_openvino_runner() -> None:
+    """Loads libautograph_openvino.so when it and the openvino package are here; else records why not
+    (openvino_missing), and programs with OpenVINO parts say so when they run."""
+    global _openvino_missing
+    path = openvino_library_path()
+    if not os.path.exists(path):
+        _openvino_missing = f"{path} was not built (pip install openvino beside torch, then build autograph again)"
+        return
+    try:
+        import openvino  # noqa: F401 - loads OpenVINO's own libraries, which the runner links
+    except ImportError as e:
+        _openvino_missing = f"the openvino package is not installed ({e}): pip install openvino"
+        return
+    try:
+        torch.ops.load_library(path)
+    except OSError as e:
+        _openvino_missing = f"{path} does not load: {e}"
+        return
+    _openvino_missing = None
+
+
+def openvino_missing() -> Optional[str]:
+    """None when OpenVINO parts can be built and run in this process, else why not."""
+    load_library()
+    return _openvino_missing
 

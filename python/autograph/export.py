@@ -846,7 +846,8 @@ def _with_inductor_parts(builder: "PartBuilder", graph: Dict[str, Any], program:
     chosen = dict(chosen, inductor=summary)
     if best != "aten":  # what the user asked for, and the kept program's own measured time
         chosen["method"] = settings["method"]
-        chosen["chosen"] = f"inductor {best}" + (f" ({chosen['chosen']})" if chosen.get("chosen") else "")
+        label = "openvino whole" if best == "whole_openvino" else f"inductor {best}"
+        chosen["chosen"] = label + (f" ({chosen['chosen']})" if chosen.get("chosen") else "")
         if "median_ms" in summary["candidates"].get(best, {}):
             chosen["measured_ms"] = summary["candidates"][best]["median_ms"]
     for key in ("operators_before", "memory_bound_before"):
@@ -880,22 +881,42 @@ def inductor_candidates(builder: "PartBuilder", graph: Dict[str, Any], program: 
         cuts["plan"] = plan_parts
     if parts_module.shares_weights(graph, body):
         cuts["whole_unfrozen"] = cuts["whole"]
+    openvino = device.type == "cpu" and settings.get("openvino", True)
+    if openvino:
+        from . import openvino_parts
+        openvino = openvino_parts.available()
+    if openvino:
+        cuts["whole_openvino"] = cuts["whole"]
     built, errors = {}, {}
     for name, parts in cuts.items():
         try:
-            compiled = [builder.compile(p, f"{name} part {k + 1}/{len(parts)}", freezing=name != "whole_unfrozen")
-                        for k, p in enumerate(parts)]
-            rewritten, kept_weights = parts_module.rewrite_with_parts(graph, weights, body, parts, compiled, device)
+            if name == "whole_openvino":
+                compiled = [_openvino_part(builder, p, f"{name} part {k + 1}/{len(parts)}") for k, p in enumerate(parts)]
+                rewritten, kept_weights = parts_module.rewrite_with_parts(
+                    graph, weights, body, parts, compiled, device, op=openvino_parts.PART_OP, fmt=openvino_parts.FORMAT)
+            else:
+                compiled = [builder.compile(p, f"{name} part {k + 1}/{len(parts)}", freezing=name != "whole_unfrozen")
+                            for k, p in enumerate(parts)]
+                rewritten, kept_weights = parts_module.rewrite_with_parts(graph, weights, body, parts, compiled, device)
             # One part leaves nothing to plan (the search and its on-board timing would take seconds on a
             # large graph for the same one-step schedule).
             part_settings = dict(settings, method="sequential") if len(parts) == 1 else settings
             rewritten_program, rewritten_report = _plan(rewritten, kept_weights + tensors, part_settings)
-            for key in ("inductor", "check_rewrites"):
+            for key in ("inductor", "openvino", "check_rewrites"):
                 rewritten_report.pop(key, None)
             built[name] = (rewritten_program, kept_weights, rewritten_report, len(parts))
         except Exception as e:  # noqa: BLE001 - the candidate is dropped and the report says why
             errors[name] = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
     return built, errors, builder.cached
+
+
+def _openvino_part(builder: "PartBuilder", part: Sequence[int], label: str) -> Tuple[bytes, List[int], List[int]]:
+    """The part compiled by OpenVINO (openvino_parts.py), with its input / output ids."""
+    from . import openvino_parts
+    from .inductor_parts import _example
+    gm, input_ids, output_ids = builder.module_of(part, pack_linear=False)
+    examples = tuple(_example(builder.graph["values"][v], builder.device) for v in input_ids)
+    return openvino_parts.compile_package(gm, examples, label, _progress), input_ids, output_ids
 
 
 # How far a compiled candidate's outputs may be from the plan's on ATen's kernels, relative to each

@@ -154,9 +154,11 @@ class PartBuilder:
                 result.append(sorted(members))
         return result
 
-    def module_of(self, part: Sequence[int]):
+    def module_of(self, part: Sequence[int], pack_linear: bool = True):
         """The part as an fx.GraphModule: its weights as attributes (frozen into the package), its
-        other inputs as placeholders; returns it with the value ids of its inputs and outputs."""
+        other inputs as placeholders; returns it with the value ids of its inputs and outputs.
+        `pack_linear`: linears may become autograph::packed_linear (for Inductor; other compilers
+        know only ATen's operators)."""
         names = [self.graph["nodes"][i]["name"] for i in part]
         members = [self.fx_nodes[name] for name in names]
         inside = set(members)
@@ -186,7 +188,7 @@ class PartBuilder:
                 if source not in inside:
                     outside(source)
             env[node] = graph.node_copy(node, lambda n: env[n])
-            if self._packs_linear(node, env):
+            if pack_linear and self._packs_linear(node, env):
                 env[node].target = torch.ops.autograph.packed_linear.default
         returned = [n for n in ordered if isinstance(self.value_of.get(n.name), int)
                     and any(u not in inside for u in n.users)]  # read after the part, or returned
@@ -288,9 +290,11 @@ def package_graph(package: bytes, specs: List[Dict[str, Any]], input_values: Lis
 
 def rewrite_with_parts(graph: Dict[str, Any], weight_tensors: List[torch.Tensor], body: Dict[str, Any],
                        parts: List[List[int]], compiled: List[Tuple[bytes, List[int], List[int]]],
-                       device: torch.device) -> Tuple[Dict[str, Any], List[torch.Tensor]]:
-    """`graph` with each part replaced by one run_inductor_part call (its package a new weight input)
-    and the weights no node reads any more dropped; returns the new graph and its weight tensors."""
+                       device: torch.device, op: str = PART_OP,
+                       fmt: str = _FORMAT) -> Tuple[Dict[str, Any], List[torch.Tensor]]:
+    """`graph` with each part replaced by one call of `op` (run_inductor_part, or run_openvino_part with
+    its `fmt`; the package a new weight input) and the weights no node reads any more dropped; returns
+    the new graph and its weight tensors."""
     values = [dict(v) for v in graph["values"]]
     in_part = {n: k for k, part in enumerate(parts) for n in part}
     replaced: List[Tuple[float, List[Dict[str, Any]]]] = []  # (position, nodes)
@@ -300,7 +304,7 @@ def rewrite_with_parts(graph: Dict[str, Any], weight_tensors: List[torch.Tensor]
             replaced.append((i, [node]))
     for k, (part, (package, input_ids, output_ids)) in enumerate(zip(parts, compiled)):
         flops, compute_bound = part_costs(body, part)
-        spec = {"format": _FORMAT, "digest": hashlib.sha256(package).hexdigest(), "device": str(device),
+        spec = {"format": fmt, "digest": hashlib.sha256(package).hexdigest(), "device": str(device),
                 "outputs": [{key: values[v][key] for key in ("shape", "stride", "dtype")} for v in output_ids],
                 "flops": flops, "compute_bound": compute_bound}
         values.append({"tensor": True, "shape": [len(package)], "stride": [1], "dtype": "Byte"})
@@ -308,10 +312,10 @@ def rewrite_with_parts(graph: Dict[str, Any], weight_tensors: List[torch.Tensor]
         packages.append((package_id, torch.frombuffer(bytearray(package), dtype=torch.uint8)))
         values.append({"tensor": False})
         list_id = len(values) - 1
-        nodes = [{"op": PART_OP, "overload": "default", "name": f"inductor_part_{k}",
+        nodes = [{"op": op, "overload": "default", "name": f"{op.split('::run_')[-1]}_{k}",
                   "args": [{"values": input_ids}, {"value": package_id}, {"str": json.dumps(spec)}],
                   "kwargs": {}, "outputs": [list_id]}]
-        nodes += [{"op": "getitem", "overload": "default", "name": f"inductor_part_{k}_{j}",
+        nodes += [{"op": "getitem", "overload": "default", "name": f"{op.split('::run_')[-1]}_{k}_{j}",
                    "args": [{"value": list_id}, j], "kwargs": {}, "outputs": [v]} for j, v in enumerate(output_ids)]
         replaced.append((min(part), nodes))
     ordered = _topological([n for _, group in sorted(replaced, key=lambda r: r[0]) for n in group])
@@ -400,7 +404,7 @@ def _cache_key(gm: torch.fx.GraphModule, examples: Sequence[torch.Tensor], devic
         h.update(f"{tuple(t.shape)}{t.stride()}{t.dtype}".encode())
     for name, b in sorted(gm.named_buffers()):
         h.update(f"{name}{tuple(b.shape)}{b.stride()}{b.dtype}".encode())
-        h.update(b.detach().cpu().contiguous().view(torch.uint8).numpy().tobytes() if b.numel() else b"")
+        h.update(b.detach().cpu().contiguous().reshape(-1).view(torch.uint8).numpy().tobytes() if b.numel() else b"")
     return h.hexdigest()[:32]
 
 

@@ -52,6 +52,7 @@ class Settings:
     channels_last_pools: bool = True
     stitch: bool = True
     inductor: bool = True
+    openvino: bool = True
     check_rewrites: bool = True
     merge: bool = True
     alpha: float = 1.0

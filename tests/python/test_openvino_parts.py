@@ -1,0 +1,155 @@
+"""Parts compiled by OpenVINO (python/autograph/openvino_parts.py, autograph::run_openvino_part in
+libautograph_openvino.so): the package format, the operator against eager PyTorch, its errors, and
+the whole graph as a candidate of the export path, kept only where it measures faster.
+
+Tolerance: OpenVINO folds BatchNorm into the convolutions and picks its own convolution algorithms,
+in float32 (the runner asks for float32 inference precision: on CPUs with bf16 units OpenVINO would
+otherwise compute in bf16, ~1e-2 off). Rounding of these reorderings stays below 1e-4 of the output's
+scale on these small blocks; a wrong wiring or a bf16 computation moves outputs by 1e-3 or more."""
+import hashlib
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+import autograph
+from autograph import openvino_parts
+from autograph._library import openvino_missing
+
+ROOT = Path(__file__).resolve().parents[2]
+TOL = 1e-4
+
+pytestmark = pytest.mark.skipif(openvino_missing() is not None, reason=f"no OpenVINO parts: {openvino_missing()}")
+
+
+def _close(got, want, tol=TOL):
+    assert got.shape == want.shape and got.dtype == want.dtype
+    err = (got - want).abs().max().item() / max(want.abs().max().item(), 1e-12)
+    assert err <= tol, err
+
+
+class Separable(torch.nn.Module):
+    """A depthwise-separable block (where OpenVINO's CPU kernels lead), a BatchNorm and a linear head."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = torch.nn.Conv2d(3, 16, 3, padding=1)
+        self.bn = torch.nn.BatchNorm2d(16)
+        self.depthwise = torch.nn.Conv2d(16, 16, 3, padding=1, groups=16)
+        self.pointwise = torch.nn.Conv2d(16, 32, 1)
+        self.head = torch.nn.Linear(32, 10)
+
+    def forward(self, x):
+        y = torch.relu(self.bn(self.stem(x)))
+        y = torch.relu(self.pointwise(self.depthwise(y)))
+        return self.head(y.mean((2, 3)))
+
+
+@pytest.fixture(scope="module")
+def separable():
+    torch.manual_seed(0)
+    model = Separable().eval()
+    for m in model.modules():  # BatchNorm statistics that are not the identity
+        if isinstance(m, torch.nn.BatchNorm2d):
+            m.running_mean.uniform_(-0.5, 0.5)
+            m.running_var.uniform_(0.5, 2.0)
+    x = torch.randn(1, 3, 24, 24)
+    with torch.no_grad():
+        want = model(x)
+    return model, x, want
+
+
+def _package(model, x):
+    gm = torch.export.export(model, (x,)).run_decompositions().module()
+    return openvino_parts.compile_package(gm, (x,))
+
+
+def _spec(package, outputs):
+    return json.dumps({"format": openvino_parts.FORMAT, "digest": hashlib.sha256(package).hexdigest(),
+                       "outputs": [{"shape": list(o.shape), "stride": list(o.stride()), "dtype": "Float"} for o in outputs],
+                       "flops": 0.0, "compute_bound": True})
+
+
+def test_package_runs_through_the_operator_like_eager(separable):
+    model, x, want = separable
+    package = _package(model, x)
+    assert package.startswith(b"AGOV1\n")
+    out = torch.ops.autograph.run_openvino_part([x], torch.frombuffer(bytearray(package), dtype=torch.uint8),
+                                                _spec(package, [want]))
+    assert len(out) == 1
+    _close(out[0], want)
+    # A second call reuses the compiled model and its request, on new inputs.
+    x2 = torch.randn_like(x)
+    with torch.no_grad():
+        _close(torch.ops.autograph.run_openvino_part([x2], torch.frombuffer(bytearray(package), dtype=torch.uint8),
+                                                     _spec(package, [want]))[0], model(x2))
+
+
+def test_damaged_package_and_wrong_spec_are_value_errors(separable):
+    model, x, want = separable
+    package = _package(model, x)
+    for damaged in (b"nonsense" * 4, package[:40]):  # not a package; a package cut short
+        with pytest.raises(ValueError, match="not an autograph OpenVINO package"):
+            torch.ops.autograph.run_openvino_part([x], torch.frombuffer(bytearray(damaged), dtype=torch.uint8),
+                                                  _spec(damaged, [want]))
+    with pytest.raises(ValueError, match="not an autograph-openvino-part spec"):
+        torch.ops.autograph.run_openvino_part([x], torch.frombuffer(bytearray(package), dtype=torch.uint8), "{}")
+    with pytest.raises(ValueError, match="inputs for a part of 1"):
+        torch.ops.autograph.run_openvino_part([x, x], torch.frombuffer(bytearray(package), dtype=torch.uint8),
+                                              _spec(package, [want]))
+
+
+def test_export_path_times_the_openvino_candidate_and_keeps_the_fastest(separable):
+    model, x, want = separable
+    ep = torch.export.export(model, (x,))
+    optimized, report = autograph.optimize(ep, (x,))
+    summary = report["inductor"]
+    assert "whole_openvino" in summary["candidates"], summary
+    times = {name: c["median_ms"] for name, c in summary["candidates"].items()}
+    assert summary["kept"] == min(times, key=times.get), summary
+    with torch.no_grad():
+        _close(optimized.module()(x), want)
+    # Off by option: no OpenVINO candidate.
+    _, report = autograph.optimize(ep, (x,), openvino=False)
+    assert "whole_openvino" not in report["inductor"]["candidates"]
+
+
+def test_saved_program_with_an_openvino_part_runs_in_a_fresh_process(separable, tmp_path):
+    model, x, want = separable
+    ep = torch.export.export(model, (x,))
+    # Only the OpenVINO candidate and ATen's plan: the kept program holds the OpenVINO part when faster;
+    # either way the saved program must load and run in a process that only imports autograph.
+    optimized, report = autograph.optimize(ep, (x,), inductor=True)
+    torch.export.save(optimized, tmp_path / "model.pt2")
+    torch.save({"x": x, "want": want}, tmp_path / "io.pt")
+    script = (
+        "import sys, torch, autograph\n"
+        "autograph.load_library()\n"
+        f"io = torch.load({str(tmp_path / 'io.pt')!r})\n"
+        f"m = torch.export.load({str(tmp_path / 'model.pt2')!r}).module()\n"
+        "got = m(io['x'])\n"
+        "err = (got - io['want']).abs().max().item() / io['want'].abs().max().item()\n"
+        "print(err)\n"
+        "sys.exit(0 if err <= 1e-4 else 1)\n")
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
+                       env=dict(__import__("os").environ, PYTHONPATH=str(ROOT / "python")))
+    assert r.returncode == 0, r.stderr[-2000:] + r.stdout
+
+
+def test_without_the_runner_the_operator_says_what_to_load():
+    # The runtime alone (as a server preloads it) declares the operator; without
+    # libautograph_openvino.so it names what to load.
+    script = (
+        "import torch\n"
+        f"torch.ops.load_library({autograph.runtime_library_path()!r})\n"
+        "try:\n"
+        "    torch.ops.autograph.run_openvino_part([torch.zeros(1)], torch.zeros(8, dtype=torch.uint8), '{}')\n"
+        "except RuntimeError as e:\n"
+        "    print(e)\n")
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
+                       env=dict(__import__("os").environ, PYTHONPATH=str(ROOT / "python")))
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "load libautograph_openvino.so" in r.stdout, r.stdout
