@@ -1,4 +1,5 @@
 """Finding and loading libautograph.so (the TorchScript ops and classes of autograph) and the CLI."""
+import importlib
 import os
 from pathlib import Path
 from typing import Optional
@@ -91,7 +92,7 @@ def _load_openvino_runner() -> None:
         _openvino_missing = f"{path} was not built (pip install openvino beside torch, then build autograph again)"
         return
     try:
-        import openvino  # noqa: F401 - loads OpenVINO's own libraries, which the runner links
+        importlib.import_module("openvino")  # loads OpenVINO's own libraries, which the runner links
     except ImportError as e:
         _openvino_missing = f"the openvino package is not installed ({e}): pip install openvino"
         return
