@@ -694,8 +694,12 @@ _RACE_AFTER, _RACE_MARGIN, _RACE_TIE = 3, 0.05, 0.01
 def _time_callables(calls: Dict[str, Any], device: torch.device, rounds: int = 10) -> Dict[str, float]:
     """Median ms of each callable, run in alternation (two warm-up runs each); one clearly slower after
     _RACE_AFTER rounds stops (its median is then of fewer runs, and still the slower), and all stop when
-    those left are tied."""
+    those left are tied. On CPU each timed run follows an untimed one of the same callable: the previous
+    callable's thread pool may still be busy. OpenMP's workers spin after Inductor's or ATen's code,
+    and an OpenVINO part run straight after them took 8.9 ms instead of 6.2 ms (squeezenet, 2 cores).
+    A model called in a loop meets itself, not its rivals."""
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
+    settle = device.type == "cpu"
     samples: Dict[str, List[float]] = {name: [] for name in calls}
     racing = set(calls)
     with torch.no_grad():
@@ -707,6 +711,8 @@ def _time_callables(calls: Dict[str, Any], device: torch.device, rounds: int = 1
             for name, call in calls.items():
                 if name not in racing:
                     continue
+                if settle:
+                    call()
                 begin = time.perf_counter()
                 call()
                 sync()
