@@ -295,7 +295,8 @@ def write(args, rows) -> None:
              "with weight freezing (on CUDA: mode=max-autotune in that column). ONNX Runtime: CPU provider, sequential executor, all graph optimizations; "
              "OpenVINO: CPU, latency hint; both from one torch.onnx.export (dynamo). Kept: which export-path "
              "candidate was kept (aten: ATen's kernels; whole: the graph as one Inductor part; plan: the plan's "
-             "parts).", "",
+             "parts; whole_unfrozen: one Inductor part without freezing; whole_openvino: the graph as one "
+             "OpenVINO part).", "",
              "| model | eager | TorchScript path | torch.compile | torch.compile (freezing) | ONNX Runtime | OpenVINO "
              "| export path | kept | export vs TS | vs compile / freezing | vs best of ORT, OpenVINO "
              "| optimize s (TS / export / compile / freezing) | rel. err (TS / export / compile / ORT / OpenVINO) |",
