@@ -71,7 +71,7 @@ def compile_package(gm: torch.fx.GraphModule, examples: Sequence[torch.Tensor], 
 def _convert(gm: torch.fx.GraphModule, examples: Sequence[torch.Tensor], folder: str):
     """The part as an OpenVINO model: through ONNX (torch.onnx's exporter, then OpenVINO's ONNX
     frontend), else, where that export fails, through OpenVINO's PyTorch frontend. The ONNX route made
-    faster models on every zoo model tried on the 2-core VM (median ms, ONNX / PyTorch frontend):
+    models as fast or faster on every zoo model tried on the 2-core VM (median ms, ONNX / PyTorch frontend):
     nasnet_a_mobile 9.9 / 11.8, randwire 6.6 / 8.2, squeezenet 5.6 / 5.8, rnntc_sru 5.3 / 5.6,
     resnet50 28.1 / 28.2."""
     import openvino as ov
