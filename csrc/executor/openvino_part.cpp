@@ -37,7 +37,7 @@ std::vector<at::Tensor> RunOpenVinoPart(const std::vector<at::Tensor>& inputs, c
     throw Error(
         "run_openvino_part: this program has a part compiled by OpenVINO, and OpenVINO's runner is not loaded: "
         "load libautograph_openvino.so (autograph.load_library() does, where the openvino package is installed: "
-        "pip install openvino), or optimize the model again with inductor_openvino=False");
+        "pip install openvino), or optimize the model again with openvino=False");
   }
   return runner(inputs, package, spec);
 }

@@ -5,6 +5,9 @@ process with autograph's runtime preloaded loads with AOTIModelPackageLoader, no
     python examples/aoti_package/make_package.py --out DIR
     LD_PRELOAD=build/libautograph_runtime.so build/serve_host DIR/model.pt2 DIR/input.bin DIR/expected.bin 1 3 32 32
 
+(with build/libautograph_openvino.so too, colon-separated, where the kept program has an OpenVINO
+part: the printed command says.)
+
 Writes DIR/model.pt2, DIR/input.bin and DIR/expected.bin (raw float32: the input, eager's output) and
 prints the command that runs it.
 """
@@ -48,9 +51,13 @@ def main() -> int:
         want = model(x)
     x.numpy().tofile(a.out / "input.bin")
     want.numpy().tofile(a.out / "expected.bin")
-    runtime = autograph.runtime_library_path()
+    # The runtime, and OpenVINO's runner where the kept program has an OpenVINO part (on CPU, when it
+    # measured fastest; optimize(..., openvino=False) keeps it out).
+    preload = [autograph.runtime_library_path()]
+    if kept == "whole_openvino":
+        preload.append(autograph.openvino_library_path())
     print(f"autograph kept the {kept!r} candidate, {report['stages']} stages; wrote {package}")
-    print(f"run: LD_PRELOAD={runtime} serve_host {package} {a.out / 'input.bin'} {a.out / 'expected.bin'} "
+    print(f"run: LD_PRELOAD={':'.join(preload)} serve_host {package} {a.out / 'input.bin'} {a.out / 'expected.bin'} "
           + " ".join(map(str, x.shape)))
     return 0
 
