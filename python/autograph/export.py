@@ -806,6 +806,7 @@ def _plan_and_compile(decomposed: ExportedProgram, graph: Dict[str, Any], import
         program, report = _plan(graph, weights + tensors, settings)
         measure = report.pop("check_rewrites")
         compile_parts = report.pop("inductor")
+        settings = dict(settings, openvino=report.pop("openvino", True))  # as the options resolved it
         if compile_parts:
             program, weights, report = _with_inductor_parts(builder, graph, program, weights, tensors, settings,
                                                             report, measure)
