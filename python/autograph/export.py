@@ -897,14 +897,14 @@ def inductor_candidates(builder: "PartBuilder", graph: Dict[str, Any], program: 
     built, errors = {}, {}
     for name, parts in cuts.items():
         try:
+            labels = [f"{name} part {k + 1}/{len(parts)}" for k in range(len(parts))]
             if name == "whole_openvino":
-                compiled = [_openvino_part(builder, p, f"{name} part {k + 1}/{len(parts)}") for k, p in enumerate(parts)]
-                rewritten, kept_weights = parts_module.rewrite_with_parts(
-                    graph, weights, body, parts, compiled, device, op=openvino_parts.PART_OP, fmt=openvino_parts.FORMAT)
+                compiled = [builder.compile_openvino(p, label) for p, label in zip(parts, labels)]
+                call = {"op": openvino_parts.PART_OP, "fmt": openvino_parts.FORMAT}
             else:
-                compiled = [builder.compile(p, f"{name} part {k + 1}/{len(parts)}", freezing=name != "whole_unfrozen")
-                            for k, p in enumerate(parts)]
-                rewritten, kept_weights = parts_module.rewrite_with_parts(graph, weights, body, parts, compiled, device)
+                compiled = [builder.compile(p, label, freezing=name != "whole_unfrozen") for p, label in zip(parts, labels)]
+                call = {}
+            rewritten, kept_weights = parts_module.rewrite_with_parts(graph, weights, body, parts, compiled, device, **call)
             # One part leaves nothing to plan (the search and its on-board timing would take seconds on a
             # large graph for the same one-step schedule).
             part_settings = dict(settings, method="sequential") if len(parts) == 1 else settings
@@ -915,15 +915,6 @@ def inductor_candidates(builder: "PartBuilder", graph: Dict[str, Any], program: 
         except Exception as e:  # noqa: BLE001 - the candidate is dropped and the report says why
             errors[name] = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
     return built, errors, builder.cached
-
-
-def _openvino_part(builder: "PartBuilder", part: Sequence[int], label: str) -> Tuple[bytes, List[int], List[int]]:
-    """The part compiled by OpenVINO (openvino_parts.py), with its input / output ids."""
-    from . import openvino_parts
-    from .inductor_parts import _example
-    gm, input_ids, output_ids = builder.module_of(part, pack_linear=False)
-    examples = tuple(_example(builder.graph["values"][v], builder.device) for v in input_ids)
-    return openvino_parts.compile_package(gm, examples, label, _progress), input_ids, output_ids
 
 
 # How far a compiled candidate's outputs may be from the plan's on ATen's kernels, relative to each

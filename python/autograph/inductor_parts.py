@@ -208,6 +208,17 @@ class PartBuilder:
         w = self.weights[weight.name]
         return w.dtype == torch.float32 and w.dim() == 2 and not node.kwargs
 
+    def examples(self, input_ids: Sequence[int]) -> Tuple[torch.Tensor, ...]:
+        """Example tensors of the part's inputs (their recorded shapes, strides and dtypes)."""
+        return tuple(_example(self.graph["values"][v], self.device) for v in input_ids)
+
+    def compile_openvino(self, part: Sequence[int], label: str) -> Tuple[bytes, List[int], List[int]]:
+        """The part as an OpenVINO package (openvino_parts.py; its linears stay aten.linear) and its
+        input / output ids."""
+        from . import openvino_parts
+        gm, input_ids, output_ids = self.module_of(part, pack_linear=False)
+        return openvino_parts.compile_package(gm, self.examples(input_ids), label, self.progress), input_ids, output_ids
+
     def compile(self, part: Sequence[int], label: str, freezing: bool = True) -> Tuple[bytes, List[int], List[int]]:
         """The part's AOTInductor package (from the disk cache when there, or from the background
         compile of the same nodes) and its input / output ids."""
@@ -218,7 +229,7 @@ class PartBuilder:
 
     def _compile_now(self, part: Sequence[int], label: str, freezing: bool) -> Tuple[bytes, List[int], List[int]]:
         gm, input_ids, output_ids = self.module_of(part)
-        examples = tuple(_example(self.graph["values"][v], self.device) for v in input_ids)
+        examples = self.examples(input_ids)
         configs = aoti_configs(freezing=freezing)
         key = _cache_key(gm, examples, self.device, configs)
         path = os.path.join(cache_dir(), key + ".pt2")
