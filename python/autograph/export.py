@@ -875,8 +875,10 @@ def inductor_candidates(builder: "PartBuilder", graph: Dict[str, Any], program: 
                         weights: List[torch.Tensor], tensors: List[torch.Tensor], settings: Dict[str, Any]):
     """The programs with parts compiled by Inductor (by `builder`, inductor_parts.PartBuilder): "whole"
     (the graph as one part), "plan" (its parts)
-    when the plan in `program` runs groups side by side, and "whole_unfrozen" (no freezing) when a weight
-    feeds several compute-bound operators; each planned again over its parts.
+    when the plan in `program` runs groups side by side, "whole_unfrozen" (no freezing) when a weight
+    feeds several compute-bound operators (inductor_parts.shares_weights), and on CPU "whole_openvino"
+    (the graph as one OpenVINO part, converted in a process of its own while Inductor compiles the
+    others); each planned again over its parts.
     Returns {name: (program, weights, report, parts)}, {name: why it could not be built} and how many
     parts came from the disk cache."""
     from . import inductor_parts as parts_module
@@ -886,7 +888,7 @@ def inductor_candidates(builder: "PartBuilder", graph: Dict[str, Any], program: 
     plan_parts = builder.closed(parts_module.parts_of_plan(body))
     if 1 < len(plan_parts) <= parts_module.MAX_PARTS:
         cuts["plan"] = plan_parts
-    if parts_module.shares_weights(graph, body):
+    if parts_module.shares_weights(graph, body, builder.packs_linear_at_run_time()):
         cuts["whole_unfrozen"] = cuts["whole"]
     openvino = device.type == "cpu" and settings.get("openvino", True)
     if openvino:
@@ -895,14 +897,24 @@ def inductor_candidates(builder: "PartBuilder", graph: Dict[str, Any], program: 
     if openvino:
         cuts["whole_openvino"] = cuts["whole"]
     built, errors = {}, {}
-    for name, parts in cuts.items():
+    labels = {name: [f"{name} part {k + 1}/{len(parts)}" for k in range(len(parts))] for name, parts in cuts.items()}
+    converting = []  # OpenVINO's conversion starts first: it runs in a process of its own beside Inductor
+    if "whole_openvino" in cuts:
         try:
-            labels = [f"{name} part {k + 1}/{len(parts)}" for k in range(len(parts))]
+            converting = [builder.start_openvino(p, label)
+                          for p, label in zip(cuts["whole_openvino"], labels["whole_openvino"])]
+        except Exception as e:  # noqa: BLE001 - the candidate is dropped and the report says why
+            errors["whole_openvino"] = _why(e)
+    for name, parts in cuts.items():
+        if name in errors:
+            continue
+        try:
             if name == "whole_openvino":
-                compiled = [builder.compile_openvino(p, label) for p, label in zip(parts, labels)]
+                compiled = [result() for result in converting]
                 call = {"op": openvino_parts.PART_OP, "fmt": openvino_parts.FORMAT}
             else:
-                compiled = [builder.compile(p, label, freezing=name != "whole_unfrozen") for p, label in zip(parts, labels)]
+                compiled = [builder.compile(p, label, freezing=name != "whole_unfrozen")
+                            for p, label in zip(parts, labels[name])]
                 call = {}
             rewritten, kept_weights = parts_module.rewrite_with_parts(graph, weights, body, parts, compiled, device, **call)
             # One part leaves nothing to plan (the search and its on-board timing would take seconds on a
@@ -913,8 +925,12 @@ def inductor_candidates(builder: "PartBuilder", graph: Dict[str, Any], program: 
                 rewritten_report.pop(key, None)
             built[name] = (rewritten_program, kept_weights, rewritten_report, len(parts))
         except Exception as e:  # noqa: BLE001 - the candidate is dropped and the report says why
-            errors[name] = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+            errors[name] = _why(e)
     return built, errors, builder.cached
+
+
+def _why(e: Exception) -> str:
+    return f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
 
 
 # How far a compiled candidate's outputs may be from the plan's on ATen's kernels, relative to each

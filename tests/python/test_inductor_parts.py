@@ -207,22 +207,25 @@ def test_a_damaged_package_is_a_clear_error():
 
 
 class Unrolled(torch.nn.Module):
-    """One weight used at every step (an unrolled RNN): freezing would pack it once per use."""
+    """One weight used at every step (an unrolled RNN): freezing would pack it once per use, unless it
+    is a linear's that autograph packs itself at run time (linear=True)."""
 
-    def __init__(self):
+    def __init__(self, linear: bool):
         super().__init__()
-        self.step = torch.nn.Linear(8, 8)
+        self.step = torch.nn.Linear(8, 8) if linear else None
+        self.weight = None if linear else torch.nn.Parameter(torch.randn(8, 8))
 
     def forward(self, x):
         h = torch.zeros(x.shape[0], 8)
         for t in range(x.shape[1]):
-            h = torch.tanh(self.step(x[:, t]) + h)
+            h = torch.tanh((self.step(x[:, t]) if self.step is not None else x[:, t] @ self.weight) + h)
         return h
 
 
-def test_a_weight_shared_by_several_operators_is_also_compiled_unfrozen():
+@pytest.mark.parametrize("linear", [False, True])
+def test_a_weight_shared_by_several_operators_is_also_compiled_unfrozen(linear):
     torch.manual_seed(0)
-    model, x = Unrolled().eval(), torch.randn(2, 4, 8)
+    model, x = Unrolled(linear).eval(), torch.randn(2, 4, 8)
     with torch.no_grad():
         want = model(x)
     decomposed, graph, weights, imported, builder = _builder(torch.export.export(model, (x,)))
@@ -230,8 +233,13 @@ def test_a_weight_shared_by_several_operators_is_also_compiled_unfrozen():
     program, _ = export_module._plan(graph, weights + [x], settings)
     body = json.loads(program[program.index("\n") + 1:])
     assert inductor_parts.shares_weights(graph, body)
+    packed = builder.packs_linear_at_run_time()
+    # The linear's weight is packed once by autograph::packed_linear (on CPU with MKL), not by freezing.
+    unfrozen_needed = not (linear and torch._C.has_mkl)
+    assert len(packed) == (0 if unfrozen_needed else 4)
+    assert inductor_parts.shares_weights(graph, body, packed) == unfrozen_needed
     built, errors, _ = export_module.inductor_candidates(builder, graph, program, weights, [x], settings)
-    assert not errors and set(built) == {"whole", "whole_unfrozen"}
+    assert not errors and set(built) == ({"whole", "whole_unfrozen"} if unfrozen_needed else {"whole"})
     for name, (text, kept_weights, _, _) in built.items():
         (got,) = torch.ops.autograph.execute(kept_weights + [x], text)
         _close(got, want)
