@@ -3,22 +3,25 @@
 OpenVINO's CPU plugin runs some models well ahead of Inductor's C++ code (depthwise-separable and
 NAS-style convolution networks: 2× on nasnet_a_mobile on the 2-core VM). A part — today the whole
 graph — is exported to ONNX and read by OpenVINO (its PyTorch frontend where that export fails; see
-_convert), serialized as IR (XML and float32 weights, never compressed to float16) and packed into
-one uint8 tensor. In the
+_openvino_convert.py), in a Python process of its own that runs beside Inductor's compile of the
+other candidates (start_package), serialized as IR (XML and float32 weights, never compressed to
+float16) and packed into one uint8 tensor. In the
 program it becomes one ``autograph::run_openvino_part`` call, which libautograph_openvino.so runs
 with the latency hint and float32 inference precision. Like every candidate it is kept only where the
 whole program measures faster. Packages are cached on disk beside Inductor's, keyed by the part's
 graph, its weights and the OpenVINO and torch versions.
 """
-import contextlib
-import io
+import logging
 import os
 import struct
+import subprocess
+import sys
 import tempfile
-from typing import Sequence
+from typing import Optional, Sequence
 
 import torch
 
+from . import _openvino_convert
 from ._library import openvino_missing
 from .errors import Error
 from .inductor_parts import _cache_key, cache_dir
@@ -26,6 +29,7 @@ from .inductor_parts import _cache_key, cache_dir
 PART_OP = "autograph::run_openvino_part"
 FORMAT = "autograph-openvino-part"
 _MAGIC = b"AGOV1\n"  # csrc/executor/openvino_part.h: kOpenVinoPackageMagic
+_log = logging.getLogger("autograph")
 
 
 def available() -> bool:
@@ -38,51 +42,107 @@ def pack(xml: bytes, weights: bytes) -> bytes:
     return _MAGIC + struct.pack("<Q", len(xml)) + xml + weights
 
 
-def compile_package(gm: torch.fx.GraphModule, examples: Sequence[torch.Tensor], label: str = "part",
-                    progress=None) -> bytes:
-    """The part `gm` (an ATen graph module, its weights as attributes) as an OpenVINO package, from the
-    disk cache when there."""
+class PendingPackage:
+    """An OpenVINO package being made (start_package): `result()` waits for it and returns its bytes;
+    `close()` stops what is still running. Whatever fails, result() raises it."""
+
+    def __init__(self, path: str, make=None, process: Optional[subprocess.Popen] = None,
+                 folder: Optional[tempfile.TemporaryDirectory] = None, fallback=None):
+        self._path, self._make, self._process, self._folder, self._fallback = path, make, process, folder, fallback
+        self._error: Optional[BaseException] = None
+
+    def result(self) -> bytes:
+        try:
+            if self._process is not None:
+                failed, self._process = self._process.wait() != 0, None
+                if failed:  # a model the converter's process cannot load (a custom op): this process may
+                    self._make = self._fallback
+                    with open(os.path.join(self._folder.name, "stderr.txt"), errors="replace") as f:
+                        said = f.read().strip().splitlines()[-1:]
+                    _log.info("autograph: OpenVINO's converter process failed (%s); converting here", said)
+                else:
+                    self._make = lambda: _pack_folder(self._folder.name, self._path)
+            if self._make is not None:
+                make, self._make = self._make, None
+                make()
+        except Exception as e:  # noqa: BLE001 - raised by every result() call
+            self._error = e
+        finally:
+            self.close()
+        if self._error is not None:
+            raise self._error
+        with open(self._path, "rb") as f:
+            return f.read()
+
+    def close(self) -> None:
+        if self._process is not None:
+            self._process.kill()
+            self._process.wait()
+            self._process = None
+        if self._folder is not None:
+            self._folder.cleanup()
+            self._folder = None
+
+
+def start_package(gm: torch.fx.GraphModule, examples: Sequence[torch.Tensor], label: str = "part",
+                  progress=None) -> PendingPackage:
+    """Starts making the part `gm` (an ATen graph module, its weights as attributes) an OpenVINO package:
+    from the disk cache when there, else converted in a Python process of its own (the conversion is
+    Python's work: beside Inductor's compile in this process it takes a core of its own; bert_base,
+    2-core VM: 8-12 s in this process). Where that process cannot start, the conversion runs here
+    when result() is called."""
     why = openvino_missing()
     if why:
         raise Error(f"OpenVINO parts are not available: {why}")
     import openvino as ov
     key = _cache_key(gm, examples, torch.device("cpu"), {"compiler": "openvino", "via": "onnx", "version": ov.__version__})
     path = os.path.join(cache_dir(), key + ".ovpart")
-    if not os.path.exists(path):
-        if progress:
-            progress(f"compiling {label} with OpenVINO")
-        os.makedirs(cache_dir(), exist_ok=True)
+    if os.path.exists(path):
+        return PendingPackage(path)
+    if progress:
+        progress(f"compiling {label} with OpenVINO")
+    os.makedirs(cache_dir(), exist_ok=True)
+
+    def here() -> None:
         with tempfile.TemporaryDirectory(prefix="autograph-openvino-") as folder:
-            model = _convert(gm, examples, folder)
-            xml_path = os.path.join(folder, "part.xml")
-            ov.save_model(model, xml_path, compress_to_fp16=False)  # float32 weights, as the program's
-            with open(xml_path, "rb") as f:
-                xml = f.read()
-            with open(xml_path[:-4] + ".bin", "rb") as f:
-                weights = f.read()
-        partial = f"{path}.{os.getpid()}.partial"
-        with open(partial, "wb") as f:
-            f.write(pack(xml, weights))
-        os.replace(partial, path)  # whole packages only, also with concurrent optimizers
-    with open(path, "rb") as f:
-        return f.read()
+            _openvino_convert.save(_openvino_convert.convert(gm, examples, folder), folder)
+            _pack_folder(folder, path)
 
-
-def _convert(gm: torch.fx.GraphModule, examples: Sequence[torch.Tensor], folder: str):
-    """The part as an OpenVINO model: through ONNX (torch.onnx's exporter, then OpenVINO's ONNX
-    frontend), else, where that export fails, through OpenVINO's PyTorch frontend. The ONNX route made
-    models as fast or faster on every zoo model tried on the 2-core VM (median ms, ONNX / PyTorch frontend):
-    nasnet_a_mobile 9.9 / 11.8, randwire 6.6 / 8.2, squeezenet 5.6 / 5.8, rnntc_sru 5.3 / 5.6,
-    resnet50 28.1 / 28.2."""
-    import openvino as ov
-    onnx_path = os.path.join(folder, "part.onnx")
+    folder = tempfile.TemporaryDirectory(prefix="autograph-openvino-")
     try:
-        with torch.no_grad(), contextlib.redirect_stdout(io.StringIO()):  # the exporter's progress lines
-            torch.onnx.export(gm, tuple(examples), onnx_path, dynamo=True, external_data=False, verbose=False)
-        return ov.convert_model(onnx_path)
-    except Exception:  # noqa: BLE001 - the other frontend may still take it; its error is the one raised
-        with torch.no_grad():
-            return ov.convert_model(torch.export.export(gm, tuple(examples)))
+        # The module pickled (its code and weights): 0.75 s for bert_base, where torch.export.save of its
+        # ExportedProgram took 1.7 s with the export.
+        torch.save(gm, os.path.join(folder.name, "part.pt"))
+        torch.save(tuple(examples), os.path.join(folder.name, "examples.pt"))
+        # One thread for the converter's own torch ops: the other cores are Inductor's.
+        env = dict(os.environ, OMP_NUM_THREADS="1")
+        with open(os.path.join(folder.name, "stderr.txt"), "wb") as stderr:
+            process = subprocess.Popen([sys.executable, _openvino_convert.__file__, folder.name], env=env,
+                                       stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr)
+    except Exception as e:  # noqa: BLE001 - no converter process (a module that does not pickle, no interpreter): here
+        _log.info("autograph: OpenVINO's converter process did not start (%s); converting here", e)
+        folder.cleanup()
+        return PendingPackage(path, make=here)
+    return PendingPackage(path, process=process, folder=folder, fallback=here)
 
 
-__all__ = ["PART_OP", "FORMAT", "available", "pack", "compile_package"]
+def compile_package(gm: torch.fx.GraphModule, examples: Sequence[torch.Tensor], label: str = "part",
+                    progress=None) -> bytes:
+    """The part `gm` as an OpenVINO package (start_package, waited for)."""
+    return start_package(gm, examples, label, progress).result()
+
+
+def _pack_folder(folder: str, path: str) -> None:
+    """The IR in `folder` (part.xml, part.bin) packed (pack) at `path`, atomically."""
+    xml_path = os.path.join(folder, "part.xml")
+    with open(xml_path, "rb") as f:
+        xml = f.read()
+    with open(xml_path[:-4] + ".bin", "rb") as f:
+        weights = f.read()
+    partial = f"{path}.{os.getpid()}.partial"
+    with open(partial, "wb") as f:
+        f.write(pack(xml, weights))
+    os.replace(partial, path)  # whole packages only, also with concurrent optimizers
+
+
+__all__ = ["PART_OP", "FORMAT", "available", "pack", "start_package", "compile_package", "PendingPackage"]

@@ -118,6 +118,55 @@ def test_export_path_times_the_openvino_candidate_and_keeps_the_fastest(separabl
     assert "whole_openvino" not in report["inductor"]["candidates"]
 
 
+def _part_module(model, x):
+    """The whole model as the plain graph module PartBuilder cuts out (weights as attributes)."""
+    from autograph import export as export_module
+    from autograph import inductor_parts
+    decomposed = torch.export.export(model, (x,)).run_decompositions({})
+    graph, _, imported = export_module._import(decomposed)
+    builder = inductor_parts.PartBuilder(decomposed, graph, imported.value_of, imported.weights, torch.device("cpu"))
+    gm, _, _ = builder.module_of(inductor_parts.every_node(graph), pack_linear=False)
+    return gm
+
+
+def _runs_like(package, x, want):
+    out = torch.ops.autograph.run_openvino_part([x], torch.frombuffer(bytearray(package), dtype=torch.uint8),
+                                                _spec(package, [want]))
+    _close(out[0], want)
+
+
+def test_a_part_converts_in_a_process_of_its_own_and_then_comes_from_the_cache(separable, tmp_path, monkeypatch):
+    model, x, want = separable
+    monkeypatch.setenv("AUTOGRAPH_INDUCTOR_CACHE", str(tmp_path))
+    gm = _part_module(model, x)
+    pending = openvino_parts.start_package(gm, (x,))
+    assert pending._process is not None  # converting beside this process, which goes on meanwhile
+    package = pending.result()
+    _runs_like(package, x, want)
+    cached = openvino_parts.start_package(gm, (x,))
+    assert cached._process is None and cached.result() == package
+
+
+def test_where_the_converter_process_fails_the_part_converts_here(separable, tmp_path, monkeypatch):
+    model, x, want = separable
+    monkeypatch.setenv("AUTOGRAPH_INDUCTOR_CACHE", str(tmp_path / "cache"))
+    failing = tmp_path / "fails.py"
+    failing.write_text("import sys\nsys.exit('cannot load the part')\n")
+    monkeypatch.setattr(openvino_parts._openvino_convert, "__file__", str(failing))
+    pending = openvino_parts.start_package(_part_module(model, x), (x,))
+    assert pending._process is not None
+    _runs_like(pending.result(), x, want)
+
+
+def test_closing_a_conversion_nobody_waits_for_stops_its_process(separable, tmp_path, monkeypatch):
+    model, x, _ = separable
+    monkeypatch.setenv("AUTOGRAPH_INDUCTOR_CACHE", str(tmp_path))
+    pending = openvino_parts.start_package(_part_module(model, x), (x,))
+    process = pending._process
+    pending.close()
+    assert process.poll() is not None and not any(tmp_path.glob("*.ovpart"))
+
+
 def _python(script: str, timeout: int = 300) -> subprocess.CompletedProcess:
     """`script` run by a fresh Python that finds this checkout's package."""
     return subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=timeout,
