@@ -209,9 +209,10 @@ class PartBuilder:
         return self._packable_linear(node) and env[node.args[1]].op == "get_attr"
 
     def _packable_linear(self, node: Optional[torch.fx.Node]) -> bool:
-        """On CPU with MKL, a linear whose weight is a float32 matrix of the program: its weight packed for
-        MKL's GEMM when the package first runs, what Inductor's just-in-time freezing does and its
-        ahead-of-time compile cannot (it cannot save a packed matrix, and falls back to oneDNN's linear)."""
+        """On CPU with MKL, a linear whose weight is a float32 matrix of the program: its weight packed
+        when the package first runs, for MKL's GEMM or oneDNN's, whichever measures faster there
+        (csrc/ops/register_packed_linear.cpp). Inductor's just-in-time freezing packs for MKL; its
+        ahead-of-time compile cannot pack (a packed matrix cannot be saved) and uses oneDNN's linear."""
         if node is None or node.target is not torch.ops.aten.linear.default or self.device.type != "cpu" \
                 or not torch._C.has_mkl:
             return False
