@@ -39,18 +39,16 @@ TEST(TimeRunsSideBySide, RacingStopsRunningAClearlySlowerPieceAndThenTheOneLeft)
 }
 
 TEST(TimeRunsSideBySide, RacingStopsAtTiesAndRunsOnWhenPiecesDiffer) {
+  // 100 ms sleeps: the 1% tie is 1 ms, which a loaded machine's oversleeping stays under (with 20 ms
+  // sleeps a loaded CI machine broke the 0.2 ms tie once).
   int a = 0, b = 0;
-  auto tied = autograph::TimeRunsSideBySide(c10::kCPU, 0, 10, {Sleeping(20, &a), Sleeping(20, &b)}, nullptr,
+  auto tied = autograph::TimeRunsSideBySide(c10::kCPU, 0, 10, {Sleeping(100, &a), Sleeping(100, &b)}, nullptr,
                                             autograph::Racing{3});
-  EXPECT_EQ(tied[0].size(), 3u);  // medians within 1% (a sleep overshoots by well under 0.2 ms)
+  EXPECT_EQ(tied[0].size(), 3u);  // medians within 1%
   EXPECT_EQ(tied[1].size(), 3u);
   // 3% apart: not a tie, and not slower by the 5% that drops a piece: every round runs.
-  auto close = autograph::TimeRunsSideBySide(c10::kCPU, 0, 10,
-                                             {Sleeping(20, &a), [&b] {
-                                                ++b;
-                                                std::this_thread::sleep_for(std::chrono::microseconds(20600));
-                                              }},
-                                             nullptr, autograph::Racing{3});
+  auto close = autograph::TimeRunsSideBySide(c10::kCPU, 0, 10, {Sleeping(100, &a), Sleeping(103, &b)}, nullptr,
+                                             autograph::Racing{3});
   EXPECT_EQ(close[0].size(), 10u);
   EXPECT_EQ(close[1].size(), 10u);
 }
