@@ -17,6 +17,7 @@
 #include "graph_pass/fuse_attention.h"
 #include "graph_pass/import_op_graph.h"
 #include "graph_pass/merge_sibling_linears.h"
+#include "graph_pass/pack_constant_linears.h"
 #include "graph_pass/pool_in_channels_last.h"
 #include "graph_pass/prepack_for_onednn.h"
 #include "graph_pass/regroup_grouped_convolutions.h"
@@ -82,6 +83,9 @@ std::vector<RewriteStep> RewriteSteps(const OptimizeOptions& options, bool searc
                        r->convolutions_folded += o.changes;
                        r->ops_folded += o.absorbed;
                      }});
+  if (options.substitutions.prepack_onednn && options.executor.device.is_cpu())  // MKL's or oneDNN's packed GEMM
+    steps.push_back({"pack_linears", false, [](GraphPtr& g, const GraphValues&) { return RewriteOutcome{PackConstantLinears(g)}; },
+                     [](const RewriteOutcome& o, OptimizeReport* r) { r->ops_prepacked += o.changes; }});
   if (options.substitutions.prepack_onednn && options.executor.device.is_cpu())  // oneDNN's CPU kernels
     steps.push_back({"prepack_onednn", false, [](GraphPtr& g, const GraphValues&) { return RewriteOutcome{PrepackForOneDnn(g)}; },
                      [](const RewriteOutcome& o, OptimizeReport* r) { r->ops_prepacked += o.changes; }});

@@ -158,7 +158,8 @@ std::vector<OptionSpec> MakeTable() {
                            "conv + relu and conv + residual add + relu become one cuDNN fused kernel",
                            [](auto& o) -> auto& { return o.substitutions.fold_conv_relu; }));
   t.push_back(Option<bool>("prepack_onednn", "TorchScript path, cpu",
-                           "convolutions and linears run on prepacked oneDNN weights (as jit_frozen)",
+                           "convolutions on prepacked oneDNN weights (as jit_frozen); linears on weights packed "
+                           "for MKL's or oneDNN's GEMM, whichever measures faster",
                            [](auto& o) -> auto& { return o.substitutions.prepack_onednn; }));
   t.push_back(Option<bool>("channels_last_pools", "TorchScript path, cpu",
                            "2-d max / avg pooling runs on a channels-last copy of its input",

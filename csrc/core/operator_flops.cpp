@@ -47,7 +47,7 @@ bool IsComputeBoundOp(const std::string& op) {
       "aten::linear", "aten::matmul", "aten::mm", "aten::bmm", "aten::addmm", "aten::baddbmm", "aten::addbmm",
       "aten::einsum", "aten::lstm", "aten::gru", "aten::rnn_tanh", "aten::rnn_relu",
       "aten::scaled_dot_product_attention", "aten::cudnn_convolution_relu", "aten::cudnn_convolution_add_relu",
-      "prim::mkldnn_convolution"};
+      "prim::mkldnn_convolution", "autograph::packed_linear"};
   // The exported program's attention kernels (_scaled_dot_product_flash_attention_for_cpu, ...).
   return ops.count(op) > 0 || op.rfind("aten::_scaled_dot_product_", 0) == 0;
 }
@@ -71,7 +71,8 @@ double EstimateFlops(const std::string& op, const std::vector<c10::IValue>& inpu
                                                            : static_cast<double>(out[0].numel());
     return 2.0 * positions * per_element;
   }
-  if (op == "aten::linear" || op == "aten::matmul" || op == "aten::mm" || op == "aten::bmm") {
+  if (op == "aten::linear" || op == "aten::matmul" || op == "aten::mm" || op == "aten::bmm" ||
+      op == "autograph::packed_linear") {
     const at::Tensor* a = tensor_arg(0);
     if (!a || a->dim() == 0 || out.empty()) return 0;
     return 2.0 * static_cast<double>(out[0].numel()) * static_cast<double>(a->size(-1));

@@ -22,7 +22,7 @@ struct SubstitutionOptions {
                                      // autograph and search.merge: there the search decides per candidate
   bool regroup_convolutions = true;  // grouped convs with fewer groups, where timing says it pays
   bool fold_conv_relu = true;        // conv + [add +] relu -> one cuDNN fused kernel (CUDA only)
-  bool prepack_onednn = true;        // convs / linears on prepacked oneDNN weights, as jit_frozen (CPU only)
+  bool prepack_onednn = true;        // convs on prepacked oneDNN weights, as jit_frozen; linears packed (CPU only)
   bool channels_last_pools = true;   // 2-d max / avg pooling on a channels-last copy (CPU only)
   bool stitch = true;                // memory-intensive operators -> stitched kernels (ILP planner)
   // Export path: the kept plan's parts compiled by Inductor (AOTInductor packages, weights frozen),
