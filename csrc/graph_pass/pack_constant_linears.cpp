@@ -1,5 +1,6 @@
 #include "graph_pass/pack_constant_linears.h"
 
+#include <torch/csrc/jit/ir/constants.h>
 #include <torch/csrc/jit/ir/ir.h>
 
 #include <vector>
@@ -7,26 +8,18 @@
 namespace autograph {
 namespace {
 
-// The constant tensor `v` holds, when it is one.
-std::optional<at::Tensor> ConstantTensor(const torch::jit::Value* v) {
-  const torch::jit::Node* n = v->node();
-  if (n->kind() != c10::prim::Constant || !n->hasAttribute(c10::attr::value) ||
-      n->kindOf(c10::attr::value) != torch::jit::AttributeKind::t)
-    return std::nullopt;
-  return n->t(c10::attr::value);
-}
-
 // What packed_linear packs (its own test, repeated where the graph is known): a dense float32 CPU
-// matrix, and a float32 vector or None for the bias.
+// matrix, and a float32 vector or None for the bias, all constants.
 bool Packable(const torch::jit::Node* linear) {
-  const std::optional<at::Tensor> weight = ConstantTensor(linear->input(1));
-  if (!weight || weight->layout() != at::kStrided || !weight->is_cpu() || weight->scalar_type() != at::kFloat ||
-      weight->dim() != 2 || !weight->is_contiguous() || weight->numel() == 0)
+  const std::optional<c10::IValue> weight = torch::jit::toIValue(linear->input(1));
+  if (!weight || !weight->isTensor()) return false;
+  const at::Tensor& w = weight->toTensor();
+  if (w.layout() != at::kStrided || !w.is_cpu() || w.scalar_type() != at::kFloat || w.dim() != 2 ||
+      !w.is_contiguous() || w.numel() == 0)
     return false;
-  const torch::jit::Value* bias = linear->input(2);
-  if (bias->type()->kind() == c10::TypeKind::NoneType) return true;
-  const std::optional<at::Tensor> b = ConstantTensor(bias);
-  return b && b->scalar_type() == at::kFloat && b->dim() == 1;
+  const std::optional<c10::IValue> bias = torch::jit::toIValue(linear->input(2));
+  return bias && (bias->isNone() ||
+                  (bias->isTensor() && bias->toTensor().scalar_type() == at::kFloat && bias->toTensor().dim() == 1));
 }
 
 }  // namespace

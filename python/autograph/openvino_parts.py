@@ -46,33 +46,31 @@ class PendingPackage:
     """An OpenVINO package being made (start_package): `result()` waits for it and returns its bytes;
     `close()` stops what is still running. Whatever fails, result() raises it."""
 
-    def __init__(self, path: str, make=None, process: Optional[subprocess.Popen] = None,
-                 folder: Optional[tempfile.TemporaryDirectory] = None, fallback=None):
-        self._path, self._make, self._process, self._folder, self._fallback = path, make, process, folder, fallback
-        self._error: Optional[BaseException] = None
+    def __init__(self, path: str, here=None, process: Optional[subprocess.Popen] = None,
+                 folder: Optional[tempfile.TemporaryDirectory] = None):
+        # `here` converts in this process: where no converter process runs, or where it failed.
+        self._path, self._here, self._process, self._folder = path, here, process, folder
 
     def result(self) -> bytes:
         try:
-            if self._process is not None:
-                failed, self._process = self._process.wait() != 0, None
-                if failed:  # a model the converter's process cannot load (a custom op): this process may
-                    self._make = self._fallback
-                    with open(os.path.join(self._folder.name, "stderr.txt"), errors="replace") as f:
-                        said = f.read().strip().splitlines()[-1:]
-                    _log.info("autograph: OpenVINO's converter process failed (%s); converting here", said)
-                else:
-                    self._make = lambda: _pack_folder(self._folder.name, self._path)
-            if self._make is not None:
-                make, self._make = self._make, None
-                make()
-        except Exception as e:  # noqa: BLE001 - raised by every result() call
-            self._error = e
+            self._finish()
         finally:
             self.close()
-        if self._error is not None:
-            raise self._error
         with open(self._path, "rb") as f:
             return f.read()
+
+    def _finish(self) -> None:
+        if os.path.exists(self._path):  # from the cache (or made by a concurrent optimizer)
+            return
+        if self._process is not None:
+            if self._process.wait() == 0:
+                _pack_folder(self._folder.name, self._path)
+                return
+            # A model the converter's process cannot load (a custom op): this process may.
+            with open(os.path.join(self._folder.name, "stderr.txt"), errors="replace") as f:
+                said = f.read().strip().splitlines()[-1:]
+            _log.info("autograph: OpenVINO's converter process failed (%s); converting here", said)
+        self._here()
 
     def close(self) -> None:
         if self._process is not None:
@@ -122,8 +120,8 @@ def start_package(gm: torch.fx.GraphModule, examples: Sequence[torch.Tensor], la
     except Exception as e:  # noqa: BLE001 - no converter process (a module that does not pickle, no interpreter): here
         _log.info("autograph: OpenVINO's converter process did not start (%s); converting here", e)
         folder.cleanup()
-        return PendingPackage(path, make=here)
-    return PendingPackage(path, process=process, folder=folder, fallback=here)
+        return PendingPackage(path, here=here)
+    return PendingPackage(path, here=here, process=process, folder=folder)
 
 
 def compile_package(gm: torch.fx.GraphModule, examples: Sequence[torch.Tensor], label: str = "part",
