@@ -11,6 +11,7 @@ with the latency hint and float32 inference precision. Like every candidate it i
 whole program measures faster. Packages are cached on disk beside Inductor's, keyed by the part's
 graph, its weights and the OpenVINO and torch versions.
 """
+import contextlib
 import logging
 import os
 import struct
@@ -28,7 +29,6 @@ from .inductor_parts import _cache_key, cache_dir
 
 PART_OP = "autograph::run_openvino_part"
 FORMAT = "autograph-openvino-part"
-_MAGIC = b"AGOV1\n"  # csrc/executor/openvino_part.h: kOpenVinoPackageMagic
 _log = logging.getLogger("autograph")
 
 
@@ -38,8 +38,9 @@ def available() -> bool:
 
 
 def pack(xml: bytes, weights: bytes) -> bytes:
-    """The package run_openvino_part reads: magic, the XML's length (8 bytes, little-endian), XML, weights."""
-    return _MAGIC + struct.pack("<Q", len(xml)) + xml + weights
+    """The package run_openvino_part reads: magic, the XML's length (8 bytes, little-endian), XML, weights
+    (as _openvino_convert.save_package writes it)."""
+    return _openvino_convert.MAGIC + struct.pack("<Q", len(xml)) + xml + weights
 
 
 class PendingPackage:
@@ -63,8 +64,7 @@ class PendingPackage:
         if os.path.exists(self._path):  # from the cache (or made by a concurrent optimizer)
             return
         if self._process is not None:
-            if self._process.wait() == 0:
-                _pack_folder(self._folder.name, self._path)
+            if self._process.wait() == 0 and os.path.exists(self._path):
                 return
             # A model the converter's process cannot load (a custom op): this process may.
             with open(os.path.join(self._folder.name, "stderr.txt"), errors="replace") as f:
@@ -76,6 +76,8 @@ class PendingPackage:
         if self._process is not None:
             self._process.kill()
             self._process.wait()
+            with contextlib.suppress(OSError):  # what a killed converter was writing
+                os.remove(f"{self._path}.{self._process.pid}.partial")
             self._process = None
         if self._folder is not None:
             self._folder.cleanup()
@@ -102,9 +104,7 @@ def start_package(gm: torch.fx.GraphModule, examples: Sequence[torch.Tensor], la
     os.makedirs(cache_dir(), exist_ok=True)
 
     def here() -> None:
-        with tempfile.TemporaryDirectory(prefix="autograph-openvino-") as folder:
-            _openvino_convert.save(_openvino_convert.convert(gm, examples, folder), folder)
-            _pack_folder(folder, path)
+        _openvino_convert.save_package(_openvino_convert.convert(gm, examples), path)
 
     folder = tempfile.TemporaryDirectory(prefix="autograph-openvino-")
     try:
@@ -115,7 +115,7 @@ def start_package(gm: torch.fx.GraphModule, examples: Sequence[torch.Tensor], la
         # One thread for the converter's own torch ops: the other cores are Inductor's.
         env = dict(os.environ, OMP_NUM_THREADS="1")
         with open(os.path.join(folder.name, "stderr.txt"), "wb") as stderr:
-            process = subprocess.Popen([sys.executable, _openvino_convert.__file__, folder.name], env=env,
+            process = subprocess.Popen([sys.executable, _openvino_convert.__file__, folder.name, path], env=env,
                                        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr)
     except Exception as e:  # noqa: BLE001 - no converter process (a module that does not pickle, no interpreter): here
         _log.info("autograph: OpenVINO's converter process did not start (%s); converting here", e)
@@ -128,19 +128,6 @@ def compile_package(gm: torch.fx.GraphModule, examples: Sequence[torch.Tensor], 
                     progress=None) -> bytes:
     """The part `gm` as an OpenVINO package (start_package, waited for)."""
     return start_package(gm, examples, label, progress).result()
-
-
-def _pack_folder(folder: str, path: str) -> None:
-    """The IR in `folder` (part.xml, part.bin) packed (pack) at `path`, atomically."""
-    xml_path = os.path.join(folder, "part.xml")
-    with open(xml_path, "rb") as f:
-        xml = f.read()
-    with open(xml_path[:-4] + ".bin", "rb") as f:
-        weights = f.read()
-    partial = f"{path}.{os.getpid()}.partial"
-    with open(partial, "wb") as f:
-        f.write(pack(xml, weights))
-    os.replace(partial, path)  # whole packages only, also with concurrent optimizers
 
 
 __all__ = ["PART_OP", "FORMAT", "available", "pack", "start_package", "compile_package", "PendingPackage"]

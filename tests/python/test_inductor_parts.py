@@ -177,7 +177,7 @@ def test_a_candidate_whose_outputs_differ_is_never_kept(block, monkeypatch):
     import autograph.export as export_module
     _, x, want, ep = block
 
-    def wrong_candidates(builder, graph, program, weights, tensors, settings):
+    def wrong_candidates(builder, graph, program, weights, tensors, settings, ready=None):
         return {"whole": (program, [w * 2 for w in weights], {}, 1)}, {}, 0
 
     monkeypatch.setattr(export_module, "inductor_candidates", wrong_candidates)

@@ -164,7 +164,91 @@ def test_closing_a_conversion_nobody_waits_for_stops_its_process(separable, tmp_
     pending = openvino_parts.start_package(_part_module(model, x), (x,))
     process = pending._process
     pending.close()
-    assert process.poll() is not None and not any(tmp_path.glob("*.ovpart"))
+    assert process.poll() is not None and not any(tmp_path.glob("*.ovpart")) and not any(tmp_path.glob("*.partial"))
+
+
+# Where OpenVINO's candidate competes, the whole graph's candidates are made before the search: OpenVINO's
+# conversion in its process, Inductor's compile just in time (export._compile_before_search). Inductor's
+# is packaged ahead of time only when it measures fastest, and the plan on ATen's kernels is verified on
+# board only when it could be kept. The choices are tested with stand-in timings (by candidate name).
+
+def _timed(monkeypatch, ms):
+    """export._time_candidates replaced: each candidate's median is ms[name] (default 2.0)."""
+    from autograph import export as export_module
+    monkeypatch.setattr(export_module, "_time_candidates",
+                        lambda candidates, tensors, graph, rounds=10: {n: ms.get(n, 2.0) for n in candidates})
+
+
+def _counted(monkeypatch):
+    """The AOTInductor packages compiled (their labels) and the plans made (method, verify), as lists."""
+    from autograph import export as export_module
+    from autograph import inductor_parts
+    compiles, plans = [], []
+    compile_now, plan = inductor_parts.PartBuilder._compile_now, export_module._plan
+    monkeypatch.setattr(inductor_parts.PartBuilder, "_compile_now",
+                        lambda self, part, label, freezing: compiles.append(label) or compile_now(self, part, label, freezing))
+    monkeypatch.setattr(export_module, "_plan",
+                        lambda graph, tensors, settings: plans.append((settings["method"], settings.get("verify")))
+                        or plan(graph, tensors, settings))
+    return compiles, plans
+
+
+def _calls(optimized):
+    return " ".join(a for n in optimized.graph.nodes for a in n.args if isinstance(a, str))
+
+
+def test_the_whole_graph_compiled_just_in_time_is_packaged_when_it_measures_fastest(separable, tmp_path, monkeypatch):
+    model, x, want = separable
+    monkeypatch.setenv("AUTOGRAPH_INDUCTOR_CACHE", str(tmp_path))
+    compiles, _ = _counted(monkeypatch)
+    _timed(monkeypatch, {"whole": 1.0})
+    ep = torch.export.export(model, (x,))
+    optimized, report = autograph.optimize(ep, (x,))
+    whole = report["inductor"]["candidates"]["whole"]
+    assert report["inductor"]["kept"] == "whole", report["inductor"]
+    assert whole["compiled"] == "just in time" and whole["packaged"] == "yes" and whole["packaged_ms"] == 1.0
+    assert compiles == ["whole part 1/1"] and "run_inductor_part" in _calls(optimized)
+    with torch.no_grad():
+        _close(optimized.module()(x), want)
+    # Once packaged, the package comes from the disk cache: nothing is compiled just in time.
+    compiles.clear()
+    _, report = autograph.optimize(ep, (x,))
+    assert "compiled" not in report["inductor"]["candidates"]["whole"] and report["inductor"]["cached_parts"] == 1
+
+
+@pytest.mark.parametrize("openvino_ms, why", [(1.0, None), (1.03, "no: tied with whole_openvino")])
+def test_the_whole_graph_compiled_just_in_time_is_not_packaged_where_it_loses_or_ties(separable, tmp_path,
+                                                                                   monkeypatch, openvino_ms, why):
+    model, x, want = separable
+    monkeypatch.setenv("AUTOGRAPH_INDUCTOR_CACHE", str(tmp_path))
+    compiles, _ = _counted(monkeypatch)
+    _timed(monkeypatch, {"whole": 1.0 if why else 1.5, "whole_openvino": openvino_ms})
+    optimized, report = autograph.optimize(torch.export.export(model, (x,)), (x,))
+    assert report["inductor"]["kept"] == "whole_openvino" and compiles == []
+    assert report["inductor"]["candidates"]["whole"].get("packaged") == why
+    assert "run_openvino_part" in _calls(optimized) and "run_inductor_part" not in _calls(optimized)
+    with torch.no_grad():
+        _close(optimized.module()(x), want)
+
+
+@pytest.mark.parametrize("aten_ms", [1.0, 3.0])
+def test_the_plan_on_aten_kernels_is_verified_on_board_only_where_it_could_be_kept(separable, tmp_path,
+                                                                                 monkeypatch, aten_ms):
+    model, x, want = separable
+    monkeypatch.setenv("AUTOGRAPH_INDUCTOR_CACHE", str(tmp_path))
+    _, plans = _counted(monkeypatch)
+    _timed(monkeypatch, {"aten": aten_ms, "whole_openvino": 1.02})
+    optimized, report = autograph.optimize(torch.export.export(model, (x,)), (x,), method="autograph")
+    assert plans[0] == ("autograph", 0)  # planned first without verification
+    verified = [p for p in plans[1:] if p[0] == "autograph"]
+    if aten_ms == 1.0:  # the fastest: verified, timed again, kept with its verification's report
+        assert verified and verified[0][1] != 0
+        assert report["inductor"]["kept"] == "aten" and "verified_ms" in report["inductor"]["candidates"]["aten"]
+        assert report["candidates_verified"] > 0
+    else:
+        assert not verified and report["inductor"]["kept"] == "whole_openvino"
+    with torch.no_grad():
+        _close(optimized.module()(x), want)
 
 
 def _python(script: str, timeout: int = 300) -> subprocess.CompletedProcess:
@@ -180,10 +264,10 @@ def test_saved_program_with_an_openvino_part_runs_in_a_fresh_process(separable, 
     # the saved program holds a run_openvino_part call, and a process that imports autograph runs it.
     from autograph import export as export_module
 
-    def openvino_first(programs, tensors, rounds=10):
-        return {name: (0.5 if name == "whole_openvino" else 1.0) for name in programs}
+    def openvino_first(candidates, tensors, graph, rounds=10):
+        return {name: (0.5 if name == "whole_openvino" else 1.0) for name in candidates}
 
-    monkeypatch.setattr(export_module, "_time_side_by_side", openvino_first)
+    monkeypatch.setattr(export_module, "_time_candidates", openvino_first)
     optimized, report = autograph.optimize(ep, (x,))
     assert report["inductor"]["kept"] == "whole_openvino", report["inductor"]
     torch.export.save(optimized, tmp_path / "model.pt2")
