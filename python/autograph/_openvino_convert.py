@@ -1,8 +1,9 @@
 """A part to an OpenVINO package: in autograph's process (convert, save_package), or as a script in a
-process of its own (`python _openvino_convert.py FOLDER PATH`: FOLDER/part.pt, the part's pickled graph
-module, and FOLDER/examples.pt in; the package at PATH).
+process of its own (`python _openvino_convert.py FOLDER PATH`: once GO is on its stdin, FOLDER/part.pt,
+the part's pickled graph module, and FOLDER/examples.pt in; the package at PATH).
 It imports nothing of autograph, whose import loads its libraries."""
 import contextlib
+import importlib
 import io
 import os
 import shutil
@@ -14,6 +15,7 @@ from typing import Sequence
 import torch
 
 MAGIC = b"AGOV1\n"  # csrc/executor/openvino_part.h: kOpenVinoPackageMagic
+GO = b"go\n"  # on the script's stdin once its FOLDER is written
 
 
 def convert(part, examples: Sequence[torch.Tensor]):
@@ -56,6 +58,12 @@ def save_package(model, path: str) -> None:
 def main(folder: str, path: str) -> int:
     import warnings
     warnings.simplefilter("ignore")  # the exporter's; what fails is the exit status and stderr's last line
+    for module in ("openvino", "onnxscript"):  # imported while autograph writes the part
+        with contextlib.suppress(ImportError):
+            importlib.import_module(module)
+    if sys.stdin.buffer.readline() != GO:
+        print("the part was not written", file=sys.stderr)
+        return 1
     # autograph's own files, written for this process a moment ago: not weights_only.
     part = torch.load(os.path.join(folder, "part.pt"), weights_only=False)
     examples = torch.load(os.path.join(folder, "examples.pt"))

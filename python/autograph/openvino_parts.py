@@ -107,20 +107,26 @@ def start_package(gm: torch.fx.GraphModule, examples: Sequence[torch.Tensor], la
         _openvino_convert.save_package(_openvino_convert.convert(gm, examples), path)
 
     folder = tempfile.TemporaryDirectory(prefix="autograph-openvino-")
+    process = None
     try:
-        # The module pickled (its code and weights): 0.75 s for bert_base, where torch.export.save of its
-        # ExportedProgram took 1.7 s with the export.
-        torch.save(gm, os.path.join(folder.name, "part.pt"))
-        torch.save(tuple(examples), os.path.join(folder.name, "examples.pt"))
+        # The process starts first: its imports (torch, the ONNX exporter, OpenVINO: 2 s) run while this one
+        # writes the part; it begins when told so on its stdin.
         # One thread for the converter's own torch ops: the other cores are Inductor's.
         env = dict(os.environ, OMP_NUM_THREADS="1")
         with open(os.path.join(folder.name, "stderr.txt"), "wb") as stderr:
             process = subprocess.Popen([sys.executable, _openvino_convert.__file__, folder.name, path], env=env,
-                                       stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr)
+                                       stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=stderr)
+        # The module pickled (its code and weights): 0.75 s for bert_base, where torch.export.save of its
+        # ExportedProgram took 1.7 s with the export.
+        torch.save(gm, os.path.join(folder.name, "part.pt"))
+        torch.save(tuple(examples), os.path.join(folder.name, "examples.pt"))
     except Exception as e:  # noqa: BLE001 - no converter process (a module that does not pickle, no interpreter): here
         _log.info("autograph: OpenVINO's converter process did not start (%s); converting here", e)
-        folder.cleanup()
+        PendingPackage(path, process=process, folder=folder).close()
         return PendingPackage(path, here=here)
+    with contextlib.suppress(OSError):  # a process that died already: result() converts here
+        process.stdin.write(_openvino_convert.GO)
+        process.stdin.close()
     return PendingPackage(path, here=here, process=process, folder=folder)
 
 
