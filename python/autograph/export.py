@@ -819,7 +819,8 @@ def _plan_and_compile(decomposed: ExportedProgram, graph: Dict[str, Any], import
                                                             report, measure, ready)
         elif ready:
             program, report = _plan(graph, weights + tensors, settings)
-            report.pop("check_rewrites"), report.pop("inductor"), report.pop("openvino", None)
+            for key in ("check_rewrites", "inductor", "openvino"):
+                report.pop(key, None)
     finally:
         builder.close()
     return program, weights, report, measure, compile_parts
@@ -1171,16 +1172,14 @@ def _wrong_candidates(candidates, tensors: List[torch.Tensor], graph: Optional[D
 
 def _time_candidates(candidates, tensors: List[torch.Tensor], graph: Dict[str, Any],
                      rounds: int = 10) -> Dict[str, float]:
-    """Median ms of each candidate (a program, or a _JustInTime callable), run in alternation on the device
-    (_time_callables)."""
+    """Median ms of each candidate (a program, or a _JustInTime callable on the inputs of the program
+    `candidates["aten"]`), run in alternation on the device (_time_callables)."""
     device = tensors[0].device if tensors else torch.device("cpu")
-    aten_passed = candidates["aten"][1] + tensors if "aten" in candidates else None
     calls = {}
     for name, c in candidates.items():
         if isinstance(c, _JustInTime):
-            value = _values_passed(graph, aten_passed)
-            inputs = [value[v] for v in c.input_ids]
-            calls[name] = lambda c=c, inputs=inputs: c.call(*inputs)
+            value = _values_passed(graph, candidates["aten"][1] + tensors)
+            calls[name] = lambda c=c, inputs=[value[v] for v in c.input_ids]: c.call(*inputs)
         else:
             calls[name] = lambda p=c[0], passed=c[1] + tensors: torch.ops.autograph.execute(passed, p)
     return _time_callables(calls, device, rounds)

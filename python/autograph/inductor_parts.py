@@ -11,7 +11,9 @@ operator. The search then plans over the parts (their FLOPs and kind stand for t
 Two candidates are built: the whole graph as one part (Inductor's own plan) and, when the kept plan
 runs groups side by side, the plan's parts; when a weight feeds several compute-bound operators, the
 whole graph is compiled without freezing too (freezing packs a weight once per use). Each is timed against the program on ATen's kernels, side
-by side on the device, and the fastest is kept (never slower). Packages are cached on disk, keyed by
+by side on the device, and the fastest is kept (never slower). Where OpenVINO's candidate competes
+(CPU), the whole graph is first compiled just in time (compile_fx, `compile_just_in_time`) and packaged
+only when that measures fastest (export._packaged_winner). Packages are cached on disk, keyed by
 the part's graph, its weights, the device, the Inductor settings and the torch version.
 """
 import concurrent.futures

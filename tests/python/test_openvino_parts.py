@@ -297,3 +297,26 @@ def test_without_the_runner_the_operator_says_what_to_load():
         "    print(e)\n", timeout=120)
     assert r.returncode == 0, r.stderr[-2000:]
     assert "load libautograph_openvino.so" in r.stdout, r.stdout
+
+
+def test_a_just_in_time_candidate_whose_outputs_differ_is_never_kept(separable, tmp_path, monkeypatch):
+    """Checked like every candidate, on the outputs it computes: here Inductor's just-in-time code with its
+    outputs doubled (wrong by order 1), timed fastest, is dropped and reported, and nothing is packaged."""
+    from autograph import inductor_parts
+    model, x, want = separable
+    monkeypatch.setenv("AUTOGRAPH_INDUCTOR_CACHE", str(tmp_path))
+    compiles, _ = _counted(monkeypatch)
+    just_in_time = inductor_parts.PartBuilder.compile_just_in_time
+
+    def doubled(self, part, label, freezing=True):
+        call, input_ids, output_ids = just_in_time(self, part, label, freezing)
+        return (lambda *inputs: [2 * t for t in call(*inputs)]), input_ids, output_ids
+
+    monkeypatch.setattr(inductor_parts.PartBuilder, "compile_just_in_time", doubled)
+    _timed(monkeypatch, {"whole": 0.5})
+    optimized, report = autograph.optimize(torch.export.export(model, (x,)), (x,))
+    summary = report["inductor"]
+    assert "whole" not in summary["candidates"] and "from the plan's" in summary["errors"]["whole"]
+    assert summary["kept"] != "whole" and compiles == []
+    with torch.no_grad():
+        _close(optimized.module()(x), want)

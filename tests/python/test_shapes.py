@@ -42,7 +42,6 @@ def test_a_plan_per_shape_serves_every_batch_and_length(tmp_path):
     optimized, report = autograph.optimize(model, (example,), shapes=shapes)
     assert [p["shapes"] for p in report["shape_plans"]] == [[list(s)] for s in shapes]
     assert all(p["skipped"] is None and p["stages"] > 0 for p in report["shape_plans"]), report["shape_plans"]
-    program = optimized.program
 
     def serve_round():
         for batch in (1, 2, 4, 8):
