@@ -74,6 +74,7 @@ class PendingPackage:
 
     def close(self) -> None:
         if self._process is not None:
+            _tell(self._process, b"")
             self._process.kill()
             self._process.wait()
             with contextlib.suppress(OSError):  # what a killed converter was writing
@@ -124,10 +125,19 @@ def start_package(gm: torch.fx.GraphModule, examples: Sequence[torch.Tensor], la
         _log.info("autograph: OpenVINO's converter process did not start (%s); converting here", e)
         PendingPackage(path, process=process, folder=folder).close()
         return PendingPackage(path, here=here)
-    with contextlib.suppress(OSError):  # a process that died already: result() converts here
-        process.stdin.write(_openvino_convert.GO)
-        process.stdin.close()
+    _tell(process, _openvino_convert.GO)
     return PendingPackage(path, here=here, process=process, folder=folder)
+
+
+def _tell(process: subprocess.Popen, what: bytes) -> None:
+    """`what` on the converter's stdin, which is then closed (a process that died already hears nothing:
+    PendingPackage.result() then converts here)."""
+    if process.stdin is None or process.stdin.closed:
+        return
+    with contextlib.suppress(OSError):
+        process.stdin.write(what)
+    with contextlib.suppress(OSError):
+        process.stdin.close()
 
 
 def compile_package(gm: torch.fx.GraphModule, examples: Sequence[torch.Tensor], label: str = "part",
