@@ -891,20 +891,22 @@ def _with_inductor_parts(builder: "PartBuilder", graph: Dict[str, Any], program:
         errors[name] = why
         del candidates[name]
         del summary["candidates"][name]
-    if ready and len(candidates) == 1:  # the plan on ATen's kernels alone, not yet verified on board
-        candidates["aten"] = _verified(graph, weights, tensors, settings) or candidates["aten"]
+    verified = not ready  # the ATen plan is verified on board where it could be kept (_verified_if_close)
     if measure and len(candidates) > 1:
         times = _time_candidates(candidates, tensors, graph)
         for name, ms in times.items():
             summary["candidates"].setdefault(name, {})["median_ms"] = round(ms, 4)
         if ready:
-            _verified_if_close(candidates, times, summary, graph, weights, tensors, settings)
+            verified = _verified_if_close(candidates, times, summary, graph, weights, tensors, settings)
         best = min(times, key=times.get)
         if isinstance(candidates[best], _JustInTime):
             best = _packaged_winner(best, candidates, times, summary, builder, graph, program, weights, tensors,
                                     settings)
-    else:
-        best = next(name for name in ("plan", "whole", "aten") if name in candidates)
+    else:  # the finest packaged candidate
+        best = next(name for name in ("plan", "whole", "aten")
+                    if name in candidates and not isinstance(candidates[name], _JustInTime))
+    if best == "aten" and not verified:  # kept, as the fastest or the only one: verification picks its schedule
+        candidates["aten"] = _verified(graph, weights, tensors, settings) or candidates["aten"]
     summary["kept"] = best
     summary["compile_s"] = round(summary["compile_s"] + summary.pop("packaging_s", 0.0), 3)
     program, weights, chosen, _ = candidates[best]
@@ -941,23 +943,25 @@ def _verifies(settings: Dict[str, Any]) -> bool:
 
 def _verified_if_close(candidates: Dict[str, Any], times: Dict[str, float], summary: Dict[str, Any],
                        graph: Dict[str, Any], weights: List[torch.Tensor], tensors: List[torch.Tensor],
-                       settings: Dict[str, Any]) -> None:
+                       settings: Dict[str, Any]) -> bool:
     """Where the plan on ATen's kernels was planned without on-board verification (the candidates were
     made before the search) and measures within _RACE_MARGIN of the fastest compiled candidate (so it
     could be kept), it is verified now and timed once more beside that candidate (`candidates` and
-    `times` updated). Elsewhere verifying it would cost seconds for a plan that is not kept: bert_base's
-    five schedules on ATen's kernels, 2-core VM, 4-6 s, at 2.4x the compiled candidates' time."""
+    `times` updated); returns whether it was. Elsewhere verifying it would cost seconds for a plan that
+    is not kept: bert_base's five schedules on ATen's kernels, 2-core VM, 4-6 s, at 2.4x the compiled
+    candidates' time."""
     fastest = min((k for k in times if k != "aten"), key=times.get)
     if times["aten"] > times[fastest] * (1 + _RACE_MARGIN):
-        return
+        return False
     verified = _verified(graph, weights, tensors, settings)
     if verified is None:
-        return
+        return True  # the method does not verify: the plan is as it would be
     candidates["aten"] = verified
     again = _time_candidates({"aten": verified, fastest: candidates[fastest]}, tensors, graph)
     times.update(again)
     summary["candidates"]["aten"]["verified_ms"] = round(again["aten"], 4)
     summary["candidates"][fastest]["again_ms"] = round(again[fastest], 4)
+    return True
 
 
 class _JustInTime(NamedTuple):

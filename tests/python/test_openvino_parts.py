@@ -320,3 +320,26 @@ def test_a_just_in_time_candidate_whose_outputs_differ_is_never_kept(separable, 
     assert summary["kept"] != "whole" and compiles == []
     with torch.no_grad():
         _close(optimized.module()(x), want)
+
+
+def test_the_plan_on_aten_kernels_kept_after_a_slower_package_is_verified_on_board(separable, tmp_path, monkeypatch):
+    """Inductor's just-in-time code fastest, its package slower than the ATen plan: the ATen plan is
+    kept, and verified on board first, as it would have been had it been the fastest."""
+    from autograph import export as export_module
+    model, x, want = separable
+    monkeypatch.setenv("AUTOGRAPH_INDUCTOR_CACHE", str(tmp_path))
+    compiles, plans = _counted(monkeypatch)
+
+    def timed(candidates, tensors, graph, rounds=10):
+        ms = {"aten": 2.0, "whole": 3.0, "whole_openvino": 4.0}  # "whole" here: its package
+        return {n: 1.0 if isinstance(c, export_module._JustInTime) else ms[n] for n, c in candidates.items()}
+
+    monkeypatch.setattr(export_module, "_time_candidates", timed)
+    optimized, report = autograph.optimize(torch.export.export(model, (x,)), (x,), method="autograph")
+    summary = report["inductor"]
+    assert summary["kept"] == "aten" and compiles == ["whole part 1/1"], summary
+    assert summary["candidates"]["whole"]["packaged"] == "yes" and summary["candidates"]["whole"]["packaged_ms"] == 3.0
+    assert plans[0] == ("autograph", 0) and plans[-1][0] == "autograph" and plans[-1][1] != 0
+    assert report["candidates_verified"] > 0
+    with torch.no_grad():
+        _close(optimized.module()(x), want)
