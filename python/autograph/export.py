@@ -789,6 +789,14 @@ def _plan(graph: Dict[str, Any], tensors: List[torch.Tensor], settings: Dict[str
     return program, json.loads(report)
 
 
+def _planned(graph: Dict[str, Any], tensors: List[torch.Tensor], settings: Dict[str, Any]) -> Tuple[str, Dict[str, Any]]:
+    """_plan, its report without the resolved options that only the first plan passes on."""
+    program, report = _plan(graph, tensors, settings)
+    for key in ("check_rewrites", "inductor", "openvino"):
+        report.pop(key, None)
+    return program, report
+
+
 def _plan_and_compile(decomposed: ExportedProgram, graph: Dict[str, Any], imported: "_Imported",
                       weights: List[torch.Tensor], tensors: List[torch.Tensor], settings: Dict[str, Any]):
     """The plan of `graph` and, with option `inductor`, its Inductor candidates (_with_inductor_parts;
@@ -817,10 +825,8 @@ def _plan_and_compile(decomposed: ExportedProgram, graph: Dict[str, Any], import
         if compile_parts:
             program, weights, report = _with_inductor_parts(builder, graph, program, weights, tensors, settings,
                                                             report, measure, ready)
-        elif ready:
-            program, report = _plan(graph, weights + tensors, settings)
-            for key in ("check_rewrites", "inductor", "openvino"):
-                report.pop(key, None)
+        elif ready:  # planned without verification for candidates that are not wanted after all
+            program, _, report, _ = _verified(graph, weights, tensors, settings) or (program, None, report, 0)
     finally:
         builder.close()
     return program, weights, report, measure, compile_parts
@@ -908,7 +914,6 @@ def _with_inductor_parts(builder: "PartBuilder", graph: Dict[str, Any], program:
     if best == "aten" and not verified:  # kept, as the fastest or the only one: verification picks its schedule
         candidates["aten"] = _verified(graph, weights, tensors, settings) or candidates["aten"]
     summary["kept"] = best
-    summary["compile_s"] = round(summary["compile_s"] + summary.pop("packaging_s", 0.0), 3)
     program, weights, chosen, _ = candidates[best]
     chosen = dict(chosen, inductor=summary)
     if best != "aten":  # what the user asked for, and the kept program's own measured time
@@ -929,9 +934,7 @@ def _verified(graph: Dict[str, Any], weights: List[torch.Tensor], tensors: List[
     and the one-stream and Nimble's, timed side by side), where the method verifies; else None."""
     if not _verifies(settings):
         return None
-    program, report = _plan(graph, weights + tensors, settings)
-    for key in ("check_rewrites", "inductor", "openvino"):
-        report.pop(key, None)
+    program, report = _planned(graph, weights + tensors, settings)
     return program, weights, report, 0
 
 
@@ -974,18 +977,12 @@ class _JustInTime(NamedTuple):
     label: str
     freezing: bool
 
-    def run(self, graph: Dict[str, Any], passed: List[torch.Tensor]) -> List[torch.Tensor]:
-        """Its outputs (the part's, in output_ids' order) on the tensors a program is passed."""
-        value = _values_passed(graph, passed)
-        return list(self.call(*[value[v] for v in self.input_ids]))
-
-
-def _values_passed(graph: Dict[str, Any], passed: List[torch.Tensor]) -> Dict[int, torch.Tensor]:
-    """The graph's input value ids -> the tensors a program of `graph` is passed (its weights, then the
-    user's inputs)."""
-    weights = [v for v, is_weight in zip(graph["inputs"], graph["weights"]) if is_weight]
-    users = [v for v, is_weight in zip(graph["inputs"], graph["weights"]) if not is_weight]
-    return dict(zip(weights + users, passed))
+    def inputs(self, graph: Dict[str, Any], passed: List[torch.Tensor]) -> List[torch.Tensor]:
+        """Its input tensors among those a program of `graph` is passed (its weights, then the user's)."""
+        weights = [v for v, is_weight in zip(graph["inputs"], graph["weights"]) if is_weight]
+        users = [v for v, is_weight in zip(graph["inputs"], graph["weights"]) if not is_weight]
+        value = dict(zip(weights + users, passed))
+        return [value[v] for v in self.input_ids]
 
 
 def _described(candidate) -> Dict[str, Any]:
@@ -1022,7 +1019,7 @@ def _packaged_winner(name: str, candidates: Dict[str, Any], times: Dict[str, flo
         entry["packaged"] = f"failed: {_why(e)}"
         return runner_up
     finally:
-        summary["packaging_s"] = time.perf_counter() - start
+        summary["compile_s"] = round(summary["compile_s"] + time.perf_counter() - start, 3)
     again = _time_candidates({k: candidates[k] for k in (runner_up, name)}, tensors, graph)
     entry["packaged"] = "yes"
     entry["packaged_ms"] = round(again[name], 4)
@@ -1117,9 +1114,7 @@ def _program_with_parts(builder: "PartBuilder", graph: Dict[str, Any], weights: 
     # One part leaves nothing to plan (the search and its on-board timing would take seconds on a large
     # graph for the same one-step schedule).
     part_settings = dict(settings, method="sequential") if len(parts) == 1 else settings
-    rewritten_program, rewritten_report = _plan(rewritten, kept_weights + tensors, part_settings)
-    for key in ("inductor", "openvino", "check_rewrites"):
-        rewritten_report.pop(key, None)
+    rewritten_program, rewritten_report = _planned(rewritten, kept_weights + tensors, part_settings)
     return rewritten_program, kept_weights, rewritten_report, len(parts)
 
 
@@ -1164,9 +1159,8 @@ def _wrong_candidates(candidates, tensors: List[torch.Tensor], graph: Optional[D
             if name == "aten":
                 continue
             if isinstance(candidate, _JustInTime):
-                position = {v: k for k, v in enumerate(graph["outputs"])}
-                got = candidate.run(graph, weights + tensors)
-                why = _mismatch(got, [want[position[v]] for v in candidate.output_ids], "the plan")
+                got = list(candidate.call(*candidate.inputs(graph, weights + tensors)))
+                why = _mismatch(got, [want[graph["outputs"].index(v)] for v in candidate.output_ids], "the plan")
             else:
                 why = _mismatch(torch.ops.autograph.execute(candidate[1] + tensors, candidate[0]), want, "the plan")
             if why:
@@ -1182,8 +1176,7 @@ def _time_candidates(candidates, tensors: List[torch.Tensor], graph: Dict[str, A
     calls = {}
     for name, c in candidates.items():
         if isinstance(c, _JustInTime):
-            value = _values_passed(graph, candidates["aten"][1] + tensors)
-            calls[name] = lambda c=c, inputs=[value[v] for v in c.input_ids]: c.call(*inputs)
+            calls[name] = lambda c=c, inputs=c.inputs(graph, candidates["aten"][1] + tensors): c.call(*inputs)
         else:
             calls[name] = lambda p=c[0], passed=c[1] + tensors: torch.ops.autograph.execute(passed, p)
     return _time_callables(calls, device, rounds)

@@ -5,7 +5,7 @@ NAS-style convolution networks: 2× on nasnet_a_mobile on the 2-core VM). A part
 graph — is exported to ONNX and read by OpenVINO (its PyTorch frontend where that export fails; see
 _openvino_convert.py), in a Python process of its own that runs beside Inductor's compile of the
 other candidates (start_package), serialized as IR (XML and float32 weights, never compressed to
-float16) and packed into one uint8 tensor. In the
+float16) and packed into one uint8 tensor (_openvino_convert.save_package). In the
 program it becomes one ``autograph::run_openvino_part`` call, which libautograph_openvino.so runs
 with the latency hint and float32 inference precision. Like every candidate it is kept only where the
 whole program measures faster. Packages are cached on disk beside Inductor's, keyed by the part's
@@ -14,7 +14,6 @@ graph, its weights and the OpenVINO and torch versions.
 import contextlib
 import logging
 import os
-import struct
 import subprocess
 import sys
 import tempfile
@@ -35,12 +34,6 @@ _log = logging.getLogger("autograph")
 def available() -> bool:
     """Whether OpenVINO parts can be built and run in this process (openvino_missing() says why not)."""
     return openvino_missing() is None
-
-
-def pack(xml: bytes, weights: bytes) -> bytes:
-    """The package run_openvino_part reads: magic, the XML's length (8 bytes, little-endian), XML, weights
-    (as _openvino_convert.save_package writes it)."""
-    return _openvino_convert.MAGIC + struct.pack("<Q", len(xml)) + xml + weights
 
 
 class PendingPackage:
@@ -146,4 +139,4 @@ def compile_package(gm: torch.fx.GraphModule, examples: Sequence[torch.Tensor], 
     return start_package(gm, examples, label, progress).result()
 
 
-__all__ = ["PART_OP", "FORMAT", "available", "pack", "start_package", "compile_package", "PendingPackage"]
+__all__ = ["PART_OP", "FORMAT", "available", "start_package", "compile_package", "PendingPackage"]
