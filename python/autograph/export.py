@@ -687,41 +687,54 @@ def _every_shape_package(decomposed: ExportedProgram, graph: Dict[str, Any], str
 
 # Racing, as the C++ side times schedules (executor/run_timing.h): after this many rounds a callable whose
 # fastest run is slower than the lowest median by more than the margin runs no more rounds, and the
-# timing stops when the medians left are all within the tie of the lowest.
-_RACE_AFTER, _RACE_MARGIN, _RACE_TIE = 3, 0.05, 0.01
+# timing stops when the medians left are all within the tie of the lowest. One whose fastest run is
+# more than _RACE_FAR times the lowest median leaves after the first round.
+_RACE_AFTER, _RACE_MARGIN, _RACE_TIE, _RACE_FAR = 3, 0.05, 0.01, 2.0
+# On CPU, how long a callable runs untimed before each timed run (at least once): the other candidates'
+# thread pools go idle meanwhile. Inductor's and ATen's OpenMP workers spin for milliseconds after
+# their last parallel region (libgomp's default spin count); rnntc_sru's OpenVINO part, 1.5 ms alone on
+# the 2-core VM, measured 1.65 or 2.75 ms (two timings in a row) straight after one untimed run of its
+# own, as Inductor's code had left the workers.
+_SETTLE_MS = 10.0
 
 
 def _time_callables(calls: Dict[str, Any], device: torch.device, rounds: int = 10) -> Dict[str, float]:
-    """Median ms of each callable, run in alternation (two warm-up runs each); one clearly slower after
-    _RACE_AFTER rounds stops (its median is then of fewer runs, and still the slower), and all stop when
-    those left are tied. On CPU each timed run follows an untimed one of the same callable: the previous
-    callable's thread pool may still be busy. OpenMP's workers spin after Inductor's or ATen's code,
-    and an OpenVINO part run straight after them took 8.9 ms instead of 6.2 ms (squeezenet, 2 cores).
-    A model called in a loop meets itself, not its rivals."""
+    """Median ms of each callable, run in alternation (after untimed warm-up runs: two each on a GPU, one
+    on CPU, where the settling below adds more); one clearly slower after _RACE_AFTER rounds (or far
+    slower after the first) stops (its median is then of fewer runs, and still the slower), and all stop
+    when those left are tied. On CPU each timed run follows
+    _SETTLE_MS of untimed runs of the same callable (at least one): the previous callable's thread pool
+    may still be busy. OpenMP's workers spin after Inductor's or ATen's code, and an OpenVINO part run
+    straight after them took 8.9 ms instead of 6.2 ms (squeezenet, 2 cores). A model called in a loop
+    meets itself, not its rivals."""
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
-    settle = device.type == "cpu"
+    settle_s = _SETTLE_MS / 1e3 if device.type == "cpu" else None
     samples: Dict[str, List[float]] = {name: [] for name in calls}
     racing = set(calls)
     with torch.no_grad():
         for call in calls.values():
-            call()
-            call()
+            for _ in range(1 if settle_s is not None else 2):
+                call()
         sync()
         for r in range(rounds):
             for name, call in calls.items():
                 if name not in racing:
                     continue
-                if settle:
+                if settle_s is not None:
+                    until = time.perf_counter() + settle_s
                     call()
+                    while time.perf_counter() < until:
+                        call()
                 begin = time.perf_counter()
                 call()
                 sync()
                 samples[name].append((time.perf_counter() - begin) * 1e3)
-            if r + 1 >= _RACE_AFTER and len(racing) > 1:
+            if len(racing) > 1:
                 lowest = min(statistics.median(samples[name]) for name in racing)
-                racing = {name for name in racing if min(samples[name]) <= lowest * (1 + _RACE_MARGIN)}
-                if len(racing) == 1 or all(statistics.median(samples[name]) <= lowest * (1 + _RACE_TIE)
-                                           for name in racing):
+                slower = _RACE_MARGIN if r + 1 >= _RACE_AFTER else _RACE_FAR - 1
+                racing = {name for name in racing if min(samples[name]) <= lowest * (1 + slower)}
+                if len(racing) == 1 or r + 1 >= _RACE_AFTER and all(
+                        statistics.median(samples[name]) <= lowest * (1 + _RACE_TIE) for name in racing):
                     break
     return {name: statistics.median(s) for name, s in samples.items()}
 
