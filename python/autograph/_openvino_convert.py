@@ -1,7 +1,11 @@
-"""A part to an OpenVINO package: in autograph's process (convert, save_package), or as a script in a
-process of its own (`python _openvino_convert.py FOLDER PATH`: once GO is on its stdin, FOLDER/part.pt,
-the part's pickled graph module, and FOLDER/examples.pt in; the package at PATH).
-It imports nothing of autograph, whose import loads its libraries."""
+"""A part to an OpenVINO package. torch.onnx's exporter writes the part as ONNX in autograph's process
+(onnx_of); OpenVINO's ONNX frontend reads it and the package is written (save_package), in autograph's
+process or as a script in a process of its own: `python _openvino_convert.py FOLDER PATH` reads from its
+stdin the line "onnx N" and the model's N bytes, or where that export failed the line "pytorch" (then
+FOLDER/part.pt, the part's pickled graph module, for OpenVINO's PyTorch frontend, and FOLDER/examples.pt),
+and writes the package at PATH.
+It imports nothing of autograph, whose import loads its libraries, and torch only for the PyTorch
+frontend."""
 import contextlib
 import importlib
 import io
@@ -10,32 +14,60 @@ import shutil
 import struct
 import sys
 import tempfile
-from typing import Sequence
-
-import torch
 
 MAGIC = b"AGOV1\n"  # csrc/executor/openvino_part.h: kOpenVinoPackageMagic
-GO = b"go\n"  # on the script's stdin once its FOLDER is written
+PYTORCH = b"pytorch\n"  # on the script's stdin once FOLDER/part.pt and FOLDER/examples.pt are written
 
 
-def convert(part, examples: Sequence[torch.Tensor]):
-    """The part (a graph module or its ExportedProgram) as an OpenVINO model: through ONNX (torch.onnx's
-    exporter, then OpenVINO's ONNX frontend), else, where that export fails, through OpenVINO's PyTorch
-    frontend. The ONNX route made models as fast or faster on every zoo model tried on the 2-core VM
-    (median ms, ONNX / PyTorch frontend): nasnet_a_mobile 9.9 / 11.8 (5.6-6.7 / 7.7-7.9 with OpenVINO
-    2026.4), randwire 6.6 / 8.2 (4.1-4.4 / 5.4), squeezenet 5.6 / 5.8, rnntc_sru 5.3 / 5.6, resnet50
-    28.1 / 28.2. The ONNX model stays in memory: writing bert_base's 436 MB file and reading it back
-    took 2 s of its 10 s."""
+def onnx_header(size: int) -> bytes:
+    """The script's first line on stdin where the ONNX model's `size` bytes follow."""
+    return b"onnx %d\n" % size
+
+
+def onnx_of(part, examples) -> bytes:
+    """The part (a graph module) as a serialized ONNX model, by torch.onnx's exporter; raises where it
+    cannot export the part. Without the exporter's own optimizer: OpenVINO's frontend folds and fuses
+    the same, and on the 2-core VM every zoo model ran as fast without it (median ms over 200 alternated
+    calls, optimized / not: squeezenet 3.58 / 3.56, resnet50 17.12 / 17.12, inception_v3 24.48 / 24.56,
+    resnext50 20.29 / 20.33, nasnet_a_mobile 9.32 / 9.29, rnntc_sru 1.486 / 1.488, bert_base 51.1 /
+    51.2, randwire 5.99 / 6.06, outputs equal), while the export took 0.4-2.3 s less."""
+    import warnings
+    import torch
+    # The exporter's progress lines, and its advice to call eval() first: an ATen graph has no modes.
+    with torch.no_grad(), contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Exporting a model while it is in training mode")
+        program = torch.onnx.export(part, tuple(examples), dynamo=True, external_data=False, verbose=False,
+                                    optimize=False)
+    return program.model_proto.SerializeToString()
+
+
+def from_onnx(model):
+    """The OpenVINO model of an ONNX model: its serialized bytes, or the path of its file."""
     import openvino as ov
+    return ov.convert_model(io.BytesIO(model) if isinstance(model, bytes) else model)
+
+
+def from_pytorch(part, examples):
+    """The OpenVINO model of the part (a graph module or its ExportedProgram) by OpenVINO's PyTorch
+    frontend, for parts torch.onnx cannot export. ONNX is the first choice: its models ran as fast or
+    faster on every zoo model tried on the 2-core VM (median ms, ONNX / PyTorch frontend):
+    nasnet_a_mobile 9.9 / 11.8, randwire 6.6 / 8.2, squeezenet 5.6 / 5.8, rnntc_sru 5.3 / 5.6, resnet50
+    28.1 / 28.2."""
+    import openvino as ov
+    import torch
+    with torch.no_grad():
+        program = part if isinstance(part, torch.export.ExportedProgram) else \
+            torch.export.export(part, tuple(examples))
+        return ov.convert_model(program)
+
+
+def convert(part, examples):
+    """The part as an OpenVINO model, in this process: through ONNX, else through the PyTorch frontend
+    (whose error is then the one raised)."""
     try:
-        with torch.no_grad(), contextlib.redirect_stdout(io.StringIO()):  # the exporter's progress lines
-            program = torch.onnx.export(part, tuple(examples), dynamo=True, external_data=False, verbose=False)
-        return ov.convert_model(io.BytesIO(program.model_proto.SerializeToString()))
-    except Exception:  # noqa: BLE001 - the other frontend may still take it; its error is the one raised
-        with torch.no_grad():
-            program = part if isinstance(part, torch.export.ExportedProgram) else \
-                torch.export.export(part, tuple(examples))
-            return ov.convert_model(program)
+        return from_onnx(onnx_of(part, examples))
+    except Exception:  # noqa: BLE001 - the other frontend may still take it
+        return from_pytorch(part, examples)
 
 
 def save_package(model, path: str) -> None:
@@ -57,17 +89,27 @@ def save_package(model, path: str) -> None:
 
 def main(folder: str, path: str) -> int:
     import warnings
-    warnings.simplefilter("ignore")  # the exporter's; what fails is the exit status and stderr's last line
-    for module in ("openvino", "onnxscript"):  # imported while autograph writes the part
-        with contextlib.suppress(ImportError):
-            importlib.import_module(module)
-    if sys.stdin.buffer.readline() != GO:
+    warnings.simplefilter("ignore")  # the frontends'; what fails is the exit status and stderr's last line
+    with contextlib.suppress(ImportError):  # imported while autograph exports the part
+        importlib.import_module("openvino")
+    line = sys.stdin.buffer.readline()
+    if line.startswith(b"onnx "):
+        size = int(line.split()[1])
+        data = sys.stdin.buffer.read(size)
+        if len(data) != size:
+            print("the ONNX model was cut short", file=sys.stderr)
+            return 1
+        model = from_onnx(data)
+        del data
+    elif line == PYTORCH:
+        import torch
+        # autograph's own files, written for this process a moment ago: not weights_only.
+        part = torch.load(os.path.join(folder, "part.pt"), weights_only=False)
+        model = from_pytorch(part, torch.load(os.path.join(folder, "examples.pt")))
+    else:
         print("the part was not written", file=sys.stderr)
         return 1
-    # autograph's own files, written for this process a moment ago: not weights_only.
-    part = torch.load(os.path.join(folder, "part.pt"), weights_only=False)
-    examples = torch.load(os.path.join(folder, "examples.pt"))
-    save_package(convert(part, examples), path)
+    save_package(model, path)
     return 0
 
 

@@ -2,9 +2,9 @@
 
 OpenVINO's CPU plugin runs some models well ahead of Inductor's C++ code (depthwise-separable and
 NAS-style convolution networks: 2× on nasnet_a_mobile on the 2-core VM). A part — today the whole
-graph — is exported to ONNX and read by OpenVINO (its PyTorch frontend where that export fails; see
-_openvino_convert.py), in a Python process of its own that runs beside Inductor's compile of the
-other candidates (start_package), serialized as IR (XML and float32 weights, never compressed to
+graph — is exported to ONNX by torch.onnx in autograph's process and read by OpenVINO (its PyTorch
+frontend where that export fails; see _openvino_convert.py) in a Python process of its own that runs
+beside Inductor's compile of the other candidates (start_package), serialized as IR (XML and float32 weights, never compressed to
 float16) and packed into one uint8 tensor (_openvino_convert.save_package). In the
 program it becomes one ``autograph::run_openvino_part`` call, which libautograph_openvino.so runs
 with the latency hint and float32 inference precision. Like every candidate it is kept only where the
@@ -17,6 +17,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 from typing import Optional, Sequence
 
 import torch
@@ -41,9 +42,10 @@ class PendingPackage:
     `close()` stops what is still running. Whatever fails, result() raises it."""
 
     def __init__(self, path: str, here=None, process: Optional[subprocess.Popen] = None,
-                 folder: Optional[tempfile.TemporaryDirectory] = None):
-        # `here` converts in this process: where no converter process runs, or where it failed.
-        self._path, self._here, self._process, self._folder = path, here, process, folder
+                 folder: Optional[tempfile.TemporaryDirectory] = None, sender: Optional[threading.Thread] = None):
+        # `here` converts in this process: where no converter process runs, or where it failed. `sender`
+        # writes the part to the process's stdin.
+        self._path, self._here, self._process, self._folder, self._sender = path, here, process, folder, sender
 
     def result(self) -> bytes:
         try:
@@ -67,9 +69,11 @@ class PendingPackage:
 
     def close(self) -> None:
         if self._process is not None:
-            _tell(self._process, b"")
-            self._process.kill()
+            self._process.kill()  # first: a sender still writing then stops
             self._process.wait()
+            if self._sender is not None:
+                self._sender.join()
+            _tell(self._process)
             with contextlib.suppress(OSError):  # what a killed converter was writing
                 os.remove(f"{self._path}.{self._process.pid}.partial")
             self._process = None
@@ -81,55 +85,76 @@ class PendingPackage:
 def start_package(gm: torch.fx.GraphModule, examples: Sequence[torch.Tensor], label: str = "part",
                   progress=None) -> PendingPackage:
     """Starts making the part `gm` (an ATen graph module, its weights as attributes) an OpenVINO package:
-    from the disk cache when there, else converted in a Python process of its own (the conversion is
-    Python's work: beside Inductor's compile in this process it takes a core of its own; bert_base,
-    2-core VM: 8-12 s in this process). Where that process cannot start, the conversion runs here
-    when result() is called."""
+    from the disk cache when there; else torch.onnx exports it here, and OpenVINO reads the ONNX model and
+    writes the package in a Python process of its own, beside Inductor's compile in this one (the
+    conversion is Python's work and takes a core of its own). bert_base, 2-core VM: the export takes
+    2 s here, the conversion 2-3 s there. Where torch.onnx cannot export the part, the process converts
+    its pickled module by OpenVINO's PyTorch frontend; where that process cannot start or fails, the
+    conversion runs here when result() is called."""
     why = openvino_missing()
     if why:
         raise Error(f"OpenVINO parts are not available: {why}")
     import openvino as ov
-    key = _cache_key(gm, examples, torch.device("cpu"), {"compiler": "openvino", "via": "onnx", "version": ov.__version__})
+    key = _cache_key(gm, examples, torch.device("cpu"), {"compiler": "openvino", "via": "onnx, unoptimized", "version": ov.__version__})
     path = os.path.join(cache_dir(), key + ".ovpart")
     if os.path.exists(path):
         return PendingPackage(path)
     if progress:
         progress(f"compiling {label} with OpenVINO")
     os.makedirs(cache_dir(), exist_ok=True)
-
-    def here() -> None:
-        _openvino_convert.save_package(_openvino_convert.convert(gm, examples), path)
-
     folder = tempfile.TemporaryDirectory(prefix="autograph-openvino-")
     process = None
     try:
-        # The process starts first: its imports (torch, the ONNX exporter, OpenVINO: 2 s) run while this one
-        # writes the part; it begins when told so on its stdin.
-        # One thread for the converter's own torch ops: the other cores are Inductor's.
+        # The process starts first: it imports OpenVINO while this one exports the part. One thread for
+        # its own torch ops (the PyTorch frontend's): the other cores are Inductor's.
         env = dict(os.environ, OMP_NUM_THREADS="1")
         with open(os.path.join(folder.name, "stderr.txt"), "wb") as stderr:
             process = subprocess.Popen([sys.executable, _openvino_convert.__file__, folder.name, path], env=env,
                                        stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=stderr)
-        # The module pickled (its code and weights): 0.75 s for bert_base, where torch.export.save of its
-        # ExportedProgram took 1.7 s with the export.
-        torch.save(gm, os.path.join(folder.name, "part.pt"))
-        torch.save(tuple(examples), os.path.join(folder.name, "examples.pt"))
-    except Exception as e:  # noqa: BLE001 - no converter process (a module that does not pickle, no interpreter): here
+    except OSError as e:  # no interpreter to run: converted here
         _log.info("autograph: OpenVINO's converter process did not start (%s); converting here", e)
-        PendingPackage(path, process=process, folder=folder).close()
-        return PendingPackage(path, here=here)
-    _tell(process, _openvino_convert.GO)
-    return PendingPackage(path, here=here, process=process, folder=folder)
+    try:
+        model = _openvino_convert.onnx_of(gm, examples)
+    except Exception as e:  # noqa: BLE001 - OpenVINO's PyTorch frontend may still convert the part
+        _log.info("autograph: torch.onnx cannot export %s (%s); OpenVINO's PyTorch frontend converts it", label, e)
+        model = None
+
+    def here() -> None:
+        converted = _openvino_convert.convert(gm, examples) if model_exported else \
+            _openvino_convert.from_pytorch(gm, examples)
+        _openvino_convert.save_package(converted, path)
+
+    model_exported = model is not None
+    if process is None:
+        return PendingPackage(path, here=here, folder=folder)
+    if model is None:
+        try:  # the module pickled, code and weights: 0.75 s for bert_base
+            torch.save(gm, os.path.join(folder.name, "part.pt"))
+            torch.save(tuple(examples), os.path.join(folder.name, "examples.pt"))
+        except Exception as e:  # noqa: BLE001 - a module that does not pickle: converted here
+            _log.info("autograph: %s does not pickle (%s); converting it here", label, e)
+            PendingPackage(path, process=process).close()
+            return PendingPackage(path, here=here, folder=folder)
+        _tell(process, _openvino_convert.PYTORCH)
+        return PendingPackage(path, here=here, process=process, folder=folder)
+    # The model goes through the pipe from a thread (bert_base's 436 MB: the writes release the GIL), so
+    # that this one goes on to Inductor's compile at once. Only the process keeps the model.
+    sender = threading.Thread(target=_tell, args=(process, _openvino_convert.onnx_header(len(model)), model),
+                              name="autograph-openvino-sender", daemon=True)
+    sender.start()
+    del model
+    return PendingPackage(path, here=here, process=process, folder=folder, sender=sender)
 
 
-def _tell(process: subprocess.Popen, what: bytes) -> None:
-    """`what` on the converter's stdin, which is then closed (a process that died already hears nothing:
-    PendingPackage.result() then converts here)."""
+def _tell(process: subprocess.Popen, *chunks: bytes) -> None:
+    """`chunks` on the converter's stdin, which is then closed (a process that died already hears
+    nothing: PendingPackage.result() then converts here)."""
     if process.stdin is None or process.stdin.closed:
         return
-    with contextlib.suppress(OSError):
-        process.stdin.write(what)
-    with contextlib.suppress(OSError):
+    with contextlib.suppress(OSError, ValueError):  # ValueError: closed by close() meanwhile
+        for chunk in chunks:
+            process.stdin.write(chunk)
+    with contextlib.suppress(OSError, ValueError):
         process.stdin.close()
 
 
