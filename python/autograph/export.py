@@ -699,8 +699,8 @@ _SETTLE_MS = 10.0
 
 
 def _time_callables(calls: Dict[str, Any], device: torch.device, rounds: int = 10) -> Dict[str, float]:
-    """Median ms of each callable, run in alternation (after untimed warm-up runs: two each on a GPU, one
-    on CPU, where the settling below adds more); one clearly slower after _RACE_AFTER rounds (or far
+    """Median ms of each callable, run in alternation (after two untimed warm-up runs each on a GPU; on
+    CPU the settling below warms them up); one clearly slower after _RACE_AFTER rounds (or far
     slower after the first) stops (its median is then of fewer runs, and still the slower), and all stop
     when those left are tied. On CPU each timed run follows
     _SETTLE_MS of untimed runs of the same callable (at least one): the previous callable's thread pool
@@ -713,7 +713,7 @@ def _time_callables(calls: Dict[str, Any], device: torch.device, rounds: int = 1
     racing = set(calls)
     with torch.no_grad():
         for call in calls.values():
-            for _ in range(1 if settle_s is not None else 2):
+            for _ in range(0 if settle_s is not None else 2):
                 call()
         sync()
         for r in range(rounds):

@@ -18,7 +18,7 @@ import subprocess
 import sys
 import tempfile
 import threading
-from typing import Optional, Sequence
+from typing import Any, Dict, Optional, Sequence
 
 import torch
 
@@ -83,19 +83,20 @@ class PendingPackage:
 
 
 def start_package(gm: torch.fx.GraphModule, examples: Sequence[torch.Tensor], label: str = "part",
-                  progress=None) -> PendingPackage:
+                  progress=None, digests: Optional[Dict[Any, bytes]] = None) -> PendingPackage:
     """Starts making the part `gm` (an ATen graph module, its weights as attributes) an OpenVINO package:
     from the disk cache when there; else torch.onnx exports it here, and OpenVINO reads the ONNX model and
     writes the package in a Python process of its own, beside Inductor's compile in this one (the
     conversion is Python's work and takes a core of its own). bert_base, 2-core VM: the export takes
     2 s here, the conversion 2-3 s there. Where torch.onnx cannot export the part, the process converts
     its pickled module by OpenVINO's PyTorch frontend; where that process cannot start or fails, the
-    conversion runs here when result() is called."""
+    conversion runs here when result() is called. `digests`: as inductor_parts._cache_key's."""
     why = openvino_missing()
     if why:
         raise Error(f"OpenVINO parts are not available: {why}")
     import openvino as ov
-    key = _cache_key(gm, examples, torch.device("cpu"), {"compiler": "openvino", "via": "onnx, unoptimized", "version": ov.__version__})
+    configs = {"compiler": "openvino", "via": "onnx, unoptimized", "version": ov.__version__}
+    key = _cache_key(gm, examples, torch.device("cpu"), configs, digests)
     path = os.path.join(cache_dir(), key + ".ovpart")
     if os.path.exists(path):
         return PendingPackage(path)

@@ -158,6 +158,20 @@ def test_where_the_converter_process_fails_the_part_converts_here(separable, tmp
     _runs_like(pending.result(), x, want)
 
 
+def test_a_part_torch_onnx_cannot_export_goes_to_the_pytorch_frontend_in_the_process(separable, tmp_path,
+                                                                                     monkeypatch):
+    model, x, want = separable
+    monkeypatch.setenv("AUTOGRAPH_INDUCTOR_CACHE", str(tmp_path))
+
+    def cannot_export(part, examples):
+        raise RuntimeError("an operator torch.onnx has no translation for")
+
+    monkeypatch.setattr(openvino_parts._openvino_convert, "onnx_of", cannot_export)
+    pending = openvino_parts.start_package(_part_module(model, x), (x,))
+    assert pending._process is not None and os.path.exists(os.path.join(pending._folder.name, "part.pt"))
+    _runs_like(pending.result(), x, want)
+
+
 def test_closing_a_conversion_nobody_waits_for_stops_its_process(separable, tmp_path, monkeypatch):
     model, x, _ = separable
     monkeypatch.setenv("AUTOGRAPH_INDUCTOR_CACHE", str(tmp_path))
