@@ -102,6 +102,9 @@ def rel_err(got, want) -> float:
     return ((got.float() - want.float()).abs().max() / want.float().abs().max().clamp_min(1e-12)).item()
 
 
+SETTLE_MS = 10.0  # as autograph's own candidate timing (export._SETTLE_MS)
+
+
 def time_side_by_side(runs, warmup: int, repeats: int, sync=lambda: None):
     for _ in range(warmup):
         for run in runs.values():
@@ -109,8 +112,14 @@ def time_side_by_side(runs, warmup: int, repeats: int, sync=lambda: None):
     samples = {name: [] for name in runs}
     for _ in range(repeats):
         for name, run in runs.items():
-            run()  # untimed: the previous method's runtime threads (OpenMP, TBB, ORT) settle first
+            # Untimed, for SETTLE_MS and at least once: the previous method's runtime threads (OpenMP's
+            # spin for milliseconds, TBB, ORT) settle first.
+            until = time.perf_counter() + SETTLE_MS / 1e3
+            run()
             sync()
+            while time.perf_counter() < until:
+                run()
+                sync()
             start = time.perf_counter()
             run()
             sync()
@@ -309,7 +318,7 @@ def write(args, rows) -> None:
     lines = [f"# Export path vs TorchScript path and the rivals ({args.method}), {args.device}", "",
              f"`python bench/export_path.py --models {args.models} --repeats {args.repeats}` on "
              f"{torch.get_num_threads()} threads, torch {torch.__version__}. Median ms (p10–p90) of "
-             f"{args.repeats} rounds, methods alternated (each timed call after an untimed one of the same method), "
+             f"{args.repeats} rounds, methods alternated (each timed call after at least 10 ms of untimed calls of the same method), "
              "cold compile caches; speedups = the other's time / the "
              "export path's (below 1: the export path is slower). torch.compile: Inductor, default settings and "
              "with weight freezing (on CUDA: mode=max-autotune in that column). ONNX Runtime: CPU provider, sequential executor, all graph optimizations; "
