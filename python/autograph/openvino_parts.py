@@ -115,26 +115,44 @@ def start_package(gm: torch.fx.GraphModule, examples: Sequence[torch.Tensor], la
     except OSError as e:  # no interpreter to run: converted here
         _log.info("autograph: OpenVINO's converter process did not start (%s); converting here", e)
     try:
-        model = _openvino_convert.onnx_of(gm, examples)
-    except Exception as e:  # noqa: BLE001 - OpenVINO's PyTorch frontend may still convert the part
-        _log.info("autograph: torch.onnx cannot export %s (%s); OpenVINO's PyTorch frontend converts it", label, e)
-        model = None
+        try:
+            model = _openvino_convert.onnx_of(gm, examples)
+        except Exception as e:  # noqa: BLE001 - OpenVINO's PyTorch frontend may still convert the part
+            _log.info("autograph: torch.onnx cannot export %s (%s); OpenVINO's PyTorch frontend converts it",
+                      label, e)
+            model = None
+        return _hand_over(gm, examples, label, path, model, process, folder)
+    except BaseException:
+        PendingPackage(path, process=process, folder=folder).close()
+        raise
+
+
+def _hand_over(gm: torch.fx.GraphModule, examples: Sequence[torch.Tensor], label: str, path: str,
+               model: Optional[bytes], process: Optional[subprocess.Popen],
+               folder: tempfile.TemporaryDirectory) -> PendingPackage:
+    """The part (and `model`, its ONNX model, where torch.onnx exported it) handed to the converter
+    `process`, or converted here when result() is called where there is none or it fails."""
+    exported = model is not None
 
     def here() -> None:
-        converted = _openvino_convert.convert(gm, examples) if model_exported else \
-            _openvino_convert.from_pytorch(gm, examples)
+        if process is None and exported:
+            converted = _openvino_convert.from_onnx(model)
+        elif exported:  # the process failed: its model was not kept
+            converted = _openvino_convert.convert(gm, examples)
+        else:
+            converted = _openvino_convert.from_pytorch(gm, examples)
         _openvino_convert.save_package(converted, path)
 
-    model_exported = model is not None
     if process is None:
         return PendingPackage(path, here=here, folder=folder)
-    if model is None:
+    if not exported:
         try:  # the module pickled, code and weights: 0.75 s for bert_base
             torch.save(gm, os.path.join(folder.name, "part.pt"))
             torch.save(tuple(examples), os.path.join(folder.name, "examples.pt"))
         except Exception as e:  # noqa: BLE001 - a module that does not pickle: converted here
             _log.info("autograph: %s does not pickle (%s); converting it here", label, e)
             PendingPackage(path, process=process).close()
+            process = None
             return PendingPackage(path, here=here, folder=folder)
         _tell(process, _openvino_convert.PYTORCH)
         return PendingPackage(path, here=here, process=process, folder=folder)
@@ -143,7 +161,7 @@ def start_package(gm: torch.fx.GraphModule, examples: Sequence[torch.Tensor], la
     sender = threading.Thread(target=_tell, args=(process, _openvino_convert.onnx_header(len(model)), model),
                               name="autograph-openvino-sender", daemon=True)
     sender.start()
-    del model
+    model = None
     return PendingPackage(path, here=here, process=process, folder=folder, sender=sender)
 
 
