@@ -1,0 +1,32 @@
+"""How the export path times its candidates side by side (export._time_callables), with stand-in
+callables that sleep: on CPU each timed run follows at least _SETTLE_MS of untimed runs of the same
+callable (other thread pools go idle meanwhile), and a candidate far slower than the fastest after the
+first round runs no more."""
+import time
+
+import torch
+
+from autograph import export
+
+
+def _sleeper(ms, calls, name):
+    def call():
+        calls[name] = calls.get(name, 0) + 1
+        time.sleep(ms / 1e3)
+    return call
+
+
+def test_each_timed_run_on_cpu_follows_the_settling_runs_of_the_same_callable():
+    calls = {}
+    times = export._time_callables({"one": _sleeper(1.0, calls, "one")}, torch.device("cpu"), rounds=3)
+    # 3 rounds of >= 10 ms of 1 ms calls, then the timed call: ~11 a round (sleep overshoots: at least 4)
+    assert calls["one"] >= 3 * 5 and export._SETTLE_MS == 10.0
+    assert times["one"] >= 1.0
+
+
+def test_a_candidate_over_twice_the_fastest_after_the_first_round_is_timed_no_more():
+    calls = {}
+    candidates = {"fast": _sleeper(1.0, calls, "fast"), "slow": _sleeper(30.0, calls, "slow")}
+    times = export._time_callables(candidates, torch.device("cpu"), rounds=10)
+    assert calls["slow"] == 2  # one settling run (30 ms > 10 ms), one timed; then only "fast" is left
+    assert times["slow"] > 2 * times["fast"]
