@@ -1077,14 +1077,16 @@ def inductor_candidates(builder: "PartBuilder", graph: Dict[str, Any], program: 
         cuts["plan"] = plan_parts
     if parts_module.shares_weights(graph, body, builder.packs_linear_at_run_time()):
         cuts["whole_unfrozen"] = cuts["whole"]
-    openvino = device.type == "cpu" and settings.get("openvino", True)
-    if openvino:
-        from . import openvino_parts
-        openvino = openvino_parts.available()
-    if openvino:
-        cuts["whole_openvino"] = cuts["whole"]
-    ready = ready or {}
     built, errors = {}, {}
+    if device.type == "cpu" and settings.get("openvino", True):
+        from . import openvino_parts
+        from ._library import openvino_missing
+        missing = openvino_missing()
+        if missing:  # the report says why the candidate the option asks for is not there
+            errors["whole_openvino"] = f"OpenVINO's candidate is not available: {missing}"
+        else:
+            cuts["whole_openvino"] = cuts["whole"]
+    ready = ready or {}
     labels = {name: [f"{name} part {k + 1}/{len(parts)}" for k in range(len(parts))] for name, parts in cuts.items()}
     converting = []  # OpenVINO's conversion starts first: it runs in a process of its own beside Inductor
     if "whole_openvino" in cuts and "whole_openvino" not in ready:

@@ -146,7 +146,9 @@ def test_inductor_compiles_the_plan_and_a_package_for_every_other_shape(cnn, tmp
     (the graph for other shapes only describes their sizes), saves, and runs in a fresh process."""
     model, x, ep = cnn
     optimized, report = autograph.optimize(ep, method="autograph", check_rewrites=False)
-    assert report["inductor"]["kept"] in ("plan", "whole") and not report["inductor"]["errors"]
+    errors = {name: why for name, why in report["inductor"]["errors"].items()  # less OpenVINO where not installed
+              if not (name == "whole_openvino" and "is not available" in why)}
+    assert report["inductor"]["kept"] in ("plan", "whole") and not errors
     dynamic = report["dynamic_shapes"]
     assert dynamic["other_shapes"] == "inductor" and "error" not in dynamic and dynamic["compile_s"] >= 0
     assert all(t.dtype == torch.uint8 for t in optimized.state_dict.values())  # packages only
