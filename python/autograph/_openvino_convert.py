@@ -33,9 +33,12 @@ def onnx_of(part, examples) -> bytes:
     51.2, randwire 5.99 / 6.06, outputs equal), while the export took 0.4-2.3 s less."""
     import warnings
     import torch
-    # The exporter's progress lines, and its advice to call eval() first: an ATen graph has no modes.
+    # The exporter's progress lines, its advice to call eval() first (an ATen graph has no modes), and a
+    # deprecation inside torch that its copies of the module's tree specs meet (torch 2.11).
     with torch.no_grad(), contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="Exporting a model while it is in training mode")
+        warnings.filterwarnings("ignore", message=r"`isinstance\(treespec, LeafSpec\)` is deprecated",
+                                category=FutureWarning)
         program = torch.onnx.export(part, tuple(examples), dynamo=True, external_data=False, verbose=False,
                                     optimize=False)
     return program.model_proto.SerializeToString()
