@@ -21,6 +21,7 @@ import hashlib
 import json
 import operator
 import os
+import weakref
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import torch
@@ -116,7 +117,7 @@ class PartBuilder:
         self._thread: Optional[concurrent.futures.ThreadPoolExecutor] = None
         self._converting: List[Any] = []  # OpenVINO packages being made (start_openvino)
         self._paths: Dict[Tuple[frozenset, bool], Tuple[Any, List[int], List[int], str]] = {}  # _package_path
-        self._digests: Dict[Any, bytes] = {}  # the weights' digests for the cache keys (_cache_key)
+        self._digests: Dict[Any, Any] = {}  # the weights' digests for the cache keys (_cache_key)
 
     def compile_in_background(self, part: Sequence[int], label: str, freezing: bool = True) -> None:
         """Starts compiling `part` on a background thread; a later `compile` of the same nodes waits
@@ -463,7 +464,7 @@ def _example(info: Dict[str, Any], device: torch.device) -> torch.Tensor:
 
 
 def _cache_key(gm: torch.fx.GraphModule, examples: Sequence[torch.Tensor], device: torch.device,
-               configs: Dict[str, Any], digests: Optional[Dict[Any, bytes]] = None) -> str:
+               configs: Dict[str, Any], digests: Optional[Dict[Any, Any]] = None) -> str:
     """The disk cache's key of the part `gm` compiled with `configs`. `digests` remembers each weight's
     digest for the next key of the same optimize, whose weights all stay alive (bert_base: 0.2 s a key)."""
     h = hashlib.sha256()
@@ -475,13 +476,16 @@ def _cache_key(gm: torch.fx.GraphModule, examples: Sequence[torch.Tensor], devic
     digests = {} if digests is None else digests
     for name, b in sorted(gm.named_buffers()):
         h.update(f"{name}{tuple(b.shape)}{b.stride()}{b.dtype}".encode())
-        seen = (b.untyped_storage().data_ptr(), b.storage_offset(), tuple(b.shape), b.stride(), b.dtype,
-                b.device) if b.numel() else None
-        if seen not in digests:
+        seen = (b.untyped_storage().data_ptr(), b.storage_offset(), tuple(b.shape), b.stride(), b.dtype, b.device)
+        remembered = digests.get(seen)
+        # Only while the tensor it was read from lives: a copy made for one module (weights moved to the
+        # device) may be freed, and another tensor then sit at the same address.
+        if remembered is None or remembered[0]() is None:
             # The tensor's own bytes, read in place (tobytes() copied bert_base's 420 MB once more per key).
-            digests[seen] = hashlib.sha256(b.detach().cpu().contiguous().reshape(-1).view(torch.uint8).numpy()
-                                           if b.numel() else b"").digest()
-        h.update(digests[seen])
+            remembered = (weakref.ref(b), hashlib.sha256(
+                b.detach().cpu().contiguous().reshape(-1).view(torch.uint8).numpy() if b.numel() else b"").digest())
+            digests[seen] = remembered
+        h.update(remembered[1])
     return h.hexdigest()[:32]
 
 

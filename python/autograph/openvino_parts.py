@@ -83,7 +83,7 @@ class PendingPackage:
 
 
 def start_package(gm: torch.fx.GraphModule, examples: Sequence[torch.Tensor], label: str = "part",
-                  progress=None, digests: Optional[Dict[Any, bytes]] = None) -> PendingPackage:
+                  progress=None, digests: Optional[Dict[Any, Any]] = None) -> PendingPackage:
     """Starts making the part `gm` (an ATen graph module, its weights as attributes) an OpenVINO package:
     from the disk cache when there; else torch.onnx exports it here, and OpenVINO reads the ONNX model and
     writes the package in a Python process of its own, beside Inductor's compile in this one (the

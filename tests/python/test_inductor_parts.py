@@ -300,3 +300,38 @@ def test_linears_of_a_cpu_part_are_packed_at_run_time():
     assert report["inductor"]["kept"] == "whole"
     with torch.no_grad():
         _close(optimized.module()(x), model(x))
+
+
+def test_a_cache_key_reuses_a_weight_s_digest_only_while_that_weight_lives():
+    """_cache_key remembers each weight's digest for the next key of the same optimize, keyed by where
+    the tensor sits; a remembered digest whose tensor is gone (a copy freed, another tensor now at that
+    address) is not used."""
+    import gc
+    import weakref
+
+    class Product(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("weight", torch.randn(4, 4))  # as module_of registers a part's weights
+
+        def forward(self, x):
+            return x @ self.weight
+
+    module = torch.fx.symbolic_trace(Product())
+    weight = module.weight
+    examples = [torch.randn(2, 4)]
+    cpu = torch.device("cpu")
+    digests = {}
+    alone = inductor_parts._cache_key(module, examples, cpu, {})
+    assert inductor_parts._cache_key(module, examples, cpu, {}, digests) == alone
+    assert inductor_parts._cache_key(module, examples, cpu, {}, digests) == alone  # the remembered digests
+    seen = (weight.untyped_storage().data_ptr(), weight.storage_offset(), tuple(weight.shape), weight.stride(),
+            weight.dtype, weight.device)
+    gone = torch.zeros(1)
+    dead = weakref.ref(gone)
+    del gone
+    gc.collect()
+    digests[seen] = (dead, b"a digest of bytes that were freed")
+    assert inductor_parts._cache_key(module, examples, cpu, {}, digests) == alone
+    digests[seen] = (weakref.ref(weight), b"remembered")  # a live entry is used as it is
+    assert inductor_parts._cache_key(module, examples, cpu, {}, digests) != alone
