@@ -10,27 +10,31 @@
 #              aoti: one AOTInductor CUDA package, compiled by Inductor's defaults and by autograph's
 #              settings, each loaded without autograph and with it (scripts/gpu_aoti_probe.py). Python parts run under scripts/segv_backtrace.c, so that a
 #              crash leaves its native stack in the log
-#              Triton's code for the stitch bench's groups is compiled here too (CPU work).
-#   timed      alone on the GPU: bench/stitch_kernel_bench.py (NVRTC kernels against ATen's and
-#              Triton's); bench/shape_plans.py; `autograph bench` of the paper's methods at batch 1,
-#              one zoo model at a time while time is left
+#   timed      alone on the GPU: the export path against torch.compile default and max-autotune
+#              (bench/torch_compile_bench.py), one model of --others at a time; `autograph bench` of the
+#              paper's methods at batch 1, one zoo model at a time while time is left. (The NVRTC
+#              kernels against Triton's, bench/stitch_kernel_bench.py, and the plans per shape,
+#              bench/shape_plans.py, were measured in bench/results/gpu-2026-11-26b-h100; run them by hand.)
 # Each part runs under a timeout; a failing part does not stop the others. OUT_DIR gets summary.txt
 # (a line per part) and logs.tar.gz (every log, env.txt and the benchmark's results.md/csv).
-# Usage (on the GPU machine, .gpu carried): scripts/gpu_quick_check.sh [--budget S] [--models "a b"] OUT_DIR
+# Usage (on the GPU machine, .gpu carried):
+#   scripts/gpu_quick_check.sh [--budget S] [--models "a b"] [--others "a b"] OUT_DIR
 #   e.g. run(command="bash scripts/gpu_quick_check.sh \"$OUT\"", carry=[".gpu"], timeout_s=590)
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root" || exit 1
-budget=540 models="squeezenet resnet50 inception_v3 randwire nasnet_a_mobile resnext50_32x4d bert_base" out=""
+budget=540 models="nasnet_a_mobile squeezenet resnet50 inception_v3 randwire resnext50_32x4d bert_base" out=""
+others="squeezenet bert_base"
 while [ $# -gt 0 ]; do
   case "$1" in
     --budget) budget=$2; shift 2 ;;
     --models) models=$2; shift 2 ;;
-    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
+    --others) others=$2; shift 2 ;;
+    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
     *) out=$1; shift ;;
   esac
 done
-[ -n "$out" ] || { sed -n '2,19p' "$0"; exit 2; }
+[ -n "$out" ] || { sed -n '2,21p' "$0"; exit 2; }
 [ -f .gpu/bin/libautograph.so ] || { echo "gpu_quick_check: no .gpu/ here: run scripts/gpu_pack.sh and carry .gpu" >&2; exit 2; }
 start=$(date +%s) deadline=$(( $(date +%s) + budget ))
 left() { echo $(( deadline - $(date +%s) )); }
@@ -130,28 +134,20 @@ done
     done
   done > "$logs/aoti.log" 2>&1
   echo "aoti probe (a CUDA package loaded alone, then with autograph): $(grep -E '^rc ' "$logs/aoti.log" | tr '\n' ' ')" > "$logs/aoti.res" ) &
-# The Triton side of bench/stitch_kernel_bench.py, compiled now (CPU work, in 3 processes) and timed
-# below with the GPU to itself.
-for shard in 0 1 2; do
-  timeout -k 5 $(( t_correct - ($(date +%s) - start) )) "$PY" bench/stitch_kernel_bench.py --device cuda \
-    --packages "$out/stitch_packages" --compile-only --shard $shard/3 > "$logs/stitch-compile-$shard.log" 2>&1 &
-done
 wait
 cat "$logs"/*.res | tee -a "$summary"
 
-# ---- timed, alone on the GPU: the NVRTC kernels against ATen's and Triton's, plans per shape, the benchmark
-t=$(( $(left) - 25 )); [ $t -le 90 ] || t=90
-timeout -k 5 "$t" "$PY" bench/stitch_kernel_bench.py --device cuda --packages "$out/stitch_packages" --runs 100 \
-  --out "$out/bench/stitch_kernel" > "$logs/stitch-kernel.log" 2>&1
-say "stitched cuda vs aten and triton: rc $?; $(grep -c '^| [a-z]' "$out/bench/stitch_kernel/stitch_kernel.md" 2>/dev/null) groups timed"
-# Plans per shape (bench/shape_plans.py): where the best schedule differs by shape.
-t=$(( $(left) - 25 )); [ $t -le 150 ] || t=150
-if [ $t -ge 45 ]; then
-  timeout -k 5 "$t" "$PY" bench/shape_plans.py --device cuda --runs 20 --out "$out/bench/shape_plans" \
-    > "$logs/shape-plans.log" 2>&1
-  say "shape plans on cuda: rc $?; $(grep -c '^| [0-9]' "$out/bench/shape_plans/results.md" 2>/dev/null) shapes measured"
-fi
-
+# ---- timed, alone on the GPU: the export path against torch.compile default and max-autotune (issue 28),
+# then the paper's methods
+for m in $others; do
+  t=$(( $(left) * 2 / 5 )); [ $t -le 180 ] || t=180
+  if [ $t -lt 60 ]; then say "others $m: not reached (budget)"; continue; fi
+  timeout -k 5 "$t" env LD_PRELOAD="$bin/segv_backtrace.so" "$PY" bench/torch_compile_bench.py --zoo "$AUTOGRAPH_ZOO_DIR" \
+    --models "$m" --device cuda --batch 1 --modes default max-autotune --export-path --warmup 20 --runs 50 \
+    --out "$out/bench/others-$m" > "$logs/others-$m.log" 2>&1
+  say "others $m (torch.compile default, max-autotune, export path): rc $? ($t s allowed);" \
+    "$(tail -n +2 "$out/bench/others-$m/results.csv" 2>/dev/null | wc -l) rows in results.csv"
+done
 # One zoo model at a time while time is left.
 for m in $models; do
   t=$(( $(left) - 25 ))
