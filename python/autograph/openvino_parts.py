@@ -4,9 +4,9 @@ OpenVINO's CPU plugin runs some models well ahead of Inductor's C++ code (depthw
 NAS-style convolution networks: 2× on nasnet_a_mobile on the 2-core VM). A part — today the whole
 graph — is exported to ONNX by torch.onnx in autograph's process and read by OpenVINO (its PyTorch
 frontend where that export fails; see _openvino_convert.py) in a Python process of its own that runs
-beside Inductor's compile of the other candidates (start_package), serialized as IR (XML and float32 weights, never compressed to
-float16) and packed into one uint8 tensor (_openvino_convert.save_package). In the
-program it becomes one ``autograph::run_openvino_part`` call, which libautograph_openvino.so runs
+beside Inductor's compile of the other candidates (start_package), serialized as IR (XML and float32
+weights, never compressed to float16) and packed into one uint8 tensor (_openvino_convert.save_package).
+In the program it becomes one ``autograph::run_openvino_part`` call, which libautograph_openvino.so runs
 with the latency hint and float32 inference precision. Like every candidate it is kept only where the
 whole program measures faster. Packages are cached on disk beside Inductor's, keyed by the part's
 graph, its weights and the OpenVINO and torch versions.
