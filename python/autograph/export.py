@@ -700,11 +700,10 @@ _SETTLE_MS = 10.0
 
 def _time_callables(calls: Dict[str, Any], device: torch.device, rounds: int = 10) -> Dict[str, float]:
     """Median ms of each callable, run in alternation (after two untimed warm-up runs each on a GPU; on
-    CPU the settling below warms them up); one clearly slower after _RACE_AFTER rounds (or far
-    slower after the first) stops (its median is then of fewer runs, and still the slower), and all stop
-    when those left are tied. On CPU each timed run follows
-    _SETTLE_MS of untimed runs of the same callable (at least one): the previous callable's thread pool
-    may still be busy. OpenMP's workers spin after Inductor's or ATen's code, and an OpenVINO part run
+    CPU the settling below warms them up); one clearly slower after _RACE_AFTER rounds (or far slower
+    after the first) stops (its median is then of fewer runs, and still the slower), and all stop when
+    those left are tied. On CPU each timed run follows _SETTLE_MS of untimed runs of the same callable
+    (at least one): the previous callable's thread pool may still be busy. OpenMP's workers spin after Inductor's or ATen's code, and an OpenVINO part run
     straight after them took 8.9 ms instead of 6.2 ms (squeezenet, 2 cores). A model called in a loop
     meets itself, not its rivals."""
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
@@ -712,10 +711,11 @@ def _time_callables(calls: Dict[str, Any], device: torch.device, rounds: int = 1
     samples: Dict[str, List[float]] = {name: [] for name in calls}
     racing = set(calls)
     with torch.no_grad():
-        for call in calls.values():
-            for _ in range(0 if settle_s is not None else 2):
+        if settle_s is None:
+            for call in calls.values():
                 call()
-        sync()
+                call()
+            sync()
         for r in range(rounds):
             for name, call in calls.items():
                 if name not in racing:
@@ -902,7 +902,7 @@ def _with_inductor_parts(builder: "PartBuilder", graph: Dict[str, Any], program:
     before the search (_compile_before_search)."""
     start = time.perf_counter()
     candidates, errors, cached = inductor_candidates(builder, graph, program, weights, tensors, settings,
-                                                     ready=ready or {})
+                                                     ready=ready)
     summary: Dict[str, Any] = {"compile_s": round(time.perf_counter() - start, 3), "cached_parts": cached,
                                "errors": errors, "candidates": {name: _described(c) for name, c in candidates.items()}}
     candidates["aten"] = (program, weights, report, 0)
@@ -1162,22 +1162,34 @@ def _mismatch(got: Sequence[torch.Tensor], want: Sequence[torch.Tensor], what: s
     return None
 
 
+def _call_of(candidate, graph: Optional[Dict[str, Any]], aten_weights: Optional[List[torch.Tensor]],
+             tensors: List[torch.Tensor]) -> Callable[[], Any]:
+    """A candidate as a call without arguments: a program run on its own weights and the user's
+    `tensors`, or a _JustInTime callable on its inputs among those of the ATen plan's program
+    (`aten_weights`, then `tensors`), which `graph` places."""
+    if isinstance(candidate, _JustInTime):
+        inputs = candidate.inputs(graph, aten_weights + tensors)
+        return lambda: candidate.call(*inputs)
+    program, passed = candidate[0], candidate[1] + tensors
+    return lambda: torch.ops.autograph.execute(passed, program)
+
+
 def _wrong_candidates(candidates, tensors: List[torch.Tensor], graph: Optional[Dict[str, Any]] = None) -> Dict[str, str]:
     """The candidates whose outputs differ from the plan's on ATen's kernels ("aten") on the example
     inputs (_mismatch), with what differs: they are not kept, whatever their speed. (`graph`: the
     program's graph, which a _JustInTime candidate's outputs are matched against.)"""
-    program, weights = candidates["aten"][0], candidates["aten"][1]
+    aten_weights = candidates["aten"][1]
     wrong = {}
     with torch.no_grad():
-        want = torch.ops.autograph.execute(weights + tensors, program)
+        want = _call_of(candidates["aten"], graph, aten_weights, tensors)()
         for name, candidate in candidates.items():
             if name == "aten":
                 continue
-            if isinstance(candidate, _JustInTime):
-                got = list(candidate.call(*candidate.inputs(graph, weights + tensors)))
+            got = list(_call_of(candidate, graph, aten_weights, tensors)())
+            if isinstance(candidate, _JustInTime):  # its outputs are some of the program's
                 why = _mismatch(got, [want[graph["outputs"].index(v)] for v in candidate.output_ids], "the plan")
             else:
-                why = _mismatch(torch.ops.autograph.execute(candidate[1] + tensors, candidate[0]), want, "the plan")
+                why = _mismatch(got, want, "the plan")
             if why:
                 wrong[name] = why
     return wrong
@@ -1188,12 +1200,8 @@ def _time_candidates(candidates, tensors: List[torch.Tensor], graph: Dict[str, A
     """Median ms of each candidate (a program, or a _JustInTime callable on the inputs of the program
     `candidates["aten"]`), run in alternation on the device (_time_callables)."""
     device = tensors[0].device if tensors else torch.device("cpu")
-    calls = {}
-    for name, c in candidates.items():
-        if isinstance(c, _JustInTime):
-            calls[name] = lambda c=c, inputs=c.inputs(graph, candidates["aten"][1] + tensors): c.call(*inputs)
-        else:
-            calls[name] = lambda p=c[0], passed=c[1] + tensors: torch.ops.autograph.execute(passed, p)
+    aten_weights = candidates["aten"][1] if "aten" in candidates else None  # what a _JustInTime reads
+    calls = {name: _call_of(c, graph, aten_weights, tensors) for name, c in candidates.items()}
     return _time_callables(calls, device, rounds)
 
 
