@@ -12,6 +12,7 @@ whole program measures faster. Packages are cached on disk beside Inductor's, ke
 graph, its weights and the OpenVINO and torch versions.
 """
 import contextlib
+import functools
 import logging
 import os
 import subprocess
@@ -133,18 +134,11 @@ def _hand_over(gm: torch.fx.GraphModule, examples: Sequence[torch.Tensor], label
     """The part (and `model`, its ONNX model, where torch.onnx exported it) handed to the converter
     `process`, or converted here when result() is called where there is none or it fails."""
     exported = model is not None
-
-    def here() -> None:
-        if process is None and exported:
-            converted = _openvino_convert.from_onnx(model)
-        elif exported:  # the process failed: its model was not kept
-            converted = _openvino_convert.convert(gm, examples)
-        else:
-            converted = _openvino_convert.from_pytorch(gm, examples)
-        _openvino_convert.save_package(converted, path)
-
     if process is None:
-        return PendingPackage(path, here=here, folder=folder)
+        return PendingPackage(path, here=functools.partial(_convert_here, gm, examples, path, model, exported),
+                              folder=folder)
+    # Where the process fails, its model is not at hand any more: converted here from the start.
+    here = functools.partial(_convert_here, gm, examples, path, None, exported)
     if not exported:
         try:  # the module pickled, code and weights: 0.75 s for bert_base
             torch.save(gm, os.path.join(folder.name, "part.pt"))
@@ -152,17 +146,28 @@ def _hand_over(gm: torch.fx.GraphModule, examples: Sequence[torch.Tensor], label
         except Exception as e:  # noqa: BLE001 - a module that does not pickle: converted here
             _log.info("autograph: %s does not pickle (%s); converting it here", label, e)
             PendingPackage(path, process=process).close()
-            process = None
             return PendingPackage(path, here=here, folder=folder)
         _tell(process, _openvino_convert.PYTORCH)
         return PendingPackage(path, here=here, process=process, folder=folder)
     # The model goes through the pipe from a thread (bert_base's 436 MB: the writes release the GIL), so
-    # that this one goes on to Inductor's compile at once. Only the process keeps the model.
+    # that this one goes on to Inductor's compile at once. Only the thread keeps the model.
     sender = threading.Thread(target=_tell, args=(process, _openvino_convert.onnx_header(len(model)), model),
                               name="autograph-openvino-sender", daemon=True)
     sender.start()
-    model = None
     return PendingPackage(path, here=here, process=process, folder=folder, sender=sender)
+
+
+def _convert_here(gm: torch.fx.GraphModule, examples: Sequence[torch.Tensor], path: str, model: Optional[bytes],
+                  exported: bool) -> None:
+    """The package converted in this process: from `model` (the ONNX model) where it is at hand, else
+    exported again where torch.onnx could (`exported`), else by OpenVINO's PyTorch frontend."""
+    if model is not None:
+        converted = _openvino_convert.from_onnx(model)
+    elif exported:
+        converted = _openvino_convert.convert(gm, examples)
+    else:
+        converted = _openvino_convert.from_pytorch(gm, examples)
+    _openvino_convert.save_package(converted, path)
 
 
 def _tell(process: subprocess.Popen, *chunks: bytes) -> None:
