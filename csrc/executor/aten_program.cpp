@@ -10,6 +10,7 @@
 
 #include "autograph/error.h"
 #include "core/aten_graph.h"
+#include "executor/capture_inputs.h"
 #include "executor/inductor_part.h"
 #include "executor/merge_candidate_json.h"
 #include "executor/openvino_part.h"
@@ -37,8 +38,6 @@ std::string ShapeAndType(const TensorMeta& meta) { return ShapeString(meta.shape
 // Sets of weights a program with merged kernels keeps bound (an AtenProgram is shared by every
 // exported program of the same text, each with its own weights).
 constexpr size_t kBoundWeightSets = 4;
-
-int64_t VersionOf(const at::Tensor& t) { return t.is_inference() ? 0 : static_cast<int64_t>(t._version()); }
 
 // The merge candidates of `graph` with their weight and bias from `inputs` (per graph input).
 void BindMergeWeights(OpGraph* graph, const std::vector<at::Tensor>& inputs) {
@@ -81,6 +80,17 @@ AtenProgram::AtenProgram(OpGraph graph, Schedule schedule, ExecutorOptions optio
     : graph_(std::move(graph)), schedule_(std::move(schedule)), options_(options) {
   TORCH_CHECK(graph_.aten_graph(), "AtenProgram: the operator graph is not over an exported program");
   const AtenGraph& aten = *graph_.aten_graph();
+  num_inputs_ = aten.inputs.size();
+  is_package_.assign(aten.inputs.size(), false);
+  for (const AtenNode& node : aten.nodes) {
+    if ((node.op != kInductorPartOp && node.op != kOpenVinoPartOp) || node.args.size() < 2 ||
+        node.args[1].kind != AtenArgument::Kind::Value)
+      continue;
+    for (size_t i = 0; i < aten.inputs.size(); ++i) is_package_[i] = is_package_[i] || aten.inputs[i] == node.args[1].value;
+  }
+  // A CUDA Graph reads the weights and packages where they are: the same tensors come with every call.
+  options_.bound_inputs.assign(aten.inputs.size(), false);
+  for (size_t i = 0; i < aten.inputs.size(); ++i) options_.bound_inputs[i] = aten.input_is_weight[i] || is_package_[i];
   for (const Stage& stage : schedule_.stages) {
     if (stage.strategy != StageStrategy::Merge) continue;
     for (const auto& group : stage.groups) {
@@ -102,14 +112,6 @@ AtenProgram::AtenProgram(OpGraph graph, Schedule schedule, ExecutorOptions optio
     OpGraph checked = graph_;
     BindMergeWeights(&checked, meta);
     ValidateSchedule(schedule_, checked);
-  }
-  num_inputs_ = aten.inputs.size();
-  is_package_.assign(aten.inputs.size(), false);
-  for (const AtenNode& node : aten.nodes) {
-    if ((node.op != kInductorPartOp && node.op != kOpenVinoPartOp) || node.args.size() < 2 ||
-        node.args[1].kind != AtenArgument::Kind::Value)
-      continue;
-    for (size_t i = 0; i < aten.inputs.size(); ++i) is_package_[i] = is_package_[i] || aten.inputs[i] == node.args[1].value;
   }
 }
 

@@ -7,8 +7,9 @@
 // stream too early; inputs and constants stay in the value table until after the join and need no
 // mark. Outputs made on side streams are marked used on the caller's stream.
 //
-// Optionally the whole run is captured into a CUDA Graph once per input signature and replayed from
-// static input buffers. Replays are ordered one after another on the device whatever stream each
+// Optionally the whole run is captured into a CUDA Graph once per input signature and replayed: the
+// user's tensors are copied into the graph's buffers, weights and packages are read where they are
+// (CaptureInputs). Replays are ordered one after another on the device whatever stream each
 // caller uses, and outputs (inside tuples, lists and dicts too) are copied out of the graph's
 // buffers. A signature whose capture fails (an operator that synchronizes, say) ends the capture,
 // discards the graph and runs eagerly from then on, with a warning.
@@ -33,10 +34,10 @@
 #include <map>
 #include <mutex>
 #include <optional>
-#include <sstream>
 
 #include "autograph/error.h"
 #include "core/operator_flops.h"
+#include "executor/capture_inputs.h"
 #include "executor/clone_tensors.h"
 #include "executor/recently_used.h"
 #include "executor/stream_pool.h"
@@ -56,27 +57,6 @@ void MarkUsedOn(const c10::IValue& value, const CUDAStream& stream) {
   CollectTensors(value, &tensors);
   for (const at::Tensor& t : tensors)
     if (t.is_cuda()) t.record_stream(stream);
-}
-
-// What a capture depends on: each tensor's dtype, sizes and device (its data is copied into the
-// static buffers on every replay), and the value of every other input (numbers, bools, strings,
-// None, lists of those), which the captured kernels baked in. nullopt for inputs a capture cannot
-// stand for (tensor lists, objects, ...).
-std::optional<std::string> CaptureKey(const std::vector<c10::IValue>& inputs) {
-  std::ostringstream key;
-  for (const c10::IValue& v : inputs) {
-    if (v.isTensor()) {
-      const at::Tensor& t = v.toTensor();
-      key << 'T' << static_cast<int>(t.scalar_type()) << '@' << t.device() << t.sizes();
-    } else if (v.isNone() || v.isInt() || v.isDouble() || v.isBool() || v.isString() || v.isIntList() ||
-               v.isDoubleList() || v.isBoolList()) {
-      key << v.tagKind() << '=' << v;
-    } else {
-      return std::nullopt;
-    }
-    key << ';';
-  }
-  return key.str();
 }
 
 // A CUDAGraph whose failed capture can give the random generators back. capture_begin puts every
@@ -122,7 +102,7 @@ class CudaStageBackend : public StageBackend {
  public:
   CudaStageBackend(std::shared_ptr<const StagePlan> plan, const ExecutorOptions& options)
       : plan_(std::move(plan)), device_(options.device), cuda_graph_(options.cuda_graph),
-        recent_captures_(static_cast<size_t>(options.max_cuda_graphs)) {
+        inputs_(options.bound_inputs), recent_captures_(static_cast<size_t>(options.max_cuda_graphs)) {
     if (!device_.has_index()) device_ = c10::Device(c10::kCUDA, 0);
   }
 
@@ -137,7 +117,7 @@ class CudaStageBackend : public StageBackend {
   // themselves as its static buffers, so a timed replay copies nothing in or out.
   std::function<void()> BindInputs(std::vector<c10::IValue> inputs) const override {
     CheckDevice();
-    if (cuda_graph_ && CaptureKey(inputs)) {
+    if (cuda_graph_ && inputs_.KeyOf(inputs)) {
       c10::cuda::CUDAGuard device_guard(device_);
       std::lock_guard<std::mutex> lock(capture_mutex_);
       std::shared_ptr<Captured> captured = Capture(std::move(inputs));
@@ -330,7 +310,7 @@ class CudaStageBackend : public StageBackend {
   // replay waits for the previous one's outputs to be copied out, whatever stream that caller used.
   std::vector<c10::IValue> RunCaptured(std::vector<c10::IValue> inputs) const {
     std::lock_guard<std::mutex> lock(capture_mutex_);
-    std::optional<std::string> key = CaptureKey(inputs);
+    std::optional<CaptureKey> key = inputs_.KeyOf(inputs);
     if (!key) {
       TORCH_WARN_ONCE("autograph: CUDA Graph mode captures tensor, number, bool, string and list-of-number "
                       "inputs only; this program runs without a graph for other inputs");
@@ -338,25 +318,20 @@ class CudaStageBackend : public StageBackend {
     }
     // Beyond max_cuda_graphs signatures the least recently used capture goes, and its memory pool with
     // it (after its last replay): a server's many shapes must not each hold a graph forever.
-    const std::vector<std::string> evicted = recent_captures_.Use(*key);
-    for (const std::string& old : evicted) captures_.erase(old);
+    const std::vector<CaptureKey> evicted = recent_captures_.Use(*key);
+    for (const CaptureKey& old : evicted) captures_.erase(old);
     if (!evicted.empty()) {
       TORCH_WARN_ONCE("autograph: this program has seen more input shapes than max_cuda_graphs (",
                       recent_captures_.limit(), "); the least recently used CUDA Graphs are released and "
                       "captured again when their shapes return");
     }
     auto it = captures_.find(*key);
-    if (it == captures_.end()) {
-      std::vector<c10::IValue> buffers;
-      for (const c10::IValue& v : inputs) buffers.push_back(v.isTensor() ? c10::IValue(v.toTensor().clone()) : v);
-      it = captures_.emplace(std::move(*key), Capture(std::move(buffers))).first;
-    }
+    if (it == captures_.end()) it = captures_.emplace(std::move(*key), Capture(inputs_.Buffers(inputs))).first;
     Captured& c = *it->second;  // (evictions happen above, under the same lock: never this one)
     if (!c.graph) return RunEager(std::move(inputs));
     const CUDAStream caller = c10::cuda::getCurrentCUDAStream(device_.index());
     if (c.used) c.last_use.block(caller);
-    for (size_t i = 0; i < inputs.size(); ++i)
-      if (inputs[i].isTensor()) c.static_inputs[i].toTensor().copy_(inputs[i].toTensor(), /*non_blocking=*/true);
+    inputs_.CopyInto(inputs, c.static_inputs);
     c.graph->replay();
     std::vector<c10::IValue> outputs;
     outputs.reserve(c.static_outputs.size());
@@ -372,8 +347,9 @@ class CudaStageBackend : public StageBackend {
   mutable std::mutex events_mutex_;
   mutable std::vector<std::vector<at::cuda::CUDAEvent>> free_events_;
   mutable std::mutex capture_mutex_;
-  mutable std::map<std::string, std::shared_ptr<Captured>> captures_;
-  mutable RecentlyUsed<std::string> recent_captures_;  // captures_' keys by last use, bounded
+  CaptureInputs inputs_;  // which inputs a replay copies
+  mutable std::map<CaptureKey, std::shared_ptr<Captured>> captures_;
+  mutable RecentlyUsed<CaptureKey> recent_captures_;  // captures_' keys by last use, bounded
 };
 
 }  // namespace

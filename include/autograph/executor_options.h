@@ -2,6 +2,8 @@
 // How a schedule runs: on which device, and on CUDA whether the whole run is replayed as one CUDA Graph.
 #include <c10/core/Device.h>
 
+#include <vector>
+
 namespace autograph {
 
 struct ExecutorOptions {
@@ -10,6 +12,10 @@ struct ExecutorOptions {
   // CUDA Graph mode: the most graphs (input shapes) kept, each with its memory pool; the least
   // recently used is released when a new shape needs one, and captured again when it returns.
   int max_cuda_graphs = 16;
+  // CUDA Graph mode: per input, whether the graph reads the caller's own tensor instead of a copy (an
+  // exported program's weights and packages: the same tensors every call). Set by whoever knows which
+  // inputs those are (AtenProgram, from its graph), not saved with a program.
+  std::vector<bool> bound_inputs;
 };
 
 }  // namespace autograph

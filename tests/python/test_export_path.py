@@ -274,6 +274,40 @@ print("ok")
     assert "ok" in run.stdout
 
 
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(
+    not torch.cuda.is_available(), reason="needs a CUDA device (scripts/gpu_quick_check.sh)"))])
+def test_another_program_of_the_same_text_runs_on_its_own_weights(device):
+    """Two models of one architecture optimize to one program text, which the process runs once
+    (AtenProgram::Cached). Each call runs on the weights it passes: on CUDA the captured graph reads
+    weights where they are (never copied per call), so the second model's weights get a graph of
+    their own, and the first model's calls after it still read the first model's. Both TF32 switches
+    off: the same kernels on other weights, within FP32 rounding (TOL)."""
+    tf32 = torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = False
+    try:
+        torch.manual_seed(0)
+        models = [Inception().to(device).eval() for _ in range(2)]
+        x = torch.randn(2, 8, 12, 12, device=device)
+        programs = []
+        for model in models:
+            optimized, _ = autograph.optimize(model, (x,), ir="export", method="nimble", inductor=False)
+            programs.append(_program_and_weights(optimized))
+        assert programs[0][0] == programs[1][0]  # one text: the premise
+        text = programs[0][0]
+        with torch.no_grad():
+            wants = [model(x) for model in models]
+        for k in (0, 1, 0, 1):
+            y = torch.randn_like(x)  # a new input each call: copied into the graph's buffer
+            with torch.no_grad():
+                want = models[k](y)
+            (got,) = torch.ops.autograph.execute(programs[k][1] + [y], text)
+            _close(got, want)
+        (got,) = torch.ops.autograph.execute(programs[0][1] + [x], text)
+        _close(got, wants[0])
+    finally:
+        torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = tf32
+
+
 class InPlace(torch.nn.Module):
     """What export's training IR keeps in place: ReLU(inplace=True), a residual `out += x`, and a value
     read again after it was written (`y.relu_()` whose result is not used: the later read sees it)."""
