@@ -39,8 +39,9 @@ def optimize(model: Model, example_inputs: Union[Sequence[Any], torch.Tensor, No
     to plan and run; default: the example inputs' device). Every option is in the README's option table
     (autograph.option_table() is its declaration). A bad option raises InputError before any work.
     strict=True raises where autograph would otherwise fall back quietly: a model the TorchScript path
-    cannot take apart (report["fallback"]), an Inductor candidate or the every-shape package that failed
-    to compile (report["inductor"]["errors"], report["dynamic_shapes"]["error"]).
+    cannot take apart (report["fallback"]), a compiled candidate or the every-shape package that failed
+    (report["inductor"]["errors"], report["dynamic_shapes"]["error"]); not an optional compiler that is
+    not installed (report["inductor"]["not_available"] names it).
 
     Returns the optimized ScriptModule (save it with torch.jit.save, load it with autograph.load) and the
     report as a dict (the keys of `autograph optimize --json`). report["timeline"] is the kept schedule in
@@ -102,7 +103,9 @@ def _raise_on_fallback(report: Dict[str, Any]) -> None:
     """strict=True: what optimize would have fallen back from, as an error."""
     if report.get("fallback"):
         raise UnsupportedModelError(f"strict: the model was not optimized: {report['fallback']}")
-    errors = (report.get("inductor") or {}).get("errors")
+    contest = report.get("inductor") or {}
+    # An optional compiler that is not installed (OpenVINO) is not a failure: the report says it is missing.
+    errors = {k: v for k, v in (contest.get("errors") or {}).items() if k not in contest.get("not_available", ())}
     if errors:
         raise Error("strict: Inductor candidates failed: " + "; ".join(f"{k}: {v}" for k, v in errors.items()))
     dynamic = report.get("dynamic_shapes") or {}

@@ -421,6 +421,11 @@ def optimize_exported(ep: ExportedProgram, *, method: str, device: Optional[str]
     tensors = [t for t in flat if isinstance(t, torch.Tensor)]
     if len(tensors) != len(flat):
         raise UnsupportedModelError("the export path takes tensor inputs only" + _TORCHSCRIPT_HINT)
+    # The optimized program holds the weights as its own buffers (frozen), so BatchNorm folds into the
+    # convolutions first; from here on every use of `ep` (the plan, each compiled candidate, the graph
+    # and plans for other shapes) reads the folded program. The caller's program stays as it was.
+    from .export_rewrites import fold_batchnorm
+    ep = fold_batchnorm(ep)
     dynamic = has_dynamic_shapes(ep)
     options = dict(options)
     shapes = _shapes_of(options.pop("shapes", None), tensors)
@@ -437,8 +442,9 @@ def optimize_exported(ep: ExportedProgram, *, method: str, device: Optional[str]
     weights = [_to_device(w, target, moved) for w in weights]
     tensors = [t.to(target) for t in tensors]
     settings = dict(options, method=method, device=str(target))
+    fused = _fused_for_cudnn(decomposed, target, moved) if _measures_rewrites(settings) else None
     program, weights, report, measure, compile_parts = _plan_and_compile(decomposed, graph, imported, weights,
-                                                                         tensors, settings)
+                                                                         tensors, settings, fused)
     extra: List[torch.Tensor] = []
     if dynamic:
         structured = pytree.tree_unflatten(tensors, in_spec)
@@ -810,12 +816,34 @@ def _planned(graph: Dict[str, Any], tensors: List[torch.Tensor], settings: Dict[
     return program, report
 
 
+def _measures_rewrites(settings: Dict[str, Any]) -> bool:
+    from .settings import Settings
+    return bool(settings.get("check_rewrites", Settings.check_rewrites))
+
+
+def _fused_for_cudnn(decomposed: ExportedProgram, target: torch.device,
+                     moved: Dict[Any, torch.Tensor]) -> Optional[Tuple[Dict[str, Any], List[torch.Tensor]]]:
+    """On CUDA, the graph with convolution (+ add) + relu as cuDNN's fused operators
+    (export_rewrites.fuse_conv_relu_cudnn) and its weights on `target`, where that changes anything;
+    else None. Planned too, it competes as "aten_cudnn" beside the plan on ATen's kernels (the
+    TorchScript path's fold_conv_relu, measured); Inductor's candidates are cut from the unfused graph,
+    since to Inductor the fused operators would be opaque calls in place of what it fuses itself."""
+    from .export_rewrites import fuse_conv_relu_cudnn
+    fused = fuse_conv_relu_cudnn(decomposed, target)
+    if fused is decomposed:
+        return None
+    graph, weights, _ = _import(fused)
+    return graph, [_to_device(w, target, moved) for w in weights]
+
+
 def _plan_and_compile(decomposed: ExportedProgram, graph: Dict[str, Any], imported: "_Imported",
-                      weights: List[torch.Tensor], tensors: List[torch.Tensor], settings: Dict[str, Any]):
+                      weights: List[torch.Tensor], tensors: List[torch.Tensor], settings: Dict[str, Any],
+                      fused: Optional[Tuple[Dict[str, Any], List[torch.Tensor]]] = None):
     """The plan of `graph` and, with option `inductor`, its Inductor candidates (_with_inductor_parts;
     where _compiles_beside_search, the whole graph's compile starts before the search and runs beside it;
     where _compiles_before_search, the whole graph's candidates are made first and the search's on-board
-    verification waits until the plan on ATen's kernels could be kept).
+    verification waits until the plan on ATen's kernels could be kept). `fused` (_fused_for_cudnn), where
+    rewrites are measured, is planned the same way and competes with them.
     Returns the program, its weights, the report, whether rewrites are measured and whether Inductor
     parts were wanted."""
     from . import inductor_parts as parts_module
@@ -831,13 +859,18 @@ def _plan_and_compile(decomposed: ExportedProgram, graph: Dict[str, Any], import
             ready = _compile_before_search(builder, graph)
         # With candidates made first, the plan is verified on board only where it measures close to them
         # (_verified_if_close): the search alone times nothing on CPU, and runs while OpenVINO converts.
-        program, report = _plan(graph, weights + tensors, dict(settings, verify=0) if ready else settings)
+        planning = dict(settings, verify=0) if ready else settings
+        program, report = _plan(graph, weights + tensors, planning)
         measure = report.pop("check_rewrites")
         compile_parts = report.pop("inductor")
         settings = dict(settings, openvino=report.pop("openvino", True))  # as the options resolved it
-        if compile_parts:
+        plans = {}
+        if fused is not None and measure:
+            fused_program, fused_report = _planned(fused[0], fused[1] + tensors, planning)
+            plans["aten_cudnn"] = (fused_program, fused[1], fused_report, 0)
+        if compile_parts or plans:
             program, weights, report = _with_inductor_parts(builder, graph, program, weights, tensors, settings,
-                                                            report, measure, ready)
+                                                            report, measure, ready, plans, compile_parts)
         elif ready:  # planned without verification for candidates that are not wanted after all
             program, _, report, _ = _verified(graph, weights, tensors, settings) or (program, None, report, 0)
     finally:
@@ -894,44 +927,73 @@ def _compile_before_search(builder: "PartBuilder", graph: Dict[str, Any]) -> Dic
 def _with_inductor_parts(builder: "PartBuilder", graph: Dict[str, Any], program: str,
                          weights: List[torch.Tensor], tensors: List[torch.Tensor], settings: Dict[str, Any],
                          report: Dict[str, Any], measure: bool,
-                         ready: Optional[Dict[str, Any]] = None) -> Tuple[str, List[torch.Tensor], Dict[str, Any]]:
+                         ready: Optional[Dict[str, Any]] = None, plans: Optional[Dict[str, Any]] = None,
+                         compile_parts: bool = True) -> Tuple[str, List[torch.Tensor], Dict[str, Any]]:
     """The plan with parts compiled by Inductor (inductor_parts.py) where a candidate measures faster
-    than the plan on ATen's kernels (`measure`; else the finest candidate is kept unmeasured); the
-    report's "inductor" entry says what was compiled, timed and kept. A candidate compiled just in time
+    than the plan on ATen's kernels (`measure`; else the finest candidate is kept unmeasured). A
+    candidate competes only with outputs close to the plan's in full float32 precision (_reference,
+    _judged). The report's "inductor" entry says what was compiled, checked, timed and kept: each
+    competing candidate's error and time ("candidates"), each other one's reason ("dropped"), the
+    reference ("reference"), how the kept program runs (its entry's "streams" and "cuda_graph") and the
+    warnings raised meanwhile ("warnings", shown as usual as well). A candidate compiled just in time
     (_JustInTime) that measures fastest is packaged then (_packaged_winner). `ready`: candidates made
-    before the search (_compile_before_search)."""
+    before the search (_compile_before_search). `plans`: other plans on ATen's kernels that compete
+    ({name: (program, weights, report, 0)}: "aten_cudnn"); without `compile_parts` they alone compete
+    with the plan."""
+    from .candidate_check import RecordedWarnings, rounded
     start = time.perf_counter()
     candidates, errors, cached = inductor_candidates(builder, graph, program, weights, tensors, settings,
-                                                     ready=ready)
+                                                     ready=ready) if compile_parts else ({}, {}, 0)
+    candidates.update(plans or {})
     summary: Dict[str, Any] = {"compile_s": round(time.perf_counter() - start, 3), "cached_parts": cached,
                                "errors": errors, "candidates": {name: _described(c) for name, c in candidates.items()}}
+    dropped = {name: {"why": "not available" if isinstance(why, _NotAvailable) else "not built", "detail": why}
+               for name, why in errors.items()}
+    not_available = sorted(name for name, why in errors.items() if isinstance(why, _NotAvailable))
+    if not_available:
+        summary["not_available"] = not_available
     candidates["aten"] = (program, weights, report, 0)
-    for name, why in _wrong_candidates(candidates, tensors, graph).items():
-        errors[name] = why
-        del candidates[name]
-        del summary["candidates"][name]
-    verified = not ready  # the ATen plan is verified on board where it could be kept (_verified_if_close)
-    if measure and len(candidates) > 1:
-        times = _time_candidates(candidates, tensors, graph)
-        for name, ms in times.items():
-            summary["candidates"].setdefault(name, {})["median_ms"] = round(ms, 4)
-        if ready:
-            verified = _verified_if_close(candidates, times, summary, graph, weights, tensors, settings)
-        best = min(times, key=times.get)
-        if isinstance(candidates[best], _JustInTime):
-            best = _packaged_winner(best, candidates, times, summary, builder, graph, program, weights, tensors,
-                                    settings)
-    else:  # the finest packaged candidate
-        best = next(name for name in ("plan", "whole", "aten")
-                    if name in candidates and not isinstance(candidates[name], _JustInTime))
-    if best == "aten" and not verified:  # kept, as the fastest or the only one: verification picks its schedule
-        candidates["aten"] = _verified(graph, weights, tensors, settings) or candidates["aten"]
+    times: Dict[str, float] = {}
+    with RecordedWarnings() as recorded:
+        reference = _reference(candidates, tensors, graph, settings, recorded)
+        summary["reference"] = reference.summary()
+        summary["candidates"]["aten"] = {"error": summary["reference"]["user_error"]}
+        for name, (error, why, bound) in _judged(candidates, tensors, graph, reference, recorded).items():
+            if why:  # not kept, whatever its speed
+                errors[name] = why
+                failed = why.startswith(_RUN_FAILED)
+                dropped[name] = {"why": "failed to run" if failed else "wrong output", "error": rounded(error),
+                                 "bound": rounded(bound), "detail": why}
+                del candidates[name]
+                del summary["candidates"][name]
+            else:
+                summary["candidates"][name]["error"] = rounded(error)
+        verified = not ready  # the ATen plan is verified on board where it could be kept (_verified_if_close)
+        if measure and len(candidates) > 1:
+            times = _time_candidates(candidates, tensors, graph)
+            for name, ms in times.items():
+                summary["candidates"].setdefault(name, {})["median_ms"] = round(ms, 4)
+            if ready:
+                verified = _verified_if_close(candidates, times, summary, graph, weights, tensors, settings)
+            best = min(times, key=times.get)
+            if isinstance(candidates[best], _JustInTime):
+                best = _packaged_winner(best, candidates, times, summary, builder, graph, program, weights, tensors,
+                                        settings, reference, recorded)
+        else:  # the finest packaged candidate
+            best = next(name for name in ("plan", "whole", "aten")
+                        if name in candidates and not isinstance(candidates[name], _JustInTime))
+        if best == "aten" and not verified:  # kept (the fastest or the only one): verification picks its plan
+            candidates["aten"] = _verified(graph, weights, tensors, settings) or candidates["aten"]
     summary["kept"] = best
     program, weights, chosen, _ = candidates[best]
+    summary["candidates"][best].update(_how_it_runs(program, chosen, recorded.of(best)))
+    summary["dropped"] = dict(dropped, **_not_kept(summary["candidates"], best, times))
+    if recorded.caught:
+        summary["warnings"] = recorded.listed()
     chosen = dict(chosen, inductor=summary)
     if best != "aten":  # what the user asked for, and the kept program's own measured time
         chosen["method"] = settings["method"]
-        label = "openvino whole" if best == "whole_openvino" else f"inductor {best}"
+        label = _LABELS.get(best, f"inductor {best}")
         chosen["chosen"] = label + (f" ({chosen['chosen']})" if chosen.get("chosen") else "")
         measured = summary["candidates"].get(best, {})
         if "median_ms" in measured:
@@ -939,6 +1001,34 @@ def _with_inductor_parts(builder: "PartBuilder", graph: Dict[str, Any], program:
     for key in ("operators_before", "memory_bound_before"):
         chosen[key] = report.get(key, chosen.get(key))
     return program, weights, chosen
+
+
+_LABELS = {"whole_openvino": "openvino whole", "aten_cudnn": "aten with cuDNN's fused conv+relu"}
+
+
+def _how_it_runs(program: str, report: Dict[str, Any], messages: List[str]) -> Dict[str, Any]:
+    """How the kept program runs, as its planner left it: the streams its schedule uses (the plan's
+    report) and whether it replays a CUDA Graph (the program's own flag, off where a capture of it
+    failed or was refused while it was checked and timed, `messages`)."""
+    from .candidate_check import left_cuda_graph
+    body = json.loads(program[program.index("\n") + 1:])
+    graph_mode = bool(body.get("cuda_graph")) and not left_cuda_graph(messages)
+    return {"streams": report.get("streams"), "cuda_graph": graph_mode}
+
+
+def _not_kept(competing: Dict[str, Dict[str, Any]], best: str, times: Dict[str, float]) -> Dict[str, Dict[str, Any]]:
+    """Why each of the `competing` candidates (their report entries) other than `best` was not kept."""
+    why: Dict[str, Dict[str, Any]] = {}
+    for name, entry in competing.items():
+        if name == best:
+            continue
+        if name not in times:
+            why[name] = {"why": "not timed", "detail": "check_rewrites is off: the finest candidate is kept"}
+        elif entry.get("packaged", "yes") != "yes":
+            why[name] = {"why": "not packaged", "detail": entry["packaged"]}
+        else:
+            why[name] = {"why": "slower", "median_ms": entry["median_ms"]}
+    return why
 
 
 def _verified(graph: Dict[str, Any], weights: List[torch.Tensor], tensors: List[torch.Tensor],
@@ -1006,12 +1096,14 @@ def _described(candidate) -> Dict[str, Any]:
 
 def _packaged_winner(name: str, candidates: Dict[str, Any], times: Dict[str, float], summary: Dict[str, Any],
                      builder: "PartBuilder", graph: Dict[str, Any], program: str, weights: List[torch.Tensor],
-                     tensors: List[torch.Tensor], settings: Dict[str, Any]) -> str:
+                     tensors: List[torch.Tensor], settings: Dict[str, Any], reference, recorded) -> str:
     """Which candidate to keep when `name`, compiled just in time, measured fastest: `name` packaged by
-    AOTInductor (the same kernels) if that package, checked and timed once more side by side with the
-    fastest packaged candidate, is faster; else that runner-up. A just-in-time lead under _RACE_MARGIN
-    keeps the runner-up without packaging: the package's own calls can take it back (rnntc_sru, 2-core
-    VM: 2.80 ms just in time, 3.10 ms packaged, against OpenVINO's 2.86 ms), and a package costs seconds."""
+    AOTInductor (the same kernels) if that package, checked against `reference` (_judged, `recorded`
+    as there) and timed once more side by side with the fastest packaged candidate, is faster; else
+    that runner-up. A just-in-time lead under _RACE_MARGIN keeps the runner-up without packaging: the
+    package's own calls can take it back (rnntc_sru, 2-core VM: 2.80 ms just in time, 3.10 ms packaged,
+    against OpenVINO's 2.86 ms), and a package costs seconds."""
+    from .candidate_check import rounded
     entry = summary["candidates"][name]
     packaged = {k: ms for k, ms in times.items() if not isinstance(candidates[k], _JustInTime)}
     runner_up = min(packaged, key=packaged.get)  # "aten" at least
@@ -1025,9 +1117,11 @@ def _packaged_winner(name: str, candidates: Dict[str, Any], times: Dict[str, flo
         body = json.loads(program[program.index("\n") + 1:])
         candidates[name] = _program_with_parts(builder, graph, weights, tensors, settings, body, [jit.part],
                                                compiled)
-        why = _wrong_candidates({"aten": candidates["aten"], name: candidates[name]}, tensors, graph).get(name)
+        error, why, _ = _judged({"aten": candidates["aten"], name: candidates[name]}, tensors, graph, reference,
+                                recorded)[name]
         if why:
             raise ValueError(why)
+        entry["packaged_error"] = rounded(error)
     except Exception as e:  # noqa: BLE001 - the runner-up is kept and the report says why
         entry["packaged"] = f"failed: {_why(e)}"
         return runner_up
@@ -1047,6 +1141,11 @@ def _progress(message: str) -> None:
         print(f"autograph: {message}", file=sys.stderr, flush=True)
     else:
         _log.info("autograph: %s", message)
+
+
+class _NotAvailable(str):
+    """Why an optional compiler's candidate is missing (its package is not installed): reported like an
+    error, but not one that strict=True raises for."""
 
 
 def inductor_candidates(builder: "PartBuilder", graph: Dict[str, Any], program: str,
@@ -1083,7 +1182,7 @@ def inductor_candidates(builder: "PartBuilder", graph: Dict[str, Any], program: 
         from ._library import openvino_missing
         missing = openvino_missing()
         if missing:  # the report says why the candidate the option asks for is not there
-            errors["whole_openvino"] = f"OpenVINO's candidate is not available: {missing}"
+            errors["whole_openvino"] = _NotAvailable(f"OpenVINO's candidate is not available: {missing}")
         else:
             cuts["whole_openvino"] = cuts["whole"]
     ready = ready or {}
@@ -1137,29 +1236,11 @@ def _why(e: Exception) -> str:
     return f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
 
 
-# How far a compiled candidate's outputs may be from the plan's on ATen's kernels, relative to each
-# output's largest magnitude: Inductor folds BatchNorm into weights, fuses arithmetic and reorders
-# reductions (measured up to 5e-5 on the zoo in float32); a wrong wiring or part moves outputs by
-# order 1. Lower-precision outputs get their dtype's resolution times 8.
-_CANDIDATE_TOLERANCE = 1e-3
-
-
 def _mismatch(got: Sequence[torch.Tensor], want: Sequence[torch.Tensor], what: str) -> Optional[str]:
-    """How `got` differs from `want` (the outputs of `what`) beyond _CANDIDATE_TOLERANCE of each output's
-    scale (exactly, for integer outputs), or None when they agree."""
-    for k, (g, e) in enumerate(zip(got, want)):
-        if g.shape != e.shape or g.dtype != e.dtype:
-            return f"output {k} is {tuple(g.shape)} {g.dtype}, {what}'s {tuple(e.shape)} {e.dtype}"
-        if not e.is_floating_point() and not e.is_complex():
-            if not torch.equal(g, e):
-                return f"output {k} differs from {what}'s"
-            continue
-        tolerance = max(_CANDIDATE_TOLERANCE, 8 * torch.finfo(e.dtype).eps)
-        scale = e.abs().max().item() if e.numel() else 0.0
-        err = (g - e).abs().max().item() if e.numel() else 0.0
-        if not err <= tolerance * max(scale, 1e-12):  # also catches NaN
-            return f"output {k} is {err:.3g} from {what}'s (scale {scale:.3g}; tolerance {tolerance:g} of the scale)"
-    return None
+    """How `got` differs from `want` (the outputs of `what`) beyond the float32 floor of each output's
+    scale (candidate_check.floor_of; exactly, for integer outputs), or None when they agree."""
+    from .candidate_check import Reference
+    return Reference(want).judge(got, what)[1]
 
 
 def _call_of(candidate, graph: Optional[Dict[str, Any]], aten_weights: Optional[List[torch.Tensor]],
@@ -1174,25 +1255,52 @@ def _call_of(candidate, graph: Optional[Dict[str, Any]], aten_weights: Optional[
     return lambda: torch.ops.autograph.execute(passed, program)
 
 
-def _wrong_candidates(candidates, tensors: List[torch.Tensor], graph: Optional[Dict[str, Any]] = None) -> Dict[str, str]:
-    """The candidates whose outputs differ from the plan's on ATen's kernels ("aten") on the example
-    inputs (_mismatch), with what differs: they are not kept, whatever their speed. (`graph`: the
-    program's graph, which a _JustInTime candidate's outputs are matched against.)"""
+def _reference(candidates, tensors: List[torch.Tensor], graph: Dict[str, Any], settings: Dict[str, Any],
+               recorded) -> Any:
+    """What the candidates are judged against (candidate_check.Reference): the outputs of the plan on
+    ATen's kernels ("aten") on the example inputs under the user's settings and, where those round
+    float32 matmuls or convolutions on the device (TF32), the same graph run once more in full
+    precision, planned one operator at a time without a CUDA Graph (a graph would replay the kernels
+    captured under the user's settings). Timing keeps the user's settings. `recorded`: as _judged's."""
+    from .candidate_check import reference_of
+    program, weights = candidates["aten"][0], candidates["aten"][1]
+
+    def in_full() -> List[torch.Tensor]:
+        plain, _ = _planned(graph, weights + tensors, dict(settings, method="sequential", cuda_graph=False))
+        with torch.no_grad():
+            return list(torch.ops.autograph.execute(weights + tensors, plain))
+
+    with torch.no_grad(), recorded.running("aten"):
+        user = list(torch.ops.autograph.execute(weights + tensors, program))
+    return reference_of(user, torch.device(settings["device"]), in_full)
+
+
+_RUN_FAILED = "its run failed"
+
+
+def _judged(candidates, tensors: List[torch.Tensor], graph: Dict[str, Any], reference,
+            recorded) -> Dict[str, Tuple[float, Optional[str], Optional[float]]]:
+    """Each candidate but "aten" run once on the example inputs (a _JustInTime's outputs are some of
+    the program's, which `graph` places) and judged against `reference` (_reference): {name: (largest
+    error relative to each output's scale, why its outputs are wrong or None, the bound missed)}. A
+    wrong candidate is not kept, whatever its speed. `recorded` (candidate_check.RecordedWarnings)
+    gives each run's warnings to its candidate."""
     aten_weights = candidates["aten"][1]
-    wrong = {}
+    judged = {}
     with torch.no_grad():
-        want = _call_of(candidates["aten"], graph, aten_weights, tensors)()
         for name, candidate in candidates.items():
             if name == "aten":
                 continue
-            got = list(_call_of(candidate, graph, aten_weights, tensors)())
-            if isinstance(candidate, _JustInTime):  # its outputs are some of the program's
-                why = _mismatch(got, [want[graph["outputs"].index(v)] for v in candidate.output_ids], "the plan")
-            else:
-                why = _mismatch(got, want, "the plan")
-            if why:
-                wrong[name] = why
-    return wrong
+            try:
+                with recorded.running(name):
+                    got = list(_call_of(candidate, graph, aten_weights, tensors)())
+            except Exception as e:  # noqa: BLE001 - a package that does not load or run: dropped, the report says why
+                judged[name] = (math.nan, f"{_RUN_FAILED}: {_why(e)}", None)
+                continue
+            positions = ([graph["outputs"].index(v) for v in candidate.output_ids]
+                         if isinstance(candidate, _JustInTime) else None)
+            judged[name] = reference.judge(got, "the plan", positions)
+    return judged
 
 
 def _time_candidates(candidates, tensors: List[torch.Tensor], graph: Dict[str, Any],

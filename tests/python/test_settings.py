@@ -91,6 +91,25 @@ def test_strict_raises_where_optimize_would_fall_back():
             autograph.optimize(scripted, [torch.randn(2)], method="nimble", strict=True)
 
 
+def test_strict_raises_for_a_failed_candidate_not_for_a_compiler_that_is_not_installed(monkeypatch):
+    from autograph import _library, inductor_parts, openvino_parts
+    missing = lambda: "the openvino package is not installed"  # noqa: E731
+    monkeypatch.setattr(_library, "openvino_missing", missing)
+    monkeypatch.setattr(openvino_parts, "openvino_missing", missing)
+    torch.manual_seed(0)
+    model, x = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU()).eval(), torch.randn(2, 8)
+    _, report = autograph.optimize(model, (x,), ir="export", method="sequential", strict=True)
+    assert report["inductor"]["not_available"] == ["whole_openvino"]
+    assert "not available" in report["inductor"]["errors"]["whole_openvino"]
+
+    def fails(*args, **kwargs):
+        raise RuntimeError("the compiler crashed")
+
+    monkeypatch.setattr(inductor_parts.PartBuilder, "compile", fails)
+    with pytest.raises(autograph.Error, match="strict: Inductor candidates failed: whole: .*crashed"):
+        autograph.optimize(model, (x,), ir="export", method="sequential", strict=True)
+
+
 def test_strict_backend_raises_instead_of_running_eagerly():
     torch._dynamo.reset()
 
