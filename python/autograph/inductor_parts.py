@@ -13,20 +13,21 @@ runs groups side by side, the plan's parts; when a weight feeds several compute-
 whole graph is compiled without freezing too (freezing packs a weight once per use). Each is timed against the program on ATen's kernels, side
 by side on the device, and the fastest is kept (never slower). Where OpenVINO's candidate competes
 (CPU), the whole graph is first compiled just in time (compile_fx, `compile_just_in_time`) and packaged
-only when that measures fastest (export._packaged_winner). Packages are cached on disk, keyed by
-the part's graph, its weights, the device, the Inductor settings and the torch version.
+only when that measures fastest (export._packaged_winner). Packages are cached on disk
+(part_cache.py), keyed by the part's graph and weights, the machine, the versions and Inductor's
+configuration (autograph's settings and the user's).
 """
 import concurrent.futures
 import hashlib
 import json
 import operator
-import os
 import weakref
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import torch
 from torch.export import ExportedProgram
 
+from . import part_cache
 from .inductor_toolchain import aoti_configs, compile_graph_module, compile_package
 
 PART_OP = "autograph::run_inductor_part"
@@ -35,10 +36,17 @@ _FORMAT = "autograph-inductor-part"
 MAX_PARTS = 8
 
 
-def cache_dir() -> str:
-    """AUTOGRAPH_INDUCTOR_CACHE, else ~/.cache/autograph/inductor (XDG_CACHE_HOME honoured)."""
-    return os.environ.get("AUTOGRAPH_INDUCTOR_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "autograph", "inductor")
+cache_dir = part_cache.cache_dir
+_SUFFIX = ".pt2"
+
+
+def inductor_compiler(configs: Dict[str, Any]) -> Dict[str, Any]:
+    """What an Inductor package depends on besides its graph: autograph's settings (`configs`) and the
+    rest of the user's Inductor configuration, which the compile reads too."""
+    user = torch._inductor.config.save_config_portable()
+    user.pop("aot_inductor.metadata", None)  # AOTInductor fills it in place as it packages (the machine's)
+    user = json.dumps(user, sort_keys=True, default=str)
+    return {"inductor": configs, "user_config": hashlib.sha256(user.encode()).hexdigest()}
 
 
 def parts_of_plan(body: Dict[str, Any]) -> List[List[int]]:
@@ -256,7 +264,7 @@ class PartBuilder:
 
     def is_cached(self, part: Sequence[int], freezing: bool = True) -> bool:
         """Whether the part's AOTInductor package is in the disk cache (compile then only reads it)."""
-        return os.path.exists(self._package_path(part, freezing)[3])
+        return part_cache.contains(self._package_path(part, freezing)[3], _SUFFIX)
 
     def compile_just_in_time(self, part: Sequence[int], label: str,
                              freezing: bool = True) -> Tuple[Callable[..., Any], List[int], List[int]]:
@@ -281,50 +289,45 @@ class PartBuilder:
         key = self._pending_key(part, freezing)
         if key not in self._paths:
             gm, input_ids, output_ids = self.module_of(part)
-            digest = _cache_key(gm, self.examples(input_ids), self.device, aoti_configs(freezing=freezing),
-                                self._digests)
-            self._paths[key] = (gm, input_ids, output_ids, os.path.join(cache_dir(), digest + ".pt2"))
+            configs = aoti_configs(freezing=freezing)
+            content = _cache_key(gm, self.examples(input_ids), self.device, configs, self._digests)
+            entry = part_cache.key("aoti-part", self.device, inductor_compiler(configs), content)
+            self._paths[key] = (gm, input_ids, output_ids, entry)
         return self._paths[key]
 
     def _compile_now(self, part: Sequence[int], label: str, freezing: bool) -> Tuple[bytes, List[int], List[int]]:
-        gm, input_ids, output_ids, path = self._package_path(part, freezing)
+        gm, input_ids, output_ids, entry = self._package_path(part, freezing)
         self._paths.pop(self._pending_key(part, freezing), None)  # compiled once: the module is not kept
-        examples = self.examples(input_ids)
-        configs = aoti_configs(freezing=freezing)
-        self.cached += os.path.exists(path)
-        if not os.path.exists(path):
+        package = part_cache.read(entry, _SUFFIX)
+        self.cached += package is not None
+        if package is None:
             self.progress(f"compiling {label} with Inductor ({len(part)} operators)")
-            os.makedirs(cache_dir(), exist_ok=True)
-            with torch.no_grad():
-                partial = f"{path[:-4]}.{os.getpid()}.partial.pt2"
-                compile_graph_module(gm, examples, partial, configs)
-            os.replace(partial, path)  # whole packages only, also with concurrent optimizers
-        with open(path, "rb") as f:
-            return f.read(), input_ids, output_ids
+            with part_cache.writing(entry, _SUFFIX) as partial, torch.no_grad():
+                compile_graph_module(gm, self.examples(input_ids), partial, aoti_configs(freezing=freezing))
+            package = part_cache.commit(partial, entry, _SUFFIX)
+        return package, input_ids, output_ids
 
 
 def compile_for_every_shape(ep: torch.export.ExportedProgram, device: torch.device,
                             progress: Callable[[str], None]) -> Tuple[bytes, List[Dict[str, Any]], bool]:
     """One AOTInductor package of a whole program with dynamic shapes (weights frozen), for every shape
     in its range; the outputs' spec (-1 where a size is symbolic) and whether it came from the disk cache."""
-    configs = aoti_configs(dynamic=True)
+    configs = aoti_configs()
     h = hashlib.sha256()
-    h.update(f"{torch.__version__}|{device}|{json.dumps(configs, sort_keys=True)}|".encode())
     h.update(str(ep.graph).encode())
     h.update(str(sorted((str(k), str(v)) for k, v in ep.range_constraints.items())).encode())
     for name, t in sorted(list(ep.state_dict.items()) + list(ep.constants.items()), key=lambda kv: kv[0]):
         if isinstance(t, torch.Tensor):
             h.update(f"{name}{tuple(t.shape)}{t.stride()}{t.dtype}".encode())
             h.update(t.detach().cpu().contiguous().view(torch.uint8).numpy().tobytes() if t.numel() else b"")
-    path = os.path.join(cache_dir(), h.hexdigest()[:32] + ".pt2")
-    cached = os.path.exists(path)
+    entry = part_cache.key("aoti-every-shape", device, inductor_compiler(configs), h.hexdigest())
+    package = part_cache.read(entry, _SUFFIX)
+    cached = package is not None
     if not cached:
         progress("compiling the program for every shape in its range with Inductor")
-        os.makedirs(cache_dir(), exist_ok=True)
-        partial = f"{path[:-4]}.{os.getpid()}.partial.pt2"
-        with torch.no_grad():
-            compile_package(ep, partial, aoti_configs())
-        os.replace(partial, path)
+        with part_cache.writing(entry, _SUFFIX) as partial, torch.no_grad():
+            compile_package(ep, partial, configs)
+        package = part_cache.commit(partial, entry, _SUFFIX)
     from .export import _DTYPE_NAMES
     (output,) = [n for n in ep.graph.nodes if n.op == "output"]
     specs = []
@@ -333,15 +336,14 @@ def compile_for_every_shape(ep: torch.export.ExportedProgram, device: torch.devi
         specs.append({"shape": [d if isinstance(d, int) else -1 for d in val.shape],
                       "stride": [d if isinstance(d, int) else -1 for d in val.stride()],
                       "dtype": _DTYPE_NAMES[val.dtype]})
-    with open(path, "rb") as f:
-        return f.read(), specs, cached
+    return package, specs, cached
 
 
 def package_graph(package: bytes, specs: List[Dict[str, Any]], input_values: List[Dict[str, Any]],
                   output_values: List[Dict[str, Any]], device: torch.device) -> Dict[str, Any]:
     """The AtenGraph that runs one package on the user's inputs: inputs [package, user's tensors...],
     one run_inductor_part node, its outputs by getitem."""
-    spec = {"format": _FORMAT, "digest": hashlib.sha256(package).hexdigest(), "device": str(device),
+    spec = {"format": _FORMAT, "digest": part_cache.sha256_of(package), "device": str(device),
             "outputs": specs, "flops": 0.0, "compute_bound": True}
     values = [{"tensor": True, "shape": [len(package)], "stride": [1], "dtype": "Byte"}] + list(input_values)
     user = list(range(1, len(values)))
@@ -373,7 +375,7 @@ def rewrite_with_parts(graph: Dict[str, Any], weight_tensors: List[torch.Tensor]
             replaced.append((i, [node]))
     for k, (part, (package, input_ids, output_ids)) in enumerate(zip(parts, compiled)):
         flops, compute_bound = part_costs(body, part)
-        spec = {"format": fmt, "digest": hashlib.sha256(package).hexdigest(), "device": str(device),
+        spec = {"format": fmt, "digest": part_cache.sha256_of(package), "device": str(device),
                 "outputs": [{key: values[v][key] for key in ("shape", "stride", "dtype")} for v in output_ids],
                 "flops": flops, "compute_bound": compute_bound}
         values.append({"tensor": True, "shape": [len(package)], "stride": [1], "dtype": "Byte"})

@@ -8,13 +8,14 @@ beside Inductor's compile of the other candidates (start_package), serialized as
 weights, never compressed to float16) and packed into one uint8 tensor (_openvino_convert.save_package).
 In the program it becomes one ``autograph::run_openvino_part`` call, which libautograph_openvino.so runs
 with the latency hint and float32 inference precision. Like every candidate it is kept only where the
-whole program measures faster. Packages are cached on disk beside Inductor's, keyed by the part's
-graph, its weights and the OpenVINO and torch versions.
+whole program measures faster. Packages are cached on disk beside Inductor's (part_cache.py), keyed
+by the part's graph, its weights and the OpenVINO and torch versions.
 """
 import contextlib
 import functools
 import logging
 import os
+import struct
 import subprocess
 import sys
 import tempfile
@@ -23,10 +24,15 @@ from typing import Any, Dict, Optional, Sequence
 
 import torch
 
-from . import _openvino_convert
+from . import _openvino_convert, part_cache
 from ._library import openvino_missing
 from .errors import Error
-from .inductor_parts import _cache_key, cache_dir
+from .inductor_parts import _cache_key
+
+_SUFFIX = ".ovpart"
+# How long the converter process may take: a hung one must not hang optimize (the candidate is then
+# dropped, and the report says why). The largest models convert in well under a minute.
+CONVERT_TIMEOUT_S = 600.0
 
 PART_OP = "autograph::run_openvino_part"
 FORMAT = "autograph-openvino-part"
@@ -39,28 +45,43 @@ def available() -> bool:
 
 
 class PendingPackage:
-    """An OpenVINO package being made (start_package): `result()` waits for it and returns its bytes;
-    `close()` stops what is still running. Whatever fails, result() raises it."""
+    """An OpenVINO package being made (start_package), or read from the cache (`package`): `result()`
+    waits for it and returns its bytes; `close()` stops what is still running and removes what it
+    wrote. Whatever fails, result() raises it."""
 
-    def __init__(self, path: str, here=None, process: Optional[subprocess.Popen] = None,
-                 folder: Optional[tempfile.TemporaryDirectory] = None, sender: Optional[threading.Thread] = None):
-        # `here` converts in this process: where no converter process runs, or where it failed. `sender`
-        # writes the part to the process's stdin.
+    def __init__(self, path: str = "", here=None, process: Optional[subprocess.Popen] = None,
+                 folder: Optional[tempfile.TemporaryDirectory] = None, sender: Optional[threading.Thread] = None,
+                 entry: str = "", package: Optional[bytes] = None):
+        # `path`: the cache's partial file for `entry`, which the package is written to. `here` converts
+        # in this process: where no converter process runs, or where it failed. `sender` writes the part
+        # to the process's stdin.
         self._path, self._here, self._process, self._folder, self._sender = path, here, process, folder, sender
+        self._entry, self._package = entry, package
 
     def result(self) -> bytes:
-        try:
-            self._finish()
-        finally:
-            self.close()
-        with open(self._path, "rb") as f:
-            return f.read()
+        if self._package is None:
+            try:
+                self._finish()
+            except BaseException:
+                self.close()
+                raise
+            self.close(keep=True)
+            try:
+                _check_package(self._path)
+            except BaseException:
+                self.close()
+                raise
+            self._package = part_cache.commit(self._path, self._entry, _SUFFIX)
+        return self._package
 
     def _finish(self) -> None:
-        if os.path.exists(self._path):  # from the cache (or made by a concurrent optimizer)
-            return
         if self._process is not None:
-            if self._process.wait() == 0 and os.path.exists(self._path):
+            try:
+                status = self._process.wait(timeout=CONVERT_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                raise Error(f"OpenVINO's converter process did not finish in {CONVERT_TIMEOUT_S:g} s; it was "
+                            "stopped and the candidate dropped") from None
+            if status == 0 and os.path.exists(self._path):
                 return
             # A model the converter's process cannot load (a custom op): this process may.
             with open(os.path.join(self._folder.name, "stderr.txt"), errors="replace") as f:
@@ -68,7 +89,9 @@ class PendingPackage:
             _log.info("autograph: OpenVINO's converter process failed (%s); converting here", said)
         self._here()
 
-    def close(self) -> None:
+    def close(self, keep: bool = False) -> None:
+        """Stops the converter process and removes its files (and the package written so far, unless
+        `keep`: result() commits it)."""
         if self._process is not None:
             self._process.kill()  # first: a sender still writing then stops
             self._process.wait()
@@ -81,6 +104,21 @@ class PendingPackage:
         if self._folder is not None:
             self._folder.cleanup()
             self._folder = None
+        if not keep and self._path and self._package is None:
+            with contextlib.suppress(OSError):
+                os.remove(self._path)
+
+
+def _check_package(path: str) -> None:
+    """Raises Error unless `path` holds a whole package (_openvino_convert.save_package's layout): what
+    a converter that printed garbage or stopped halfway wrote must not become a cache entry."""
+    magic = _openvino_convert.MAGIC
+    with open(path, "rb") as f:
+        head = f.read(len(magic) + 8)
+        size = os.fstat(f.fileno()).st_size
+    if len(head) < len(magic) + 8 or not head.startswith(magic) or \
+            size < len(head) + struct.unpack("<Q", head[len(magic):])[0]:
+        raise Error(f"OpenVINO's converter wrote no whole package ({size} bytes); the candidate is dropped")
 
 
 def start_package(gm: torch.fx.GraphModule, examples: Sequence[torch.Tensor], label: str = "part",
@@ -97,13 +135,14 @@ def start_package(gm: torch.fx.GraphModule, examples: Sequence[torch.Tensor], la
         raise Error(f"OpenVINO parts are not available: {why}")
     import openvino as ov
     configs = {"compiler": "openvino", "via": "onnx, unoptimized", "version": ov.__version__}
-    key = _cache_key(gm, examples, torch.device("cpu"), configs, digests)
-    path = os.path.join(cache_dir(), key + ".ovpart")
-    if os.path.exists(path):
-        return PendingPackage(path)
+    content = _cache_key(gm, examples, torch.device("cpu"), configs, digests)
+    entry = part_cache.key("openvino-part", torch.device("cpu"), configs, content)
+    cached = part_cache.read(entry, _SUFFIX)
+    if cached is not None:
+        return PendingPackage(package=cached)
     if progress:
         progress(f"compiling {label} with OpenVINO")
-    os.makedirs(cache_dir(), exist_ok=True)
+    path = part_cache.partial_path(entry, _SUFFIX)  # where the package is written, then committed
     folder = tempfile.TemporaryDirectory(prefix="autograph-openvino-")
     process = None
     try:
@@ -122,21 +161,22 @@ def start_package(gm: torch.fx.GraphModule, examples: Sequence[torch.Tensor], la
             _log.info("autograph: torch.onnx cannot export %s (%s); OpenVINO's PyTorch frontend converts it",
                       label, e)
             model = None
-        return _hand_over(gm, examples, label, path, model, process, folder)
+        return _hand_over(gm, examples, label, path, entry, model, process, folder)
     except BaseException:
         PendingPackage(path, process=process, folder=folder).close()
         raise
 
 
-def _hand_over(gm: torch.fx.GraphModule, examples: Sequence[torch.Tensor], label: str, path: str,
+def _hand_over(gm: torch.fx.GraphModule, examples: Sequence[torch.Tensor], label: str, path: str, entry: str,
                model: Optional[bytes], process: Optional[subprocess.Popen],
                folder: tempfile.TemporaryDirectory) -> PendingPackage:
     """The part (and `model`, its ONNX model, where torch.onnx exported it) handed to the converter
-    `process`, or converted here when result() is called where there is none or it fails."""
+    `process`, or converted here when result() is called where there is none or it fails; the package
+    is written to `path` and becomes the cache's entry `entry`."""
     exported = model is not None
     if process is None:
         return PendingPackage(path, here=functools.partial(_convert_here, gm, examples, path, model, exported),
-                              folder=folder)
+                              folder=folder, entry=entry)
     # Where the process fails, its model is not at hand any more: converted here from the start.
     here = functools.partial(_convert_here, gm, examples, path, None, exported)
     if not exported:
@@ -146,15 +186,15 @@ def _hand_over(gm: torch.fx.GraphModule, examples: Sequence[torch.Tensor], label
         except Exception as e:  # noqa: BLE001 - a module that does not pickle: converted here
             _log.info("autograph: %s does not pickle (%s); converting it here", label, e)
             PendingPackage(path, process=process).close()
-            return PendingPackage(path, here=here, folder=folder)
+            return PendingPackage(path, here=here, folder=folder, entry=entry)
         _tell(process, _openvino_convert.PYTORCH)
-        return PendingPackage(path, here=here, process=process, folder=folder)
+        return PendingPackage(path, here=here, process=process, folder=folder, entry=entry)
     # The model goes through the pipe from a thread (bert_base's 436 MB: the writes release the GIL), so
     # that this one goes on to Inductor's compile at once. Only the thread keeps the model.
     sender = threading.Thread(target=_tell, args=(process, _openvino_convert.onnx_header(len(model)), model),
                               name="autograph-openvino-sender", daemon=True)
     sender.start()
-    return PendingPackage(path, here=here, process=process, folder=folder, sender=sender)
+    return PendingPackage(path, here=here, process=process, folder=folder, sender=sender, entry=entry)
 
 
 def _convert_here(gm: torch.fx.GraphModule, examples: Sequence[torch.Tensor], path: str, model: Optional[bytes],
