@@ -15,6 +15,8 @@
 #   others     the other tools' columns in the same table (bench/torch_compile_bench.py): torch.compile
 #              default and max-autotune, and autograph's export path (torch.export, Inductor parts
 #              compiled by Triton), one model at a time while time is left (compiles take minutes)
+#   table      scripts/gpu_quick_check.sh on this build: every method of the one-call GPU table
+#              (bench/gpu_table.py) side by side, timed first and checked after -> OUT_DIR/table/
 # Calling again with the same OUT_DIR resumes: steps and sanitizer runs that passed on the same
 # sources, and benchmarked models, are kept (the measured costs too, so searches do not re-measure).
 # A failing step does not stop the later ones. Exit status 0 only when every step passed (or was
@@ -27,10 +29,11 @@
 #   --rehearse  the same steps on a machine without a GPU. The system's copies of the bundled
 #               dependencies are hidden (mount namespace: needs root) so the build and the tests can
 #               only use .deps/; what needs a device is skipped and said so (sanitizer, the no-skip and
-#               CUDA-registration checks); the benchmark runs on CPU, squeezenet only, 3 timed runs.
+#               CUDA-registration checks); the benchmark runs on CPU, squeezenet only, 3 timed runs;
+#               the table on CPU, squeezenet only, 2 runs, without max-autotune (minutes on 2 cores).
 #   --budget S  seconds for all the steps (default 540 on a GPU, leaving time to pack within a
 #               10-minute call; 5400 when rehearsing); each step's timeout comes out of what is left
-#   --steps     a subset of env,build,zoo,tests,sanitizer,bench,others
+#   --steps     a subset of env,build,zoo,tests,sanitizer,bench,others,table
 #   --models    the models to benchmark (default: the whole zoo, smallest first)
 #   --verbose   each step's output on the console too, not only in OUT_DIR/logs/ (CI)
 # On the GPU machine (carry .deps):
@@ -39,7 +42,7 @@ set -uo pipefail  # no -e: a failing step must not stop the later ones
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root" || exit 1
 
-ALL_STEPS="env build zoo tests sanitizer bench others"
+ALL_STEPS="env build zoo tests sanitizer bench others table"
 SANITIZER_TOOLS="memcheck racecheck synccheck"
 SANITIZER_TESTS=${AUTOGRAPH_SANITIZER_TESTS:-CudaSanitizer.MultiStreamEagerRun CudaSanitizer.GraphReplay}
 BENCH_METHODS="jit jit_frozen taso_jit nimble taso_nimble ios autograph"
@@ -310,6 +313,24 @@ step_others() {
   models_status
 }
 
+# The one-call GPU table (scripts/gpu_quick_check.sh with this build's binaries). Rehearsed on CPU so
+# that the one command a briefly lent GPU machine runs cannot rot: its driver fails the step when
+# results.csv lacks a column or a method's row.
+step_table() {
+  local args=(--budget "$(run_time_left)" --bin "$GC_BUILD_DIR") rc
+  [ "$GC_REHEARSE" = 0 ] || args+=(--rehearse)
+  [ -z "$GC_MODELS_GIVEN" ] || args+=(--models "$GC_MODELS_GIVEN")
+  PYTHON=$GC_PYTHON bash scripts/gpu_quick_check.sh "${args[@]}" "$GC_OUT/table"
+  rc=$?
+  note "$(grep -m 1 '^table: ' "$GC_OUT/table/summary.txt" 2>/dev/null || echo 'no summary') (table/summary.txt)"
+  # Rows missing only because the budget ran out: a later call with more time completes them.
+  if [ $rc -ne 0 ] && grep -q 'not reached: ' "$GC_OUT/table/summary.txt" 2>/dev/null &&
+     ! grep -qE '(FAILED|timed out) ' "$GC_OUT/table/summary.txt"; then
+    return $INCOMPLETE
+  fi
+  return $rc
+}
+
 if [ "${1:-}" = --step ]; then  # one step, in its own process (see run_step)
   GC_STEP=$2
   read -r -a GC_CMAKE_ARGS <<< "$GC_CMAKE_ARGS_STR"
@@ -319,7 +340,7 @@ fi
 
 # ------------------------------------------------------------------------------------------------
 # Arguments
-usage() { sed -n '2,37p' "$0"; exit "${1:-0}"; }
+usage() { sed -n '2,40p' "$0"; exit "${1:-0}"; }
 args=("$@")
 rehearse=0 budget="" steps=$ALL_STEPS models="" out="" verbose=0
 while [ $# -gt 0 ]; do
@@ -492,7 +513,7 @@ echo >> "$out/summary.txt"
 echo "overall: $([ $status -eq 0 ] && echo PASSED || echo "FAILED (or not finished: see above)"); logs in gpu_check.tar.gz (logs/STEP.log)" >> "$out/summary.txt"
 stage=$(mktemp -d)
 mkdir -p "$stage/gpu_check"
-cp -r "$out/summary.txt" "$out/env.txt" "$out/logs" "$out/state" "$out/bench" "$stage/gpu_check/" 2>/dev/null
+cp -r "$out/summary.txt" "$out/env.txt" "$out/logs" "$out/state" "$out/bench" "$out/table" "$stage/gpu_check/" 2>/dev/null
 if [ -d "$out/cache/autograph" ]; then mkdir -p "$stage/gpu_check/cache" && cp -r "$out/cache/autograph" "$stage/gpu_check/cache/"; fi
 [ ! -f "$out/results.md" ] || cp "$out/results.md" "$stage/gpu_check/"
 find "$stage/gpu_check/logs" -type f -size +4M | while read -r f; do

@@ -1,0 +1,132 @@
+"""bench/gpu_table.py, the one-call GPU table: its method names and columns, the check that fails an
+incomplete results.csv, the merge of `autograph bench`'s rows with the driver's, the ratios of the summary,
+and the driver end to end on CPU with eager alone (the whole table is rehearsed by scripts/gpu_check.sh
+--rehearse: its compiles are too slow for the test suite)."""
+import csv
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "bench"))
+import gpu_table  # noqa: E402
+
+DRIVER = ROOT / "bench" / "gpu_table.py"
+TABLE_METHODS = ["eager", "torch_compile_default", "torch_compile_reduce_overhead", "torch_compile_max_autotune",
+                 "jit_frozen", "nimble", "autograph_graph", "autograph_export"]
+
+
+def write_table(path, rows, fields=None):
+    fields = fields or gpu_table.FIELDS
+    with path.open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore", lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(rows)
+    return path
+
+
+def row(model, method, median=1.0, **extra):
+    r = {"model": model, "batch": 1, "device": "cuda", "method": method, "median_ms": median, "p10_ms": median,
+         "p90_ms": median, "max_abs_err": 0, "max_rel_err": 0, "search_s": 1}
+    if method == "autograph_export":
+        r.update(kept="whole", streams=1, cuda_graphs=1)
+    r.update(extra)
+    return r
+
+
+def test_the_table_has_exactly_these_method_names_and_the_bench_columns_first():
+    assert gpu_table.METHODS == TABLE_METHODS
+    assert gpu_table.FIELDS[:10] == ["model", "batch", "device", "method", "median_ms", "p10_ms", "p90_ms",
+                                     "max_abs_err", "max_rel_err", "search_s"]
+    for column in ["kept", "streams", "cuda_graphs", "tf32_off_max_rel_err", "input2_max_rel_err", "cli_median_ms"]:
+        assert column in gpu_table.FIELDS
+    assert set(gpu_table.CLI_METHODS) == {"jit", "jit_frozen", "nimble", "autograph_graph"}
+
+
+def test_check_table_passes_a_complete_table(tmp_path):
+    rows = [row(m, method) for m in ("a", "b") for method in TABLE_METHODS + ["jit"]]
+    assert gpu_table.check_table(write_table(tmp_path / "results.csv", rows), ["a", "b"], TABLE_METHODS) == []
+
+
+def test_check_table_names_missing_columns_rows_medians_and_unknown_methods(tmp_path):
+    fields = [f for f in gpu_table.FIELDS if f != "input2_max_rel_err"]
+    problems = gpu_table.check_table(write_table(tmp_path / "a.csv", [row("a", "eager")], fields), ["a"], ["eager"])
+    assert problems == ["column input2_max_rel_err missing"]
+
+    rows = [row("a", "eager"), row("a", "nimble", median="nan"), row("a", "torch_compile"),
+            row("a", "autograph_export", kept="")]
+    problems = gpu_table.check_table(write_table(tmp_path / "b.csv", rows), ["a"],
+                                     ["eager", "nimble", "autograph_graph", "autograph_export"])
+    assert "unknown method name 'torch_compile' (a)" in problems
+    assert "a: no nimble row with a median" in problems
+    assert "a: no autograph_graph row with a median" in problems
+    assert "a: the autograph_export row lacks kept / streams / cuda_graphs" in problems
+    assert not any("eager" in p for p in problems)
+    assert gpu_table.check_table(tmp_path / "absent.csv", ["a"], ["eager"]) == [f"{tmp_path / 'absent.csv'} was not written"]
+
+
+def test_check_command_exit_status(tmp_path):
+    complete = write_table(tmp_path / "ok.csv", [row("a", m) for m in TABLE_METHODS])
+    incomplete = write_table(tmp_path / "bad.csv", [row("a", "eager")])
+    run = lambda csv_path, *extra: subprocess.run(  # noqa: E731
+        [sys.executable, str(DRIVER), "--check", str(csv_path), "--models", "a", *extra],
+        capture_output=True, text=True, timeout=60)
+    assert run(complete).returncode == 0
+    r = run(incomplete)
+    assert r.returncode == 1 and "a: no nimble row with a median" in r.stdout
+    # The rehearsal does not ask for max-autotune: a table without it is complete there.
+    no_autotune = write_table(tmp_path / "rehearsal.csv",
+                              [row("a", m) for m in TABLE_METHODS if m != "torch_compile_max_autotune"])
+    assert run(no_autotune).returncode == 1
+    assert run(no_autotune, "--rehearse").returncode == 0
+
+
+def test_merge_prefers_the_drivers_timing_and_keeps_the_clis(tmp_path):
+    steps = tmp_path / "steps" / "m"
+    (steps / "cli").mkdir(parents=True)
+    write_table(steps / "cli" / "results.csv", [row("m", "jit", 3.0), row("m", "jit_frozen", 2.0),
+                                                row("m", "nimble", 1.0)], fields=gpu_table.FIELDS[:10])
+    rows_dir = steps / "main" / "rows"
+    rows_dir.mkdir(parents=True)
+    (rows_dir / "nimble.json").write_text(json.dumps(row("m", "nimble", 1.5, timed="side by side (3 methods)")))
+    (rows_dir / "eager.json").write_text(json.dumps(row("m", "eager", 4.0, timed="side by side (3 methods)")))
+    (rows_dir / "jit_frozen.skipped.json").write_text(json.dumps({"why": "failed: cannot load"}))
+    args = type("Args", (), {"models": ["m"], "out": tmp_path, "warmup": 20, "runs": 50})()
+    rows, why = gpu_table.merge(args)
+    by_method = {r["method"]: r for r in rows}
+    assert [r["method"] for r in rows] == ["eager", "jit", "jit_frozen", "nimble"]  # the table's order
+    assert by_method["nimble"]["median_ms"] == 1.5 and by_method["nimble"]["cli_median_ms"] == "1.0"
+    assert by_method["jit_frozen"]["timed"] == "autograph bench"
+    assert "cannot load" in by_method["jit_frozen"]["note"]
+    assert why == {("m", "jit_frozen"): "failed: cannot load"}
+    gpu_table.write_csv(tmp_path / "results.csv", rows)
+    written = list(csv.DictReader((tmp_path / "results.csv").open()))
+    assert written[0]["tf32_off_max_rel_err"] == "" and written[0]["max_rel_err"] in ("0", "0.0")
+
+
+def test_ratios_over_eager_the_best_compile_mode_and_nimble():
+    rows = [row("m", "eager", 4.0, input2_max_rel_err=1e-4), row("m", "torch_compile_default", 2.0),
+            row("m", "torch_compile_reduce_overhead", 1.0), row("m", "nimble", 0.5),
+            row("m", "autograph_graph", 0.25, input2_max_rel_err=0.5)]
+    lines = gpu_table.ratio_lines(rows, ["m"])
+    graph = next(line for line in lines if line.split()[0] == "autograph_graph")
+    assert graph.split()[1:5] == ["0.250", "16.00", "4.00", "2.00"]
+    assert "⚠" in graph  # far above eager's own difference from the TF32-off reference
+    assert lines[-1] == "  (best torch.compile mode: torch_compile_reduce_overhead)"
+
+
+def test_driver_end_to_end_on_cpu_with_eager(tmp_path, zoo):
+    out = tmp_path / "out"
+    r = subprocess.run([sys.executable, str(DRIVER), "--rehearse", "--methods", "eager", "--no-warm", "--zoo", str(zoo),
+                        "--out", str(out), "--runs", "1", "--warmup", "0"],
+                       capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert r.returncode == 0, r.stdout + r.stderr
+    rows = list(csv.DictReader((out / "results.csv").open()))
+    assert [x["method"] for x in rows] == ["eager", "jit"]
+    assert all(float(x["median_ms"]) > 0 and x["input2_max_rel_err"] == "0" for x in rows)
+    summary = (out / "summary.txt").read_text()
+    assert "table: COMPLETE" in summary and "squeezenet main" in summary
+    assert (out / "results.md").is_file()
