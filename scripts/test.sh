@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Set up (idempotent), build, export the model zoo if missing, run GoogleTest (ctest) and pytest, install
 # the C++ package (cmake --install) and build and run examples/cpp against it, install the Python
-# package with pip (editable, then not) and test what it installed, and check the source layout
-# (scripts/check_source.py).
+# package with pip (editable, then not) and test what it installed, check that the README's C++
+# install (scripts/build.sh && cmake --install) still installs the CMake package after pip, and check
+# the source layout (scripts/check_source.py).
 # Prints both summaries; exits non-zero on any failure.
 # Usage: scripts/test.sh [--no-skips]
 #   --no-skips: a skipped test counts as a failure (scripts/gpu_check.sh on a GPU, where every CUDA
@@ -15,7 +16,7 @@ no_skips=0
 case "${1:-}" in
   --no-skips) no_skips=1 ;;
   "") ;;
-  -h|--help) sed -n '2,8p' "$0"; exit 0 ;;
+  -h|--help) sed -n '2,11p' "$0"; exit 0 ;;
   *) echo "test.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
 esac
 PYTHON=$(bash scripts/setup.sh | tail -n 1) || { echo "test.sh: setup failed" >&2; exit 1; }
@@ -55,14 +56,15 @@ pytest_skipped=$(grep -E '^SKIPPED \[[0-9]+\]' "$BUILD_DIR/pytest.log" | grep -v
 
 echo "== installed C++ package (cmake --install, examples/cpp) =="
 # As a LibTorch user consumes it: installed to a prefix, found by a separate project with
-# find_package(autograph), which optimizes a zoo model and compares its outputs. The build directory
-# is configured again without scikit-build-core's settings (the pip step below set them last time).
+# find_package(autograph), which optimizes a zoo model and compares its outputs. scripts/build.sh
+# above configured the build directory without scikit-build-core's settings (the pip step below
+# sets them), so it installs the CMake package.
 cpp_dir=$BUILD_DIR/cpp-package
 cpp_log=$BUILD_DIR/cpp-package.log
 rm -rf "$cpp_dir"
 torch_prefix=$("$PYTHON" -c 'import torch; print(torch.utils.cmake_prefix_path)')
 json_dir=$(sed -n 's|^nlohmann_json_DIR:PATH=||p' "$BUILD_DIR/CMakeCache.txt")
-if { cmake -U 'SKBUILD*' "$BUILD_DIR" && cmake --build "$BUILD_DIR" && cmake --install "$BUILD_DIR" --prefix "$cpp_dir/prefix" &&
+if { cmake --install "$BUILD_DIR" --prefix "$cpp_dir/prefix" &&
      cmake -S examples/cpp -B "$cpp_dir/example" -G Ninja -DCMAKE_PREFIX_PATH="$cpp_dir/prefix;$torch_prefix" \
        ${json_dir:+-Dnlohmann_json_DIR="$json_dir"} &&
      cmake --build "$cpp_dir/example"; } > "$cpp_log" 2>&1 &&
@@ -120,6 +122,24 @@ print('pip install -e .: autograph from', os.path.dirname(autograph.__file__), '
   [ "$package_ok" -eq 1 ] || status=1
 fi
 
+echo "== the README's C++ install after pip (scripts/build.sh && cmake --install) =="
+# What the README tells a LibTorch user, run literally after the pip step, which configured the build
+# directory for the Python package (SKBUILD*): scripts/build.sh configures it back (a relink at most)
+# and the install must hold the CMake package.
+readme_prefix=$BUILD_DIR/readme-install
+readme_log=$BUILD_DIR/readme-install.log
+rm -rf "$readme_prefix"
+if { bash scripts/build.sh && cmake --install "$BUILD_DIR" --prefix "$readme_prefix"; } > "$readme_log" 2>&1 &&
+   compgen -G "$readme_prefix/lib*/cmake/autograph/autographConfig.cmake" > /dev/null; then
+  readme_summary="installs $(cd "$readme_prefix" && echo lib*/cmake/autograph/autographConfig.cmake)"
+else
+  readme_summary="failed: no lib/cmake/autograph/autographConfig.cmake under $readme_prefix (see $readme_log)"
+  tail -n 20 "$readme_log"
+  status=1
+fi
+rm -rf "$readme_prefix"
+echo "$readme_summary"
+
 echo "== source layout =="
 "$PYTHON" scripts/check_source.py || status=1
 
@@ -128,6 +148,7 @@ echo "ctest:  ${gtest_summary:-no summary (see $BUILD_DIR/ctest.log)}, $gtest_sk
 echo "pytest: ${pytest_summary:-no summary (see $BUILD_DIR/pytest.log)}"
 echo "installed C++ package: $cpp_summary"
 echo "installed package: $package_summary"
+echo "README's C++ install after pip: $readme_summary"
 if [ $no_skips -eq 1 ] && [ $((gtest_skipped + ${pytest_skipped:-0})) -gt 0 ]; then
   echo "skipped tests with --no-skips: $gtest_skipped GoogleTest, ${pytest_skipped:-0} pytest (listed above)"
   status=1

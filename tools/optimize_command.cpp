@@ -67,6 +67,9 @@ OptimizeOptions OptionsOf(const OptimizeCommandOptions& o) {
 }
 
 int RunOptimize(const OptimizeCommandOptions& o) {
+  // Every flag given is set, at its default value too: an export-path flag (--no-openvino) is refused
+  // here, before the model loads, not ignored.
+  CheckOptionsApplyOn(OptionKeysOf(o.options), ModelPath::TorchScript);
   torch::jit::Module module = LoadModule(o.model);
   OptimizeOptions options = OptionsOf(o);
   ProgressBar progress(options.search.method + " search");

@@ -104,7 +104,7 @@ namespace {
 
 torch::jit::Module OptimizeModule(const torch::jit::Module& module, const OptimizeOptions& requested,
                                   OptimizeReport* report) {
-  OptimizeOptions options = ResolveOptions(requested);
+  OptimizeOptions options = ResolveOptions(requested, ModelPath::TorchScript);
   // The tensors inside the example inputs, whatever structure holds them: what the Program checks.
   const std::vector<InputSignature> signature = InputSignaturesOf(options.example_inputs);
   PreparedModule prepared = PrepareModule(module, options, "optimize");

@@ -15,13 +15,14 @@ namespace autograph {
 
 std::string OptimizeExported(const nlohmann::json& graph_json, const std::vector<at::Tensor>& tensors,
                              const OptimizeOptions& requested, OptimizeReport* report) {
-  const OptimizeOptions options = ResolveOptions(requested);
+  // Before the check of every option set (ResolveOptions): what the export path does instead.
+  if (requested.plan_new_shapes > 0)
+    throw InputError("plan_new_shapes: the export path plans shapes ahead of time only (shapes=...); a call of "
+                     "another shape runs the program's graph for every shape");
+  const OptimizeOptions options = ResolveOptions(requested, ModelPath::Export);
   if (!options.shapes.empty())
     throw InputError("shapes: on the export path each shape is exported again and planned from Python "
                      "(autograph.optimize(ep, shapes=...)); this call plans one graph of static shapes");
-  if (options.plan_new_shapes > 0)
-    throw InputError("plan_new_shapes: the export path plans shapes ahead of time only (shapes=...); a call of "
-                     "another shape runs the program's graph for every shape");
   auto aten = std::make_shared<const AtenGraph>(AtenGraph::FromJson(graph_json));
   if (tensors.size() != aten->inputs.size())
     throw InputError("the exported graph takes " + std::to_string(aten->inputs.size()) +

@@ -324,6 +324,59 @@ void CheckOptimizeOptions(const OptimizeOptions& options) {
   }
 }
 
+namespace {
+
+const char* PathName(ModelPath path) { return path == ModelPath::TorchScript ? "TorchScript path" : "export path"; }
+
+// What `path` optimizes, and how each entry point takes a model there.
+const char* WhatTakes(ModelPath path) {
+  return path == ModelPath::TorchScript
+             ? "a TorchScript module (Python: autograph.optimize(model, inputs) without ir=\"export\"; the command "
+               "line: a .pt model)"
+             : "a torch.export program (Python: an ExportedProgram, or ir=\"export\"; the command line: a .pt2 model)";
+}
+
+}  // namespace
+
+bool AppliesOn(const OptionSpec& spec, ModelPath path) {
+  std::stringstream items(spec.applies);
+  bool names_a_path = false, names_this_path = false;
+  for (std::string item; std::getline(items, item, ',');) {
+    item.erase(0, item.find_first_not_of(' '));
+    for (ModelPath p : {ModelPath::TorchScript, ModelPath::Export}) {
+      if (item != PathName(p)) continue;
+      names_a_path = true;
+      names_this_path = names_this_path || p == path;
+    }
+  }
+  return !names_a_path || names_this_path;
+}
+
+void CheckOptionsApplyOn(const std::vector<std::string>& set, ModelPath path) {
+  const ModelPath other = path == ModelPath::TorchScript ? ModelPath::Export : ModelPath::TorchScript;
+  for (const std::string& name : set)
+    for (const OptionSpec& spec : OptimizeOptionTable())
+      if (spec.name == name && !AppliesOn(spec, path))
+        throw InputError("option '" + name + "' applies to the " + PathName(other) + " (\"" + spec.applies +
+                         "\"), not the " + PathName(path) + " this model takes: drop it here. The " +
+                         PathName(other) + " optimizes " + WhatTakes(other));
+}
+
+std::vector<std::string> OptionKeysOf(const nlohmann::json& options) {
+  std::vector<std::string> keys;
+  if (options.is_object())
+    for (const auto& item : options.items()) keys.push_back(item.key());
+  return keys;
+}
+
+std::vector<std::string> OptionsSetIn(const OptimizeOptions& options) {
+  const OptimizeOptions defaults;
+  std::vector<std::string> set;
+  for (const OptionSpec& spec : OptimizeOptionTable())
+    if (spec.name != "substitutions" && spec.get(options) != spec.get(defaults)) set.push_back(spec.name);
+  return set;
+}
+
 nlohmann::json OptimizeOptionTableJson() {
   const OptimizeOptions defaults;
   nlohmann::json table = nlohmann::json::array();

@@ -47,6 +47,29 @@ void CheckOptimizeOptions(const OptimizeOptions& options);
 // OptimizeOptionsFromJson turns back into `options` (shapes and example inputs aside).
 nlohmann::json OptimizeOptionsToJson(const OptimizeOptions& options);
 
+// The two paths a model takes: the TorchScript path (optimize, substitute: a TorchScript module) and
+// the export path (OptimizeExported: a torch.export program's ATen graph).
+enum class ModelPath { TorchScript, Export };
+
+// Whether an option acts on `path`: false for an option whose `applies` names the other path alone
+// ("TorchScript path", "export path, cpu", ...). Devices are not checked here: an option for another
+// device than the one planned for is ignored there (cuda_graph on the CPU), as the table documents.
+bool AppliesOn(const OptionSpec& spec, ModelPath path);
+
+// InputError for the first option of `set` (table names: the options a caller set) that does not act
+// on `path`, naming it, what it applies to and what to do; nothing for names the table does not know
+// (OptimizeOptionsFromJson refuses those).
+void CheckOptionsApplyOn(const std::vector<std::string>& set, ModelPath path);
+
+// The keys of a JSON object of options (the options given by name, the CLI's flags and Python's
+// keywords: set explicitly, whatever their value).
+std::vector<std::string> OptionKeysOf(const nlohmann::json& options);
+
+// The options `options` sets apart from the defaults, by the table's names (substitutions left out:
+// each of its six rewrites is named on its own). A struct does not record which fields its caller
+// wrote, so for a C++ caller "set" means "differs from the default".
+std::vector<std::string> OptionsSetIn(const OptimizeOptions& options);
+
 // The keys OptimizeOptionsFromJson knows, in the order of the table.
 std::vector<std::string> OptimizeOptionKeys();
 

@@ -51,7 +51,8 @@ const bool kShapePlannerRegistered = (SetShapePlanner(&PlanNewShape), true);
 
 std::optional<Schedule> PlanNewShape(const OpGraph& graph, const std::vector<c10::IValue>& arguments,
                                      const std::string& options_json) {
-  const OptimizeOptions options = ResolveOptions(OptimizeOptionsFromJson(nlohmann::json::parse(options_json)));
+  const OptimizeOptions options = ResolveOptions(OptimizeOptionsFromJson(nlohmann::json::parse(options_json)),
+                                                ModelPath::TorchScript);
   at::NoGradGuard no_grad;
   GraphValues recorded = GraphValues::Record(graph.graph(), arguments);
   OpGraph at_shape = ImportOpGraph(recorded);

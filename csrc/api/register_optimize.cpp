@@ -6,6 +6,7 @@
 #include <torch/library.h>
 #include <torch/script.h>
 
+#include <optional>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -27,10 +28,14 @@ torch::jit::Module ModuleOf(const c10::IValue& module) {
   return torch::jit::Module(module.toObject());
 }
 
-OptimizeOptions OptionsOf(const std::vector<c10::IValue>& example_inputs, const std::string& options_json) {
+// The options given by name; with `path`, each of them must act on that path (given, it was set, even
+// at its default value).
+OptimizeOptions OptionsOf(const std::vector<c10::IValue>& example_inputs, const std::string& options_json,
+                          std::optional<ModelPath> path) {
   nlohmann::json json = nlohmann::json::parse(options_json, nullptr, /*allow_exceptions=*/false);
   if (json.is_discarded()) throw InputError("options are not JSON: " + options_json);
   OptimizeOptions options = OptimizeOptionsFromJson(json);
+  if (path) CheckOptionsApplyOn(OptionKeysOf(json), *path);
   options.example_inputs = example_inputs;
   return options;
 }
@@ -58,7 +63,8 @@ std::tuple<c10::IValue, std::string> DriverOp(c10::IValue module, std::vector<c1
                                               std::string options_json) {
   return WithErrorKinds([&]() -> std::tuple<c10::IValue, std::string> {
     OptimizeReport report;
-    torch::jit::Module result = run(ModuleOf(module), OptionsOf(example_inputs, options_json), &report);
+    const OptimizeOptions options = OptionsOf(example_inputs, options_json, ModelPath::TorchScript);
+    torch::jit::Module result = run(ModuleOf(module), options, &report);
     return {result._ivalue(), ReportToJson(report).dump()};
   });
 }
@@ -71,7 +77,7 @@ std::tuple<std::string, std::string> OptimizeExportedOp(std::string graph_json, 
     nlohmann::json graph = nlohmann::json::parse(graph_json, nullptr, /*allow_exceptions=*/false);
     if (graph.is_discarded()) throw Error("malformed exported graph: not JSON");
     OptimizeReport report;
-    const OptimizeOptions options = OptionsOf({}, options_json);
+    const OptimizeOptions options = OptionsOf({}, options_json, ModelPath::Export);
     std::string program = OptimizeExported(graph, tensors, options, &report);
     // The settings the Python side acts on after planning (Inductor parts), as resolved here.
     nlohmann::json json = ReportToJson(report);
@@ -85,7 +91,7 @@ std::tuple<std::string, std::string> OptimizeExportedOp(std::string graph_json, 
 // The options alone, checked as optimize would check them (InputError naming a bad key or value), so
 // that Python refuses bad options before any tracing, export or compile.
 void CheckOptionsOp(std::string options_json) {
-  WithErrorKinds([&] { OptionsOf({}, options_json); });
+  WithErrorKinds([&] { OptionsOf({}, options_json, std::nullopt); });
 }
 
 // Every option as the table declares it (JSON), for Python's Settings and the docs.

@@ -1,7 +1,6 @@
 // Options checked and resolved once; see resolve_options.h.
 #include "api/resolve_options.h"
 
-#include "api/option_table.h"
 #include "api/plan_schedule.h"
 #include "autograph/error.h"
 
@@ -17,8 +16,9 @@ Method MethodOf(const OptimizeOptions& options) {
   throw InputError("option 'method' is \"" + name + "\"; use one of autograph, sequential, greedy, nimble, ios");
 }
 
-OptimizeOptions ResolveOptions(const OptimizeOptions& requested) {
+OptimizeOptions ResolveOptions(const OptimizeOptions& requested, ModelPath path) {
   CheckOptimizeOptions(requested);
+  CheckOptionsApplyOn(OptionsSetIn(requested), path);
   MethodOf(requested);  // the table and the enum list the same names
   OptimizeOptions options = requested;
   options.executor.cuda_graph = requested.executor.cuda_graph && requested.executor.device.is_cuda();

@@ -26,7 +26,7 @@ int KernelsOf(const GraphValues& recorded) {
 }  // namespace
 
 torch::jit::Module substitute(const torch::jit::Module& module, const OptimizeOptions& options, OptimizeReport* report) {
-  const OptimizeOptions resolved = ResolveOptions(options);  // InputError before any work
+  const OptimizeOptions resolved = ResolveOptions(options, ModelPath::TorchScript);  // InputError before any work
   PreparedModule prepared = PrepareModule(module, resolved, "substitute");
   GraphValues recorded = GraphValues::Record(prepared.lowered, prepared.inputs);
   const int before = KernelsOf(recorded);

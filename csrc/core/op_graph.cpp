@@ -12,27 +12,11 @@ std::string ShapeString(c10::IntArrayRef shape) {
   return s + "]";
 }
 
-const char* ToString(OpKind kind) {
-  switch (kind) {
-    case OpKind::ComputeBound: return "compute";
-    case OpKind::MemoryBound: return "memory";
-    case OpKind::View: return "view";
-    case OpKind::ControlFlow: return "control_flow";
-  }
-  return "unknown";
-}
-
 std::optional<c10::ScalarType> ScalarTypeFromString(const std::string& name) {
   for (int t = 0; t < static_cast<int>(c10::ScalarType::NumOptions); ++t) {
     const auto type = static_cast<c10::ScalarType>(t);
     if (name == c10::toString(type)) return type;
   }
-  return std::nullopt;
-}
-
-std::optional<OpKind> OpKindFromString(const std::string& name) {
-  for (OpKind k : {OpKind::ComputeBound, OpKind::MemoryBound, OpKind::View, OpKind::ControlFlow})
-    if (name == ToString(k)) return k;
   return std::nullopt;
 }
 

@@ -10,7 +10,7 @@
 #include <optional>
 #include <string>
 #include <vector>
-#include "autograph/timeline.h"  // OpKind (public: the report's timeline names kinds)
+#include "autograph/op_kind.h"  // OpKind, ToString(OpKind), OpKindFromString (public: the timeline names kinds)
 
 namespace torch::jit {
 struct Graph;
@@ -18,10 +18,6 @@ struct Node;
 }  // namespace torch::jit
 
 namespace autograph {
-
-const char* ToString(OpKind kind);
-// The inverse of ToString; nullopt for a name that is no kind.
-std::optional<OpKind> OpKindFromString(const std::string& name);
 
 // The inverse of c10::toString(ScalarType) ("Float", "Long", ...); nullopt for a name that is no dtype.
 std::optional<c10::ScalarType> ScalarTypeFromString(const std::string& name);

@@ -5,15 +5,9 @@
 #include <string>
 #include <vector>
 
-namespace autograph {
+#include "autograph/op_kind.h"
 
-// What an operator of the operator graph costs mostly.
-enum class OpKind {
-  ComputeBound,  // convolutions, GEMMs
-  MemoryBound,   // elementwise, pooling, reductions, normalization, copies
-  View,          // no kernel: views, metadata, list/tuple plumbing
-  ControlFlow,   // prim::If / prim::Loop, run opaquely by the TorchScript interpreter
-};
+namespace autograph {
 
 struct TimelineOp {
   int id = -1;          // OpGraph node id

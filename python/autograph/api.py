@@ -1,5 +1,6 @@
 """autograph.optimize / substitute / load: a model in, an optimized TorchScript module and its report out."""
 import contextlib
+import functools
 import json
 import os
 from typing import Any, Dict, Optional, Sequence, Tuple, Union
@@ -37,7 +38,8 @@ def optimize(model: Model, example_inputs: Union[Sequence[Any], torch.Tensor, No
     Options: `settings` (an autograph.Settings) and/or the same names as keywords (they win), among them
     `method` (the scheduler: autograph; the baselines sequential, greedy, nimble, ios) and `device` (where
     to plan and run; default: the example inputs' device). Every option is in the README's option table
-    (autograph.option_table() is its declaration). A bad option raises InputError before any work.
+    (autograph.option_table() is its declaration). A bad option raises InputError before any work, and so
+    does one given for the other path alone ("applies"; e.g. openvino here, stitch on the export path).
     strict=True raises where autograph would otherwise fall back quietly: a model the TorchScript path
     cannot take apart (report["fallback"]), a compiled candidate or the every-shape package that failed
     (report["inductor"]["errors"], report["dynamic_shapes"]["error"]); not an optional compiler that is
@@ -62,7 +64,9 @@ def optimize(model: Model, example_inputs: Union[Sequence[Any], torch.Tensor, No
     options.pop("method", None)
     options.pop("device", None)
     from torch.export import ExportedProgram
-    if isinstance(model, ExportedProgram) or ir == "export":
+    path = "export" if isinstance(model, ExportedProgram) or ir == "export" else "torchscript"
+    check_options_apply(list(given) + list(settings.options() if settings is not None else ()), path)  # set
+    if path == "export":
         from .export import optimize_exported
         kwargs = None
         if isinstance(example_inputs, dict):
@@ -95,7 +99,7 @@ def substitute(model: Model, example_inputs: Union[Sequence[Any], torch.Tensor],
                device: Optional[Union[str, torch.device]] = None, **options: Any) -> Tuple[torch.jit.ScriptModule, Dict[str, Any]]:
     """The graph substitutions alone (merged linears, regrouped convolutions, conv+relu folds, fused
     attention), run by TorchScript's own executor: the "TASO + JIT" baseline. Arguments as optimize."""
-    check_options(options)  # before any tracing
+    check_options(options, path="torchscript")  # before any tracing
     return _run("substitute", model, example_inputs, None, device, options)
 
 
@@ -156,9 +160,11 @@ def to_script_module(model: Model, example_inputs: Sequence[Any]) -> torch.jit.S
                                 ". Pass a ScriptModule you made yourself, or make forward() traceable")
 
 
-def check_options(options: Dict[str, Any]) -> None:
+def check_options(options: Dict[str, Any], path: Optional[str] = None) -> None:
     """Raises InputError naming the first option optimize would refuse (an unknown name, a value of the
-    wrong type or out of range): what every entry point checks before it does any work."""
+    wrong type or out of range): what every entry point checks before it does any work. With `path`
+    ("torchscript" or "export", the path the model takes), also each option given that applies to the
+    other path alone (check_options_apply)."""
     load_library()
     try:
         torch.ops.autograph.check_options(json.dumps(options))
@@ -166,6 +172,42 @@ def check_options(options: Dict[str, Any]) -> None:
         raise translate(e) from None
     except TypeError as e:  # a value json cannot write (an object)
         raise InputError(f"options must be numbers, strings, booleans or lists of them: {e}") from None
+    if path is not None:
+        check_options_apply(options, path)
+
+
+_PATHS = {"torchscript": "TorchScript path", "export": "export path"}
+# What takes a model onto each path, for the message.
+_HOW = {"torchscript": "a ScriptModule, a saved one's path, or an nn.Module without ir=\"export\"",
+        "export": "an ExportedProgram, or ir=\"export\""}
+
+
+def check_options_apply(names, path: str) -> None:
+    """Raises InputError for the first of `names` (options set: a keyword given, whatever its value, or a
+    Settings field apart from its default) whose declaration (option_table()'s "applies") names the other
+    path alone: "TorchScript path", "export path, cpu", ... An option that names a device is not refused
+    on another device: it is ignored there (cuda_graph on the CPU), as the table says."""
+    if path not in _PATHS:
+        raise InputError(f"unknown path '{path}': 'torchscript' or 'export'")
+    applies = _applies()
+    other = "export" if path == "torchscript" else "torchscript"
+    for name in names:
+        paths = {p for p, label in _PATHS.items() if label in _items(applies.get(name, ""))}
+        if paths and path not in paths:
+            raise InputError(f"option '{name}' applies to the {_PATHS[other]} (\"{applies[name]}\"), not the "
+                             f"{_PATHS[path]} this model takes: drop it here. The {_PATHS[other]} takes "
+                             f"{_HOW[other]}")
+
+
+@functools.lru_cache(maxsize=None)
+def _applies() -> Dict[str, str]:
+    """Each option's "applies", as the C++ table declares it."""
+    load_library()
+    return {o["name"]: o["applies"] for o in json.loads(torch.ops.autograph.option_table())}
+
+
+def _items(applies: str):
+    return [item.strip() for item in applies.split(",")]
 
 
 def _run(what: str, model: Model, example_inputs, method: Optional[str], device, options: Dict[str, Any]):

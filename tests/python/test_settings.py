@@ -64,6 +64,52 @@ def test_keywords_win_over_settings():
     assert autograph.Settings.of(settings, max_streams=3) == dataclasses.replace(settings, max_streams=3)
 
 
+def test_options_for_the_other_path_are_refused_not_ignored():
+    """An option whose "applies" names one path alone is an InputError on the other, set by keyword (at its
+    default value too) or in a Settings, before any tracing or export; options of both paths or of a device
+    (cuda_graph on the CPU: ignored there, as the table says) pass."""
+    class Branchy(torch.nn.Module):  # never traced or exported: the option error comes first
+        def forward(self, x):
+            return x * 2 if x.sum() > 0 else x - 1
+
+    model, x = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU()).eval(), torch.randn(2, 8)
+    to_export = r"option '{}' applies to the export path \(\"export path.*\"\), not the TorchScript path this model " \
+                r"takes: drop it here. The export path takes an ExportedProgram, or ir=\"export\""
+    for name, value in (("openvino", False), ("inductor", False), ("openvino", True), ("inductor", True)):
+        with pytest.raises(autograph.InputError, match=to_export.format(name)):
+            autograph.optimize(Branchy(), (x,), **{name: value})
+    with pytest.raises(autograph.InputError, match=to_export.format("inductor")):
+        autograph.optimize(torch.jit.script(Branchy()), [x], settings=autograph.Settings(inductor=False))
+    with pytest.raises(autograph.InputError, match=to_export.format("openvino")):
+        autograph.substitute(Branchy(), [x], openvino=False)
+
+    to_torchscript = r"option '{}' applies to the TorchScript path \(\"TorchScript path.*\"\), not the export path " \
+                     r"this model takes: drop it here. The TorchScript path takes a ScriptModule"
+    for name, value in (("substitutions", True), ("stitch", False), ("fuse_attention", True), ("plan_new_shapes", 0),
+                        ("prepack_onednn", False)):
+        with pytest.raises(autograph.InputError, match=to_torchscript.format(name)):
+            autograph.optimize(Branchy(), (x,), ir="export", **{name: value})
+    ep = torch.export.export(model, (x,))
+    with pytest.raises(autograph.InputError, match=to_torchscript.format("stitch")):
+        autograph.optimize(ep, settings=autograph.Settings(stitch=False))
+
+    # What applies to both paths, or names a device, passes on either.
+    _, report = autograph.optimize(model, [x], method="sequential", cuda_graph=False, check_rewrites=False,
+                                   stitch=False, max_cuda_graphs=2)
+    assert report["method"] == "sequential"
+    _, report = autograph.optimize(ep, method="sequential", cuda_graph=True, inductor=False, openvino=False)
+    assert report["method"] == "sequential"
+
+    # The C++ entry points refuse them too (what Python checks first): the keys given, whatever their value.
+    import json
+    autograph.load_library()
+    scripted = torch.jit.trace(model, (x,))
+    with pytest.raises(ValueError, match="option 'openvino' applies to the export path"):
+        torch.ops.autograph.optimize(scripted, [x], json.dumps({"openvino": True}))
+    with pytest.raises(ValueError, match="option 'stitch' applies to the TorchScript path"):
+        torch.ops.autograph.optimize_exported("{}", [], json.dumps({"stitch": True}))
+
+
 def test_readme_option_table_is_the_declarations():
     result = subprocess.run([sys.executable, str(ROOT / "scripts" / "option_docs.py"), "--check"],
                             capture_output=True, text=True)

@@ -171,7 +171,7 @@ TEST(ResolveOptions, ChecksAStructFilledInCppBeforeAnyWorkAndResolvesTheDefaults
   options.search.method = "fastest";
   EXPECT_THROW(autograph::substitute(module, options), autograph::InputError);
 
-  const autograph::OptimizeOptions resolved = autograph::ResolveOptions(autograph::OptimizeOptions{});
+  const autograph::OptimizeOptions resolved = autograph::ResolveOptions(autograph::OptimizeOptions{}, autograph::ModelPath::TorchScript);
   EXPECT_EQ(resolved.cost.model, "analytical");  // CPU: the analytical model ranks
   EXPECT_FALSE(resolved.cost.device_model.empty());
   EXPECT_FALSE(resolved.executor.cuda_graph);  // CUDA Graphs only on CUDA
@@ -189,6 +189,79 @@ TEST(ResolveOptions, EveryMethodTheTableListsIsAMethod) {
   }
   options.search.method = "fastest";
   EXPECT_THROW(autograph::MethodOf(options), autograph::InputError);
+}
+
+// An option whose `applies` names one path is refused on the other, set by name (even at its default
+// value) or, in a struct, set apart from its default; a device it names is not checked (ignored there).
+TEST(OptionPaths, WhatAppliesToOnePathIsRefusedOnTheOther) {
+  using autograph::ModelPath;
+  auto spec = [](const std::string& name) {
+    for (const autograph::OptionSpec& s : autograph::OptimizeOptionTable())
+      if (s.name == name) return s;
+    ADD_FAILURE() << "no option " << name;
+    return autograph::OptionSpec{};
+  };
+  for (const char* name : {"openvino", "inductor"}) {
+    EXPECT_TRUE(autograph::AppliesOn(spec(name), ModelPath::Export)) << name;
+    EXPECT_FALSE(autograph::AppliesOn(spec(name), ModelPath::TorchScript)) << name;
+  }
+  for (const char* name : {"plan_new_shapes", "substitutions", "stitch", "fold_conv_relu", "prepack_onednn"}) {
+    EXPECT_TRUE(autograph::AppliesOn(spec(name), ModelPath::TorchScript)) << name;
+    EXPECT_FALSE(autograph::AppliesOn(spec(name), ModelPath::Export)) << name;
+  }
+  for (const char* name : {"method", "max_streams", "cuda_graph", "merge", "check_rewrites", "cost_cache"}) {
+    EXPECT_TRUE(autograph::AppliesOn(spec(name), ModelPath::TorchScript)) << name;
+    EXPECT_TRUE(autograph::AppliesOn(spec(name), ModelPath::Export)) << name;
+  }
+
+  auto message = [](const std::vector<std::string>& set, ModelPath path) -> std::string {
+    try {
+      autograph::CheckOptionsApplyOn(set, path);
+    } catch (const autograph::InputError& e) {
+      return e.what();
+    }
+    return "";
+  };
+  const std::string refused = message({"max_streams", "openvino"}, ModelPath::TorchScript);
+  EXPECT_NE(refused.find("option 'openvino' applies to the export path (\"export path, cpu\"), not the TorchScript "
+                         "path this model takes: drop it here"),
+            std::string::npos)
+      << refused;
+  EXPECT_NE(refused.find("ir=\"export\""), std::string::npos) << refused;
+  EXPECT_NE(message({"stitch"}, ModelPath::Export).find("option 'stitch' applies to the TorchScript path"),
+            std::string::npos);
+  EXPECT_EQ(message({"max_streams", "cuda_graph", "shapes", "unknown"}, ModelPath::Export), "");
+
+  // By name: the keys given, whatever their value.
+  EXPECT_EQ(autograph::OptionKeysOf(json{{"openvino", true}, {"verify", 1}}),
+            (std::vector<std::string>{"openvino", "verify"}));
+  EXPECT_THROW(autograph::CheckOptionsApplyOn(autograph::OptionKeysOf(json{{"openvino", true}}), ModelPath::TorchScript),
+               autograph::InputError);
+  // In a struct: what differs from the defaults (substitutions named by its rewrites).
+  autograph::OptimizeOptions options;
+  EXPECT_TRUE(autograph::OptionsSetIn(options).empty());
+  EXPECT_NO_THROW(autograph::ResolveOptions(options, ModelPath::Export));
+  options.substitutions.stitch = false;
+  options.substitutions.fuse_attention = false;
+  EXPECT_EQ(autograph::OptionsSetIn(options), (std::vector<std::string>{"fuse_attention", "stitch"}));
+  EXPECT_NO_THROW(autograph::ResolveOptions(options, ModelPath::TorchScript));
+  EXPECT_THROW(autograph::ResolveOptions(options, ModelPath::Export), autograph::InputError);
+  options = autograph::OptimizeOptions{};
+  options.substitutions.openvino = false;
+  options.executor.cuda_graph = false;  // a cuda option on the CPU: ignored, as the table says
+  EXPECT_NO_THROW(autograph::ResolveOptions(options, ModelPath::Export));
+
+  // optimize and substitute (the TorchScript path) refuse it before any work.
+  torch::jit::Module module("m");
+  module.define("def forward(self, x):\n  return x + 1\n");
+  options.example_inputs = {torch::randn({2})};
+  try {
+    autograph::optimize(module, options);
+    ADD_FAILURE() << "openvino = false was accepted on the TorchScript path";
+  } catch (const autograph::InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("option 'openvino' applies to the export path"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(autograph::substitute(module, options), autograph::InputError);
 }
 
 }  // namespace
