@@ -17,7 +17,7 @@ import pytest
 import torch
 
 import autograph
-from autograph import openvino_parts
+from autograph.export.compilers import openvino as openvino_parts
 from autograph._library import openvino_missing
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -121,9 +121,9 @@ def test_export_path_times_the_openvino_candidate_and_keeps_the_fastest(separabl
 def _part_module(model, x):
     """The whole model as the plain graph module PartBuilder cuts out (weights as attributes)."""
     from autograph import export as export_module
-    from autograph import inductor_parts
+    from autograph.export.compilers import inductor as inductor_parts
     decomposed = torch.export.export(model, (x,)).run_decompositions({})
-    graph, _, imported = export_module._import(decomposed)
+    graph, _, imported = export_module.aten_import.import_graph(decomposed)
     builder = inductor_parts.PartBuilder(decomposed, graph, imported.value_of, imported.weights, torch.device("cpu"))
     gm, _, _ = builder.module_of(inductor_parts.every_node(graph), pack_linear=False)
     return gm
@@ -189,19 +189,19 @@ def test_closing_a_conversion_nobody_waits_for_stops_its_process(separable, tmp_
 def _timed(monkeypatch, ms):
     """export._time_candidates replaced: each candidate's median is ms[name] (default 2.0)."""
     from autograph import export as export_module
-    monkeypatch.setattr(export_module, "_time_candidates",
+    monkeypatch.setattr(export_module.contest, "_time_candidates",
                         lambda candidates, tensors, graph, rounds=10: {n: ms.get(n, 2.0) for n in candidates})
 
 
 def _counted(monkeypatch):
     """The AOTInductor packages compiled (their labels) and the plans made (method, verify), as lists."""
     from autograph import export as export_module
-    from autograph import inductor_parts
+    from autograph.export.compilers import inductor as inductor_parts
     compiles, plans = [], []
-    compile_now, plan = inductor_parts.PartBuilder._compile_now, export_module._plan
+    compile_now, plan = inductor_parts.PartBuilder._compile_now, export_module.plans.plan
     monkeypatch.setattr(inductor_parts.PartBuilder, "_compile_now",
                         lambda self, part, label, freezing: compiles.append(label) or compile_now(self, part, label, freezing))
-    monkeypatch.setattr(export_module, "_plan",
+    monkeypatch.setattr(export_module.plans, "plan",
                         lambda graph, tensors, settings: plans.append((settings["method"], settings.get("verify")))
                         or plan(graph, tensors, settings))
     return compiles, plans
@@ -281,7 +281,7 @@ def test_saved_program_with_an_openvino_part_runs_in_a_fresh_process(separable, 
     def openvino_first(candidates, tensors, graph, rounds=10):
         return {name: (0.5 if name == "whole_openvino" else 1.0) for name in candidates}
 
-    monkeypatch.setattr(export_module, "_time_candidates", openvino_first)
+    monkeypatch.setattr(export_module.contest, "_time_candidates", openvino_first)
     optimized, report = autograph.optimize(ep, (x,))
     assert report["inductor"]["kept"] == "whole_openvino", report["inductor"]
     torch.export.save(optimized, tmp_path / "model.pt2")
@@ -316,7 +316,7 @@ def test_without_the_runner_the_operator_says_what_to_load():
 def test_a_just_in_time_candidate_whose_outputs_differ_is_never_kept(separable, tmp_path, monkeypatch):
     """Checked like every candidate, on the outputs it computes: here Inductor's just-in-time code with its
     outputs doubled (wrong by order 1), timed fastest, is dropped and reported, and nothing is packaged."""
-    from autograph import inductor_parts
+    from autograph.export.compilers import inductor as inductor_parts
     model, x, want = separable
     monkeypatch.setenv("AUTOGRAPH_INDUCTOR_CACHE", str(tmp_path))
     compiles, _ = _counted(monkeypatch)
@@ -346,9 +346,9 @@ def test_the_plan_on_aten_kernels_kept_after_a_slower_package_is_verified_on_boa
 
     def timed(candidates, tensors, graph, rounds=10):
         ms = {"aten": 2.0, "whole": 3.0, "whole_openvino": 4.0}  # "whole" here: its package
-        return {n: 1.0 if isinstance(c, export_module._JustInTime) else ms[n] for n, c in candidates.items()}
+        return {n: 1.0 if isinstance(c, export_module.candidates.JustInTime) else ms[n] for n, c in candidates.items()}
 
-    monkeypatch.setattr(export_module, "_time_candidates", timed)
+    monkeypatch.setattr(export_module.contest, "_time_candidates", timed)
     optimized, report = autograph.optimize(torch.export.export(model, (x,)), (x,), method="autograph")
     summary = report["inductor"]
     assert summary["kept"] == "aten" and compiles == ["whole part 1/1"], summary

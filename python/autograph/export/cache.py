@@ -27,7 +27,7 @@ from typing import Any, Dict, Iterator, List, Optional
 
 import torch
 
-from .errors import InputError
+from ..errors import InputError
 
 FORMAT = 2  # the layout of entries and keys; a change leaves older entries unread (then evicted)
 DEFAULT_MAX_GB = 10.0

@@ -1,9 +1,9 @@
 """A part to an OpenVINO package. torch.onnx's exporter writes the part as ONNX in autograph's process
 (onnx_of); OpenVINO's ONNX frontend reads it and the package is written (save_package), in autograph's
-process or as a script in a process of its own: `python _openvino_convert.py FOLDER PATH` reads from its
-stdin the line "onnx N" and the model's N bytes, or where that export failed the line "pytorch" (then
-FOLDER/part.pt, the part's pickled graph module, for OpenVINO's PyTorch frontend, and FOLDER/examples.pt),
-and writes the package at PATH.
+process or in a process of its own that runs this file with the arguments FOLDER PATH
+(openvino._converter_command): it reads from its stdin the line "onnx N" and the model's N bytes, or
+where that export failed the line "pytorch" (then FOLDER/part.pt, the part's pickled graph module, for
+OpenVINO's PyTorch frontend, and FOLDER/examples.pt), and writes the package at PATH.
 It imports nothing of autograph, whose import loads its libraries, and torch only for the PyTorch
 frontend."""
 import contextlib
@@ -33,9 +33,9 @@ def onnx_of(part, examples) -> bytes:
     51.2, randwire 5.99 / 6.06, outputs equal), while the export took 0.4-2.3 s less."""
     import warnings
     import torch
-    # The exporter's progress lines, its advice to call eval() first (an ATen graph has no modes), and a
+    # The exporter's advice to call eval() first (an ATen graph has no modes), and a
     # deprecation inside torch that its copies of the module's tree specs meet (torch 2.11).
-    with torch.no_grad(), contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
+    with torch.no_grad(), warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="Exporting a model while it is in training mode")
         warnings.filterwarnings("ignore", message=r"`isinstance\(treespec, LeafSpec\)` is deprecated",
                                 category=FutureWarning)

@@ -1,0 +1,55 @@
+"""Calls into the C++ planner (torch.ops.autograph.optimize_exported): an AtenGraph and its tensors in,
+the program text and the report out."""
+import json
+from typing import Any, Dict, List, NamedTuple, Optional, Tuple
+
+import torch
+
+from ..errors import translate
+from ..settings import Settings
+
+class Program(NamedTuple):
+    """A candidate that is a program: its text, the weights it is passed before the user's tensors, its
+    planner's report and how many compiled parts it calls (0: ATen's kernels alone)."""
+    text: str
+    weights: List[torch.Tensor]
+    report: Dict[str, Any]
+    parts: int
+
+
+def plan(graph: Dict[str, Any], tensors: List[torch.Tensor], settings: Dict[str, Any]) -> Tuple[str, Dict[str, Any]]:
+    try:
+        program, report = torch.ops.autograph.optimize_exported(json.dumps(graph), tensors, json.dumps(settings))
+    except (RuntimeError, ValueError) as e:
+        raise translate(e) from None
+    return program, json.loads(report)
+
+
+def planned(graph: Dict[str, Any], tensors: List[torch.Tensor], settings: Dict[str, Any]) -> Tuple[str, Dict[str, Any]]:
+    """plan, its report without the resolved options that only the first plan passes on."""
+    program, report = plan(graph, tensors, settings)
+    for key in ("check_rewrites", "inductor", "openvino"):
+        report.pop(key, None)
+    return program, report
+
+
+def measures_rewrites(settings: Dict[str, Any]) -> bool:
+    return bool(settings.get("check_rewrites", Settings.check_rewrites))
+
+
+def verified_plan(graph: Dict[str, Any], weights: List[torch.Tensor], tensors: List[torch.Tensor],
+              settings: Dict[str, Any]) -> Optional[Program]:
+    """The plan on ATen's kernels planned again with on-board verification (the search's best schedules
+    and the one-stream and Nimble's, timed side by side), where the method verifies; else None."""
+    if not verifies(settings):
+        return None
+    program, report = planned(graph, weights + tensors, settings)
+    return Program(program, weights, report, 0)
+
+
+def verifies(settings: Dict[str, Any]) -> bool:
+    """Whether the method verifies its plan on board (autograph, with option verify above 0)."""
+    return settings["method"] == "autograph" and settings.get("verify", Settings.verify) > 0
+
+
+__all__ = ["Program", "plan", "planned", "verified_plan", "verifies", "measures_rewrites"]
