@@ -69,6 +69,38 @@ def timed(calls, x, runs: int, device: torch.device):
     return {name: statistics.median(t) for name, t in times.items()}
 
 
+def report_lines(a, device, report: dict, rows: list, memory: list, multi_s: float, dynamic_s) -> list:
+    """results.md: the table of every served shape and the memory after each round."""
+    export = a.ir == "export"
+    baseline_name = "eager" if export else "jit"
+    lines = [f"# Plans per shape: BERT-style encoder ({a.layers} layers, dim {a.dim}), {device}, {a.ir} path", "",
+             f"Optimized once with `shapes={PLANNED}` (example 2x64) in {multi_s:.1f} s"
+             + (f" (without `shapes`: {dynamic_s:.1f} s)" if export else "") + f". Median ms of {a.runs} "
+             "runs after 3 warm-ups, round-robin. `exact`: a module optimized for that very shape"
+             + ("; `dynamic`: optimized without `shapes`." if export else "."), "",
+             f"| shape | planned | {baseline_name} |" + (" exported |" if export else "") + " shapes |"
+             + (" dynamic |" if export else "") + " exact | shapes / exact |"
+             + (" dynamic / shapes | exported / shapes |" if export else "") + " max rel err |",
+             "|---|---|---:|" + ("---:|" if export else "") + "---:|" + ("---:|" if export else "") + "---:|---:|"
+             + ("---:|---:|" if export else "") + "---:|"]
+    # What runs an unlisted shape on the export path: the graph on ATen's kernels or the package for every
+    # shape, whichever measured faster (report["dynamic_shapes"]["other_shapes"]).
+    other = {"inductor": "the package for every shape"}.get((report.get("dynamic_shapes") or {}).get("other_shapes"),
+                                                            "the graph on ATen's kernels")
+    for r in rows:
+        planned = "yes" if r["planned"] else (f"no: {other}" if export else "nearest")
+        lines.append(f"| {r['shape'][0]}x{r['shape'][1]} | {planned} | {r['jit_ms']:.3f} | "
+                     + (f"{r['exported_ms']:.3f} | " if export else "") + f"{r['shapes_ms']:.3f} | "
+                     + (f"{r['dynamic_ms']:.3f} | " if export else "")
+                     + f"{r['exact_ms']:.3f} | {r['shapes_ms'] / r['exact_ms']:.2f} | "
+                     + (f"{r['dynamic_ms'] / r['shapes_ms']:.2f} | {r['exported_ms'] / r['shapes_ms']:.2f} | "
+                        if export else "")
+                     + f"{r['max_rel_err']:.1e} |")
+    lines += ["", "Resident memory (MB) after each round over all shapes: " +
+              ", ".join(f"{m:.0f}" for m in memory)]
+    return lines
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--out", type=Path, required=True)
@@ -140,32 +172,7 @@ def main() -> int:
     if export:
         result["optimize_without_shapes_s"] = dynamic_s
     (a.out / "results.json").write_text(json.dumps(result, indent=1))
-    baseline_name = "eager" if export else "jit"
-    lines = [f"# Plans per shape: BERT-style encoder ({a.layers} layers, dim {a.dim}), {device}, {a.ir} path", "",
-             f"Optimized once with `shapes={PLANNED}` (example 2x64) in {multi_s:.1f} s"
-             + (f" (without `shapes`: {dynamic_s:.1f} s)" if export else "") + f". Median ms of {a.runs} "
-             "runs after 3 warm-ups, round-robin. `exact`: a module optimized for that very shape"
-             + ("; `dynamic`: optimized without `shapes`." if export else "."), "",
-             f"| shape | planned | {baseline_name} |" + (" exported |" if export else "") + " shapes |"
-             + (" dynamic |" if export else "") + " exact | shapes / exact |"
-             + (" dynamic / shapes | exported / shapes |" if export else "") + " max rel err |",
-             "|---|---|---:|" + ("---:|" if export else "") + "---:|" + ("---:|" if export else "") + "---:|---:|"
-             + ("---:|---:|" if export else "") + "---:|"]
-    # What runs an unlisted shape on the export path: the graph on ATen's kernels or the package for every
-    # shape, whichever measured faster (report["dynamic_shapes"]["other_shapes"]).
-    other = {"inductor": "the package for every shape"}.get((report.get("dynamic_shapes") or {}).get("other_shapes"),
-                                                            "the graph on ATen's kernels")
-    for r in rows:
-        planned = "yes" if r["planned"] else (f"no: {other}" if export else "nearest")
-        lines.append(f"| {r['shape'][0]}x{r['shape'][1]} | {planned} | {r['jit_ms']:.3f} | "
-                     + (f"{r['exported_ms']:.3f} | " if export else "") + f"{r['shapes_ms']:.3f} | "
-                     + (f"{r['dynamic_ms']:.3f} | " if export else "")
-                     + f"{r['exact_ms']:.3f} | {r['shapes_ms'] / r['exact_ms']:.2f} | "
-                     + (f"{r['dynamic_ms'] / r['shapes_ms']:.2f} | {r['exported_ms'] / r['shapes_ms']:.2f} | "
-                        if export else "")
-                     + f"{r['max_rel_err']:.1e} |")
-    lines += ["", "Resident memory (MB) after each round over all shapes: " +
-              ", ".join(f"{m:.0f}" for m in memory)]
+    lines = report_lines(a, device, report, rows, memory, multi_s, dynamic_s if export else None)
     (a.out / "results.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     return 0

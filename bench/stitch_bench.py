@@ -73,6 +73,52 @@ def time_side_by_side(modules, inputs, device, warmup, runs):
     return stats
 
 
+def measure(args, model: str, tmp: str) -> dict:
+    """One model's row: optimized three ways by the CLI (plain, stitched, everything), the stitched and
+    the full modules checked against jit, all four timed side by side."""
+    plain = optimize(args.cli, args.zoo, model, os.path.join(tmp, "a.pt"), args.device, "--no-stitch",
+                     "--no-substitutions")
+    stitched = optimize(args.cli, args.zoo, model, os.path.join(tmp, "s.pt"), args.device, "--stitch",
+                        "--no-substitutions")
+    full = optimize(args.cli, args.zoo, model, os.path.join(tmp, "f.pt"), args.device, "--stitch",
+                    "--substitutions")
+    modules = {"jit": torch.jit.load(os.path.join(args.zoo, model + ".pt"), map_location=args.device),
+               "autograph": torch.jit.load(os.path.join(tmp, "a.pt")),
+               "autograph_stitch": torch.jit.load(os.path.join(tmp, "s.pt")),
+               "autograph_all": torch.jit.load(os.path.join(tmp, "f.pt"))}
+    modules["jit"].eval()
+    inputs = example_inputs(args.zoo, model, args.device)
+    with torch.no_grad():
+        want = first(modules["jit"](*inputs)).float()
+        errs = []
+        for name in ("autograph_stitch", "autograph_all"):
+            got = first(modules[name](*inputs)).float()
+            errs.append(((got - want).abs().max() / want.abs().max().clamp_min(1e-30)).item())
+    err = max(errs)
+    stats = time_side_by_side(modules, inputs, args.device, args.warmup, args.runs)
+    return {
+        "model": model, "device": args.device,
+        "kernels_before": stitched["operators_before"], "kernels_after": stitched["operators_after"],
+        "memory_bound_before": stitched["memory_bound_before"],
+        "memory_bound_after": stitched["memory_bound_after"],
+        "stitch_groups": stitched["stitch_groups"], "ops_stitched": stitched["ops_stitched"],
+        "jit_ms": stats["jit"][0], "autograph_ms": stats["autograph"][0],
+        "autograph_stitch_ms": stats["autograph_stitch"][0],
+        "autograph_stitch_p10_ms": stats["autograph_stitch"][1],
+        "autograph_stitch_p90_ms": stats["autograph_stitch"][2],
+        "stitch_speedup": stats["autograph"][0] / stats["autograph_stitch"][0],
+        "speedup_over_jit": stats["jit"][0] / stats["autograph_stitch"][0],
+        "kernels_all": full["operators_after"], "memory_bound_all": full["memory_bound_after"],
+        "attentions_fused": full["attentions_fused"], "linears_merged_all": full["linears_merged"],
+        "convolutions_regrouped_all": full["convolutions_regrouped"],
+        "autograph_all_ms": stats["autograph_all"][0], "autograph_all_p10_ms": stats["autograph_all"][1],
+        "autograph_all_p90_ms": stats["autograph_all"][2],
+        "all_speedup_over_jit": stats["jit"][0] / stats["autograph_all"][0],
+        "max_rel_err": err, "search_s": stitched["search_seconds"],
+        "kernels_plain_autograph": plain["operators_after"],
+    }
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--cli", required=True)
@@ -89,51 +135,12 @@ def main():
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for model in args.models:
-            plain = optimize(args.cli, args.zoo, model, os.path.join(tmp, "a.pt"), args.device, "--no-stitch",
-                             "--no-substitutions")
-            stitched = optimize(args.cli, args.zoo, model, os.path.join(tmp, "s.pt"), args.device, "--stitch",
-                                "--no-substitutions")
-            full = optimize(args.cli, args.zoo, model, os.path.join(tmp, "f.pt"), args.device, "--stitch",
-                            "--substitutions")
-            modules = {"jit": torch.jit.load(os.path.join(args.zoo, model + ".pt"), map_location=args.device),
-                       "autograph": torch.jit.load(os.path.join(tmp, "a.pt")),
-                       "autograph_stitch": torch.jit.load(os.path.join(tmp, "s.pt")),
-                       "autograph_all": torch.jit.load(os.path.join(tmp, "f.pt"))}
-            modules["jit"].eval()
-            inputs = example_inputs(args.zoo, model, args.device)
-            with torch.no_grad():
-                want = first(modules["jit"](*inputs)).float()
-                errs = []
-                for name in ("autograph_stitch", "autograph_all"):
-                    got = first(modules[name](*inputs)).float()
-                    errs.append(((got - want).abs().max() / want.abs().max().clamp_min(1e-30)).item())
-            err = max(errs)
-            stats = time_side_by_side(modules, inputs, args.device, args.warmup, args.runs)
-            rows.append({
-                "model": model, "device": args.device,
-                "kernels_before": stitched["operators_before"], "kernels_after": stitched["operators_after"],
-                "memory_bound_before": stitched["memory_bound_before"],
-                "memory_bound_after": stitched["memory_bound_after"],
-                "stitch_groups": stitched["stitch_groups"], "ops_stitched": stitched["ops_stitched"],
-                "jit_ms": stats["jit"][0], "autograph_ms": stats["autograph"][0],
-                "autograph_stitch_ms": stats["autograph_stitch"][0],
-                "autograph_stitch_p10_ms": stats["autograph_stitch"][1],
-                "autograph_stitch_p90_ms": stats["autograph_stitch"][2],
-                "stitch_speedup": stats["autograph"][0] / stats["autograph_stitch"][0],
-                "speedup_over_jit": stats["jit"][0] / stats["autograph_stitch"][0],
-                "kernels_all": full["operators_after"], "memory_bound_all": full["memory_bound_after"],
-                "attentions_fused": full["attentions_fused"], "linears_merged_all": full["linears_merged"],
-                "convolutions_regrouped_all": full["convolutions_regrouped"],
-                "autograph_all_ms": stats["autograph_all"][0], "autograph_all_p10_ms": stats["autograph_all"][1],
-                "autograph_all_p90_ms": stats["autograph_all"][2],
-                "all_speedup_over_jit": stats["jit"][0] / stats["autograph_all"][0],
-                "max_rel_err": err, "search_s": stitched["search_seconds"],
-                "kernels_plain_autograph": plain["operators_after"],
-            })
-            print(f"{model}: memory-bound kernels {rows[-1]['memory_bound_before']} -> {rows[-1]['memory_bound_after']}"
-                  f" (stitch) -> {rows[-1]['memory_bound_all']} (all), autograph {stats['autograph'][0]:.3f} ms -> "
-                  f"stitched {stats['autograph_stitch'][0]:.3f} ms -> all {stats['autograph_all'][0]:.3f} ms "
-                  f"(jit {stats['jit'][0]:.3f} ms)", flush=True)
+            r = measure(args, model, tmp)
+            rows.append(r)
+            print(f"{model}: memory-bound kernels {r['memory_bound_before']} -> {r['memory_bound_after']} (stitch) -> "
+                  f"{r['memory_bound_all']} (all), autograph {r['autograph_ms']:.3f} ms -> stitched "
+                  f"{r['autograph_stitch_ms']:.3f} ms -> all {r['autograph_all_ms']:.3f} ms (jit {r['jit_ms']:.3f} ms)",
+                  flush=True)
 
     with open(os.path.join(args.out, "stitch.csv"), "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=list(rows[0].keys()))

@@ -278,6 +278,43 @@ def check_args(args: argparse.Namespace) -> Optional[str]:
     return None
 
 
+def prepare_model(name: str, args, device):
+    """(eager model, inputs, the zoo module's outputs): the reference of every method's errors."""
+    import torch
+    scripted = torch.jit.load(str(args.zoo / f"{name}.pt"), map_location=device).eval()
+    model = load_eager_model(name, scripted, device)
+    inputs = make_inputs(args.zoo / f"{name}.json", args.batch, device)
+    with torch.inference_mode():
+        reference = [t.clone() for t in flatten_tensors(scripted(*inputs))]
+        # The eager model must be the exported one, or the compiled errors would mean nothing.
+        _, eager_rel = output_errors(flatten_tensors(model(*inputs)), reference)
+    if not eager_rel <= 1e-3:
+        raise RuntimeError(f"eager model differs from {name}.pt (max rel err {eager_rel:.3g})")
+    return model, inputs, reference
+
+
+def model_methods(name: str, model, inputs, reference, args, device) -> List[tuple]:
+    """(method, run() -> the row's timing and errors) of each method asked for, in the table's order."""
+    cuda = device.type == "cuda"
+    methods = [(method_name(mode), (lambda m: lambda: bench_mode(model, inputs, reference, m, args, cuda))(mode))
+               for mode in args.modes]
+    if args.rivals:
+        try:
+            made, missing = rival_methods(model, inputs, device)
+        except Exception as e:  # noqa: BLE001 - the rivals are reported, the rest goes on
+            made, missing = {}, {"onnxruntime and openvino": one_line(e)}
+        for rival, why in missing.items():
+            print(f"{PROG}: {name} {rival}: skipped: {why}", file=sys.stderr, flush=True)
+        methods += [(rival, (lambda c, s: lambda: bench_callable(c, reference, s, args, cuda))(call, ready_s))
+                    for rival, (call, ready_s) in made.items()]
+    if args.export_path:
+        def export_run():
+            call, ready_s = export_path_method(model, inputs)
+            return bench_callable(call, reference, ready_s, args, cuda)
+        methods.append(("autograph_export", export_run))
+    return methods
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     args = parse_args(argv)
     problem = check_args(args)
@@ -315,35 +352,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     written = 0
     for name in dict.fromkeys(args.models):
         try:
-            scripted = torch.jit.load(str(args.zoo / f"{name}.pt"), map_location=device).eval()
-            model = load_eager_model(name, scripted, device)
-            inputs = make_inputs(args.zoo / f"{name}.json", args.batch, device)
-            with torch.inference_mode():
-                reference = [t.clone() for t in flatten_tensors(scripted(*inputs))]
-                # The eager model must be the exported one, or the compiled errors would mean nothing.
-                _, eager_rel = output_errors(flatten_tensors(model(*inputs)), reference)
-            if not eager_rel <= 1e-3:
-                raise RuntimeError(f"eager model differs from {name}.pt (max rel err {eager_rel:.3g})")
+            model, inputs, reference = prepare_model(name, args, device)
         except Exception as e:  # one model's failure must not stop the others
             print(f"{PROG}: {name}: skipped, cannot prepare the model: {one_line(e)}", file=sys.stderr, flush=True)
             continue
-        methods = [(method_name(mode), (lambda m: lambda: bench_mode(model, inputs, reference, m, args, cuda))(mode))
-                   for mode in args.modes]
-        if args.rivals:
-            try:
-                made, missing = rival_methods(model, inputs, device)
-            except Exception as e:  # noqa: BLE001 - the rivals are reported, the rest goes on
-                made, missing = {}, {"onnxruntime and openvino": one_line(e)}
-            for rival, why in missing.items():
-                print(f"{PROG}: {name} {rival}: skipped: {why}", file=sys.stderr, flush=True)
-            methods += [(rival, (lambda c, s: lambda: bench_callable(c, reference, s, args, cuda))(call, ready_s))
-                        for rival, (call, ready_s) in made.items()]
-        if args.export_path:
-            def export_run(model=model, inputs=inputs, reference=reference):
-                call, ready_s = export_path_method(model, inputs)
-                return bench_callable(call, reference, ready_s, args, cuda)
-            methods.append(("autograph_export", export_run))
-        for method, run in methods:
+        for method, run in model_methods(name, model, inputs, reference, args, device):
             try:
                 result = run()
             except Exception as e:

@@ -1,0 +1,130 @@
+"""bench/gpu_table.py's table: its methods and columns, its rows merged from the steps' files, written and
+checked, and the ratios of the summary."""
+import csv
+import json
+from pathlib import Path
+from typing import Dict, List, Optional, Tuple
+
+import torch_compile_bench as tcb
+
+PROG = "gpu_table"
+METHODS = ["eager", "torch_compile_default", "torch_compile_reduce_overhead", "torch_compile_max_autotune",
+           "jit_frozen", "nimble", "autograph_graph", "autograph_export"]
+CLI_METHODS = ["jit", "jit_frozen", "nimble", "autograph_graph"]  # what `autograph bench` builds (jit: its reference)
+COMPILE_MODES = {"torch_compile_default": "default", "torch_compile_reduce_overhead": "reduce-overhead",
+                 "torch_compile_max_autotune": "max-autotune"}
+ORDER = ["eager", "jit"] + METHODS[1:]  # the CSV's row order per model
+EXTRA_FIELDS = ["timed", "warmup", "runs", "tf32_off_max_abs_err", "tf32_off_max_rel_err", "input2_max_abs_err",
+                "input2_max_rel_err", "cli_median_ms", "kept", "chosen", "stages", "streams", "cuda_graphs",
+                "capture_failures", "note"]
+FIELDS = tcb.CSV_FIELDS + EXTRA_FIELDS
+CAPTURE_FAILED = "capturing a CUDA Graph failed"
+
+
+def read_csv(path: Path) -> List[dict]:
+    if not path.is_file():
+        return []
+    with path.open(newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def merge(args) -> Tuple[List[dict], Dict[Tuple[str, str], str]]:
+    """Every model's rows from its steps: the driver's where it timed the method, else `autograph bench`'s own
+    (timed = autograph bench); cli_median_ms = `autograph bench`'s median of the method. Also why each
+    method that has no driver row has none."""
+    rows, why = [], {}
+    for model in args.models:
+        step_dir = args.out / "steps" / model
+        cli = {r["method"]: r for r in read_csv(step_dir / "cli" / "results.csv")}
+        by_method: Dict[str, dict] = {}
+        for step in ("main", "max_autotune"):
+            for f in sorted((step_dir / step / "rows").glob("*.json")):
+                if f.name.endswith(".skipped.json"):
+                    why[(model, f.name[:-len(".skipped.json")])] = json.loads(f.read_text())["why"]
+                else:
+                    row = json.loads(f.read_text())
+                    by_method[row["method"]] = row
+        for method, r in cli.items():
+            if method not in by_method:
+                note = "timed by `autograph bench` only" + (f" (the driver: {why[(model, method)]})"
+                                                             if (model, method) in why else "")
+                by_method[method] = dict(r, timed="autograph bench", warmup=args.warmup, runs=args.runs, note=note)
+            by_method[method]["cli_median_ms"] = r["median_ms"]
+        rows += [by_method[m] for m in ORDER if m in by_method]
+        rows += [r for m, r in by_method.items() if m not in ORDER]
+    return rows, why
+
+
+def write_csv(path: Path, rows: List[dict]) -> None:
+    with path.open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=FIELDS, extrasaction="ignore", lineterminator="\n")
+        writer.writeheader()
+        for row in rows:
+            cells = {k: (f"{v:.6g}" if isinstance(v, float) else v) for k, v in row.items()}
+            for k in tcb.CSV_FIELDS[4:]:  # bench/report.py reads these as numbers: nan where unmeasured
+                if cells.get(k) in (None, ""):
+                    cells[k] = "nan"
+            writer.writerow(cells)
+
+
+def check_table(csv_path: Path, models: List[str], methods: List[str]) -> List[str]:
+    """What results.csv lacks: a column of FIELDS, a row with a median for each (model, method), a known method
+    name, and the export path's report entries. Empty when complete."""
+    if not csv_path.is_file():
+        return [f"{csv_path} was not written"]
+    with csv_path.open(newline="") as f:
+        reader = csv.DictReader(f)
+        header, rows = reader.fieldnames or [], list(reader)
+    problems = [f"column {c} missing" for c in FIELDS if c not in header]
+    if problems:
+        return problems
+    known = set(ORDER)
+    problems += [f"unknown method name {r['method']!r} ({r['model']})" for r in rows if r["method"] not in known]
+    have = {(r["model"], r["method"]): r for r in rows}
+    for model in models:
+        for method in methods:
+            r = have.get((model, method))
+            try:
+                ok = r is not None and float(r["median_ms"]) > 0
+            except ValueError:
+                ok = False
+            if not ok:
+                problems.append(f"{model}: no {method} row with a median")
+            elif method == "autograph_export" and not (r["kept"] and r["streams"] and r["cuda_graphs"]):
+                problems.append(f"{model}: the autograph_export row lacks kept / streams / cuda_graphs")
+    return problems
+
+
+def number(row: Optional[dict], key: str = "median_ms") -> Optional[float]:
+    try:
+        value = float(row[key]) if row else None
+    except (KeyError, TypeError, ValueError):
+        return None
+    return value if value is not None and value == value else None  # NaN: unmeasured
+
+
+def ratio_lines(rows: List[dict], models: List[str]) -> List[str]:
+    """Per model: each method's median and its speedups (the other's median / this one's: above 1 = faster) over
+    eager, the best torch.compile mode and nimble; errors on the second input against TF32-off eager, ⚠ where
+    above both 1e-3 and 10 times eager's own (TF32 alone makes eager differ from the TF32-off reference)."""
+    lines = []
+    for model in models:
+        mine = {r["method"]: r for r in rows if r["model"] == model}
+        if not mine:
+            continue
+        compiled = [(number(r), m) for m, r in mine.items() if m.startswith("torch_compile_") and number(r)]
+        best_ms, best = min(compiled) if compiled else (None, "")
+        eager_ms, nimble_ms = number(mine.get("eager")), number(mine.get("nimble"))
+        eager_err = number(mine.get("eager"), "input2_max_rel_err") or 0.0
+        lines += [f"{model}:", f"  {'method':<31}{'median ms':>10}{'x eager':>9}{'x best compile':>16}"
+                               f"{'x nimble':>10}  {'2nd-input err':>13}  timed"]
+        for method, r in mine.items():
+            ms = number(r)
+            cells = [f"{(ref / ms):.2f}" if ref and ms else "–" for ref in (eager_ms, best_ms, nimble_ms)]
+            err = number(r, "input2_max_rel_err")
+            flag = " ⚠" if err is not None and err > max(1e-3, 10 * eager_err) else ""
+            lines.append(f"  {method:<31}{(f'{ms:.3f}' if ms else '–'):>10}{cells[0]:>9}{cells[1]:>16}{cells[2]:>10}"
+                         f"  {(f'{err:.1e}' if err is not None else 'not checked'):>13}{flag}  {r.get('timed', '')}")
+        if best:
+            lines.append(f"  (best torch.compile mode: {best})")
+    return lines

@@ -1,0 +1,327 @@
+"""bench/gpu_table.py's child processes: one step of one model (--worker), or the compilers' one-time costs
+(--warm-only)."""
+import contextlib
+import copy
+import glob
+import json
+import os
+import re
+import sys
+import time
+import warnings
+from pathlib import Path
+from typing import Callable, Dict, List, Optional, Tuple
+
+import torch_compile_bench as tcb
+from gpu_table_rows import CAPTURE_FAILED, CLI_METHODS, COMPILE_MODES, PROG
+
+ROOT = Path(__file__).resolve().parents[1]
+# The least time left in the main step for building one more method (else it is skipped and said so).
+LEAST_BUILD_S = {"torch_compile_default": 15, "torch_compile_reduce_overhead": 10, "torch_compile_max_autotune": 30,
+                 "autograph_export": 20}
+
+
+def one_line(e: BaseException) -> str:
+    return tcb.one_line(e)
+
+
+def left_s(deadline: float) -> float:
+    return deadline - time.time()
+
+
+@contextlib.contextmanager
+def tf32_off():
+    """Eager in full float32: the reference every method's error is measured against (cuDNN convolutions
+    run in TF32 by default, and the zoo's traced convolutions have allow_tf32=True fixed in)."""
+    import torch
+    old = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
+    try:
+        yield
+    finally:
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = old
+
+
+def cloned(value) -> list:
+    """The output tensors, copied: under CUDA Graphs (reduce-overhead, autograph) they live in the
+    graph's memory and the next call overwrites them."""
+    return [t.detach().clone() for t in tcb.flatten_tensors(value)]
+
+
+def cli_module_path(cache: Path, model: str, batch: int, device: str, method: str) -> Optional[Path]:
+    """The module `autograph bench --cache` saved for (model, batch, device, method): NAME-bB-DEVICE-METHOD-HASH.pt."""
+    found = sorted(glob.glob(str(cache / f"{model}-b{batch}-{device}-{method}-*.pt")), key=os.path.getmtime)
+    return Path(found[-1]) if found else None
+
+
+def cuda_graph_plans(exported) -> int:
+    """Plans in the optimized program set to replay as a CUDA Graph: each autograph::execute call's program
+    (and its plans for other shapes) says "cuda_graph": true. Each is captured once per input shape."""
+    count = 0
+    for node in exported.graph_module.graph.nodes:
+        if node.op == "call_function" and "autograph.execute" in str(node.target):
+            count += sum(len(re.findall(r'"cuda_graph"\s*:\s*true', a)) for a in node.args if isinstance(a, str))
+    return count
+
+
+def build_method(method: str, ctx: dict) -> Tuple[Callable[[list], object], dict]:
+    """(run(inputs), row entries: search_s and what the method reports). The first call on the timed input,
+    which compiles or captures, is part of search_s; its outputs are kept for the check after timing."""
+    import torch
+    model, device, info = ctx["model"], ctx["device"], {}
+    start = time.perf_counter()
+    if method == "eager":
+        run = lambda xs: model(*xs)  # noqa: E731
+    elif method == "jit":
+        scripted = ctx["scripted"]
+        run = lambda xs: scripted(*xs)  # noqa: E731
+    elif method in CLI_METHODS:
+        import autograph
+        path = cli_module_path(ctx["cli_cache"], ctx["name"], ctx["batch"], str(device), method)
+        if path is None:
+            raise RuntimeError(f"`autograph bench` saved no module of it in {ctx['cli_cache']}")
+        module = autograph.load(path, map_location=device)
+        note = Path(str(path) + ".json")
+        info["search_s"] = json.loads(note.read_text()).get("search_s", 0.0) if note.exists() else 0.0
+        run = lambda xs: module(*xs)  # noqa: E731
+    elif method in COMPILE_MODES:
+        mode = COMPILE_MODES[method]
+        # A copy per mode: the modes' compiled graphs never share a dynamo cache entry.
+        compiled = torch.compile(copy.deepcopy(model), mode=mode)
+        graphs = device.type == "cuda" and mode in ("reduce-overhead", "max-autotune")
+
+        def run(xs):
+            if graphs:  # each call a new cudagraph-tree generation (the previous outputs may be overwritten)
+                torch.compiler.cudagraph_mark_step_begin()
+            return compiled(*xs)
+        from torch._dynamo.utils import counters
+        skips = counters["inductor"]["cudagraph_skips"]
+        with torch.inference_mode():
+            ctx["first"][method] = cloned(run(ctx["x1"]))
+        if graphs and counters["inductor"]["cudagraph_skips"] > skips:
+            info["note"] = f"Inductor skipped CUDA Graphs {counters['inductor']['cudagraph_skips'] - skips} time(s)"
+    elif method == "autograph_export":
+        import autograph
+        # As bench/torch_compile_bench.py --export-path and bench/export_path.py: export, then optimize.
+        ep = torch.export.export(model, tuple(ctx["x1"]), strict=False)
+        optimized, report = autograph.optimize(ep)
+        module = optimized.module()
+        run = lambda xs: module(*xs)  # noqa: E731
+        inductor = report.get("inductor") or {}
+        info.update(kept=inductor.get("kept", "aten"), chosen=report.get("chosen") or "",
+                    stages=report.get("stages", ""), streams=report.get("streams", ""),
+                    cuda_graphs=cuda_graph_plans(optimized))
+        notes = [f"fallback: {report['fallback']}"] if report.get("fallback") else []
+        notes += [f"{k}: {v}" for k, v in (inductor.get("errors") or {}).items()]
+        if notes:
+            info["note"] = "; ".join(notes)[:300]
+    else:
+        raise ValueError(f"unknown method {method}")
+    if method not in ctx["first"]:
+        with torch.inference_mode():
+            ctx["first"][method] = cloned(run(ctx["x1"]))
+    ctx["sync"]()
+    info.setdefault("search_s", time.perf_counter() - start)
+    return run, info
+
+
+def time_side_by_side(calls: Dict[str, Callable[[], object]], warmup: int, runs: int,
+                      cuda: bool) -> Dict[str, List[float]]:
+    """Milliseconds per call, the methods in turn each round (as `autograph bench`): drifts of the clock or of
+    other load fall on every method alike. CUDA: events on the current stream around each call."""
+    import torch
+    for call in calls.values():
+        for _ in range(warmup):
+            call()
+    if cuda:
+        torch.cuda.synchronize()
+    samples: Dict[str, List[float]] = {name: [] for name in calls}
+    for _ in range(runs):
+        for name, call in calls.items():
+            if cuda:
+                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                start.record()
+                call()
+                end.record()
+                end.synchronize()
+                samples[name].append(start.elapsed_time(end))
+            else:
+                t0 = time.perf_counter()
+                call()
+                samples[name].append((time.perf_counter() - t0) * 1e3)
+    return samples
+
+
+def write_json(path: Path, value) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(value, indent=1))
+    tmp.replace(path)  # atomic: a step killed while writing leaves the previous version
+
+
+def timing_entries(ms: List[float]) -> dict:
+    return {"median_ms": tcb.percentile(ms, 0.5), "p10_ms": tcb.percentile(ms, 0.1), "p90_ms": tcb.percentile(ms, 0.9)}
+
+
+def prepare(args) -> dict:
+    """The zoo module, the eager module with its weights, both inputs and the references, made before
+    anything is compiled (so that switching TF32 cannot touch a compiled graph)."""
+    import torch
+    device = torch.device(args.device)
+    name = args.worker
+    scripted = torch.jit.load(str(args.zoo / f"{name}.pt"), map_location=device).eval()
+    model = tcb.load_eager_model(name, scripted, device)
+    spec = args.zoo / f"{name}.json"
+    x1 = tcb.make_inputs(spec, args.batch, device)  # seed 0: the values `autograph bench` times
+    x2 = tcb.make_inputs(spec, args.batch, device, seed=1)  # other tensors, other values
+    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
+    with torch.inference_mode():
+        ref_jit = cloned(scripted(*x1))
+        with tf32_off():
+            ref1, ref2 = cloned(model(*x1)), cloned(model(*x2))
+    return dict(name=name, device=device, batch=args.batch, scripted=scripted, model=model, x1=x1, x2=x2,
+                ref_jit=ref_jit, ref1=ref1, ref2=ref2, sync=sync, first={}, cli_cache=args.cli_cache)
+
+
+def captures_failed(caught) -> int:
+    return sum(CAPTURE_FAILED in str(w.message) for w in caught)
+
+
+def log_warnings(prefix: str, caught) -> None:
+    """Each distinct warning once, with its count, into the step's log (which the summary reads: failed CUDA
+    Graph captures are counted there); deprecation notices left out."""
+    counts: Dict[str, int] = {}
+    for w in caught:
+        if not issubclass(w.category, (DeprecationWarning, FutureWarning)):
+            text = str(w.message).splitlines()[0][:300] if str(w.message) else w.category.__name__
+            counts[text] = counts.get(text, 0) + 1
+    for text, n in counts.items():
+        print(f"{prefix}: warning{f' ({n} times)' if n > 1 else ''}: {text}", flush=True)
+
+
+def build_and_time_alone(method: str, ctx: dict, args, base: dict, rows_dir: Path):
+    """The method built and timed alone, its row written; (run, row), or None when it failed or did not fit."""
+    import torch
+    name, cuda = ctx["name"], ctx["device"].type == "cuda"
+    if left_s(args.deadline) < LEAST_BUILD_S.get(method, 3):
+        why = f"not built: {max(left_s(args.deadline), 0):.0f} s left of the step's cap"
+        write_json(rows_dir / f"{method}.skipped.json", {"why": why})
+        print(f"{PROG}: {name} {method}: {why}", flush=True)
+        return None
+    print(f"{PROG}: {name} {method}: building", flush=True)
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            run, info = build_method(method, ctx)
+            x1 = ctx["x1"]
+            with torch.inference_mode():
+                ms = time_side_by_side({method: lambda: run(x1)}, args.warmup, args.runs, cuda)[method]
+    except Exception as e:  # noqa: BLE001 - one method failing must not lose the others
+        write_json(rows_dir / f"{method}.skipped.json", {"why": f"failed: {one_line(e)}"})
+        print(f"{PROG}: {name} {method}: failed: {one_line(e)}", flush=True)
+        if cuda:
+            torch.cuda.empty_cache()
+        return None
+    log_warnings(f"{PROG}: {name} {method}", caught)
+    row = dict(base, method=method, timed="alone", capture_failures=captures_failed(caught), **info,
+               **timing_entries(ms))
+    write_json(rows_dir / f"{method}.json", row)
+    print(f"{PROG}: {name} {method}: {row['median_ms']:.3f} ms alone, built in {row['search_s']:.1f} s", flush=True)
+    return run, row
+
+
+# Built last, in a phase of its own: the export path crashed its process on the GPU before
+# (bench/results/gpu-2026-11-26-h100/export-path-segfault.log), and once in a CPU rehearsal. By then every
+# other method of the step is timed side by side and checked, so a crash loses only its row.
+LAST_PHASE = ["autograph_export"]
+
+
+def worker(args) -> int:
+    """One step of one model, in two phases (all methods but LAST_PHASE, then those): each method built and
+    timed alone (row written), then every method built so far timed side by side (rows replaced), then the
+    new methods' outputs checked (rows completed)."""
+    import torch
+    warnings.filterwarnings("ignore", r"`torch\.jit\.\w+` is deprecated", DeprecationWarning)
+    sys.path.insert(0, str(ROOT / "python"))
+    rows_dir: Path = args.rows
+    rows_dir.mkdir(parents=True, exist_ok=True)
+    ctx = prepare(args)
+    runs, rows = {}, {}
+    phases = [[m for m in args.methods if m not in LAST_PHASE], [m for m in args.methods if m in LAST_PHASE]]
+    for phase in phases:
+        new = {}
+        for method in phase:
+            made = build_and_time_alone(method, ctx, args, base_row(ctx, args), rows_dir)
+            if made:
+                runs[method], new[method] = made
+        rows.update(new)
+        if not new:
+            continue
+        if args.anchor and args.anchor not in runs:
+            try:
+                runs[args.anchor] = build_method(args.anchor, ctx)[0]  # timed beside the others, no row of its own
+            except Exception as e:  # noqa: BLE001 - the rows stand without it
+                print(f"{PROG}: {ctx['name']} {args.anchor} (anchor): failed: {one_line(e)}", flush=True)
+        time_built(ctx, args, runs, rows, rows_dir)
+        check_outputs(ctx, runs, new, rows_dir)
+    return 0 if rows else 1
+
+
+def base_row(ctx: dict, args) -> dict:
+    return {"model": ctx["name"], "batch": args.batch, "device": str(ctx["device"]), "warmup": args.warmup,
+            "runs": args.runs}
+
+
+def time_built(ctx: dict, args, runs: Dict[str, Callable[[list], object]], rows: Dict[str, dict],
+               rows_dir: Path) -> None:
+    """Every method built so far timed side by side; their rows get these timings."""
+    import torch
+    x1 = ctx["x1"]
+    calls = {m: (lambda r: lambda: r(x1))(r) for m, r in runs.items()}
+    if len(calls) < 2:
+        return
+    print(f"{PROG}: {ctx['name']}: timing {', '.join(calls)} side by side", flush=True)
+    with warnings.catch_warnings(record=True) as caught, torch.inference_mode():
+        warnings.simplefilter("always")
+        samples = time_side_by_side(calls, args.warmup, args.runs, ctx["device"].type == "cuda")
+    log_warnings(f"{PROG}: {ctx['name']} (side by side)", caught)  # not attributable to one method
+    for method, row in rows.items():
+        row.update(timing_entries(samples[method]), timed=f"side by side ({len(calls)} methods)")
+        if args.anchor in samples and args.anchor not in rows:
+            anchor = f"{args.anchor} in the same process: {tcb.percentile(samples[args.anchor], 0.5):.4g} ms"
+            row["note"] = "; ".join(n for n in [row.get("note"), anchor] if n)
+        write_json(rows_dir / f"{method}.json", row)
+
+
+def check_outputs(ctx: dict, runs: Dict[str, Callable[[list], object]], rows: Dict[str, dict], rows_dir: Path) -> None:
+    """After timing: the timed input's outputs (kept from the first call) against jit and against eager with
+    TF32 off, then a call on the second input (other tensors, other values) against eager with TF32 off:
+    a module that kept reading the first input's memory (a CUDA Graph's stale buffer) fails here."""
+    import torch
+    for method, row in rows.items():
+        try:
+            first = ctx["first"][method]
+            row["max_abs_err"], row["max_rel_err"] = tcb.output_errors(first, ctx["ref_jit"])
+            row["tf32_off_max_abs_err"], row["tf32_off_max_rel_err"] = tcb.output_errors(first, ctx["ref1"])
+            with torch.inference_mode():
+                second = cloned(runs[method](ctx["x2"]))
+            row["input2_max_abs_err"], row["input2_max_rel_err"] = tcb.output_errors(second, ctx["ref2"])
+        except Exception as e:  # noqa: BLE001 - reported in the row
+            row["note"] = (row.get("note", "") + f"; check failed: {one_line(e)}").lstrip("; ")
+        write_json(rows_dir / f"{method}.json", row)
+        print(f"{PROG}: {ctx['name']} {method}: error vs TF32-off eager {row.get('tf32_off_max_rel_err', 'n/a')}, "
+              f"second input {row.get('input2_max_rel_err', 'n/a')} (relative to the output's scale)", flush=True)
+
+
+def warm(args) -> int:
+    """The compilers' one-time costs, paid into the shared on-disk caches before any step is timed:
+    Inductor's check of the CPU's vector ISA (46 s in a fresh cache on the H100 machine, paid again by the
+    first export-path optimize otherwise) and a tiny torch.compile (Inductor's and Triton's start-up)."""
+    import torch
+    from torch._inductor import cpu_vec_isa
+    start = time.perf_counter()
+    isa = cpu_vec_isa.valid_vec_isa_list()
+    print(f"{PROG}: CPU vector ISA check: {[str(i) for i in isa]} in {time.perf_counter() - start:.1f} s", flush=True)
+    start = time.perf_counter()
+    tcb.warm_up_compiler(torch.device(args.device))
+    print(f"{PROG}: torch.compile start-up on {args.device}: {time.perf_counter() - start:.1f} s", flush=True)
+    return 0
