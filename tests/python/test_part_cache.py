@@ -245,3 +245,35 @@ def test_a_hung_converter_drops_openvinos_candidate_and_the_report_says_why(bloc
     assert report["inductor"]["kept"] != "whole_openvino"
     assert "did not finish" in str(report["inductor"]), report["inductor"]
     assert not list(cache.glob("*.ovpart"))
+
+
+@needs_openvino
+def test_closing_a_converter_kills_what_it_started(block, cache, tmp_path, monkeypatch):
+    """OpenVINO's telemetry forks from the converter process: closing the conversion leaves no process
+    behind, the converter's children included."""
+    pid_file = tmp_path / "child.pid"
+    script = tmp_path / "converter.py"
+    script.write_text("import subprocess, sys, time\n"
+                      f"child = subprocess.Popen(['sleep', '3600'])\nopen({str(pid_file)!r}, 'w').write(str(child.pid))\n"
+                      "time.sleep(3600)\n")
+    monkeypatch.setattr(openvino_parts._openvino_convert, "__file__", str(script))
+    gm, examples = _part(block)
+    pending = openvino_parts.start_package(gm, examples)
+    deadline = time.monotonic() + 60
+    while not pid_file.exists() or not pid_file.read_text():
+        assert time.monotonic() < deadline, "the converter did not start its child"
+        time.sleep(0.05)
+    child = int(pid_file.read_text())
+    pending.close()
+    deadline = time.monotonic() + 10
+    while _running(child):
+        assert time.monotonic() < deadline, "the converter's child outlived the conversion"
+        time.sleep(0.05)
+
+
+def _running(pid: int) -> bool:
+    """Whether process `pid` runs (a zombie, killed and not yet reaped by its parent, does not)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (FileNotFoundError, ProcessLookupError):
+        return False

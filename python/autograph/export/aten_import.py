@@ -199,12 +199,12 @@ def _functional_twin(target):
 
 def functional(ep: ExportedProgram) -> Optional[ExportedProgram]:
     """`ep` in functional ATen IR, as run_decompositions({}) gives it, without tracing it again (that
-    costs 0.5 s on a small model, 4 s on NASNet) where it is a renaming: every node an operator; an
-    in-place one (relu_, add_ on a residual) writes only its first argument, a value a node of the graph
-    made fresh (not a view, not an input) and that no view reads; it becomes its functional twin (relu,
-    add), and what read that value after it reads its result. None where anything else is found (a
-    higher-order op, a write to an input or a view, no twin, a mutation the signature lists): then
-    run_decompositions. The weights are shared with `ep`, the graph is a copy."""
+    is slow, the more so on a large graph such as NASNet's) where it is a renaming: every node an
+    operator; an in-place one (relu_, add_ on a residual) writes only its first argument, a value a node
+    of the graph made fresh (not a view, not an input) and that no view reads; it becomes its functional
+    twin (relu, add), and what read that value after it reads its result. None where anything else is
+    found (a higher-order op, a write to an input or a view, no twin, a mutation the signature lists):
+    then run_decompositions. The weights are shared with `ep`, the graph is a copy."""
     if any(s.kind != OutputKind.USER_OUTPUT for s in ep.graph_signature.output_specs):
         return None
     graph = torch.fx.Graph()

@@ -15,7 +15,7 @@ writer left are swept once they are an hour old.
 Where it lives and how large it may grow, from the environment (read at each use):
 ``AUTOGRAPH_CACHE_DIR`` (older name: ``AUTOGRAPH_INDUCTOR_CACHE``; default
 ``$XDG_CACHE_HOME/autograph/parts``, ``~/.cache`` without XDG_CACHE_HOME) and
-``AUTOGRAPH_CACHE_MAX_GB`` (default 10; a model's packages take up to about 1 GB).
+``AUTOGRAPH_CACHE_MAX_GB`` (default 10; a model's packages hold its weights, so a large model's are large).
 """
 import contextlib
 import hashlib

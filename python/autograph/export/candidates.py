@@ -35,10 +35,10 @@ def fused_for_cudnn(decomposed: ExportedProgram, target: torch.device,
 def compiles_beside_search(device: torch.device) -> bool:
     """Whether the whole graph's Inductor compile runs on a thread beside the search: when the search
     times its candidates on a GPU, which the compile (mostly a CPU's work) leaves alone. A CPU's search
-    times them on every core: on the 2-core VM, one core kept busy beside it made resnet50's plan take
-    13-17 s instead of 0.9 s (its timing threads wait on each other), so on CPU the two run one after
-    the other. Not yet measured on a GPU: Triton's autotuning runs kernels there while it compiles, which
-    may disturb the search's timing (the final choice among candidates is timed after both finish)."""
+    times them on every core: a core kept busy beside it slowed resnet50's plan many times over (its
+    timing threads wait on each other), so on CPU the two run one after the other. Not yet measured on a
+    GPU: Triton's autotuning runs kernels there while it compiles, which may disturb the search's timing
+    (the final choice among candidates is timed after both finish)."""
     return device.type == "cuda"
 
 
@@ -56,8 +56,8 @@ def compiles_before_search(device: torch.device, settings: Dict[str, Any]) -> bo
 
 def compile_before_search(builder: PartBuilder, graph: Dict[str, Any]) -> Dict[str, Any]:
     """The whole graph's candidates started before the search, which they do not need: OpenVINO's
-    conversion in its process of its own (the longest step of an optimize on CPU: bert_base, 2-core VM,
-    8.5 s alone), and beside it Inductor's just-in-time compile of the whole graph (a JustInTime; none
+    conversion in its process of its own (the longest step of an optimize on CPU, bert_base's among
+    them), and beside it Inductor's just-in-time compile of the whole graph (a JustInTime; none
     when its package is in the disk cache). Returns {"whole": JustInTime, "whole_openvino": a call that
     waits for the conversion}, or the exception that stopped a candidate, for inductor_candidates."""
     part = inductor_parts.every_node(graph)
@@ -115,9 +115,9 @@ def inductor_candidates(builder: PartBuilder, graph: Dict[str, Any], program: st
     others); each planned again over its parts.
     `ready`: what compile_before_search made of a candidate (a JustInTime, a call that waits for its
     package, or the exception that stopped it) stands for compiling it here. Where OpenVINO's candidate competes, the
-    whole graph's Inductor candidate is such a JustInTime, in place of a program: on the 2-core VM
-    OpenVINO's was the fastest on all eight zoo models, and Inductor's ahead-of-time package costs 2-3x
-    its just-in-time compile (bert_base 11.2 s, 4.4 s).
+    whole graph's Inductor candidate is such a JustInTime, in place of a program: OpenVINO's was the
+    fastest on every zoo model (bench/results/export-path-2026-11-26g-cpu), and Inductor's ahead-of-time
+    package costs far more than its just-in-time compile (bench/results/export-path-2026-11-26e-cpu).
     Returns {name: (program, weights, report, parts) or JustInTime}, {name: why it could not be built}
     and how many parts came from the disk cache."""
     device = torch.device(settings["device"])
@@ -125,8 +125,8 @@ def inductor_candidates(builder: PartBuilder, graph: Dict[str, Any], program: st
     cuts = {"whole": inductor_parts.whole_graph_part(body)}
     plan_parts = builder.closed(inductor_parts.parts_of_plan(body))
     # Not from a plan that is to be verified later (compile_before_search): its concurrency is the
-    # analytical model's guess. resnext50's unverified plan had 4 parts, 19.7 s of compiles, and ran no
-    # faster than the whole graph's (22.4 / 22.0 ms); the verified plan left no parts to compile.
+    # analytical model's guess. resnext50's unverified plan had several parts, each a long compile, and
+    # ran no faster than the whole graph's; the verified plan left no parts to compile.
     if 1 < len(plan_parts) <= inductor_parts.MAX_PARTS and not (ready and plans.verifies(settings)):
         cuts["plan"] = plan_parts
     if inductor_parts.shares_weights(graph, body, builder.packs_linear_at_run_time()):
@@ -177,7 +177,7 @@ def program_with_parts(builder: PartBuilder, graph: Dict[str, Any], weights: Lis
     again over the parts: (program, weights, report, number of parts)."""
     rewritten, kept_weights = inductor_parts.rewrite_with_parts(graph, weights, body, parts, compiled, builder.device,
                                                               **call)
-    # One part leaves nothing to plan (the search and its on-board timing would take seconds on a large
+    # One part leaves nothing to plan (the search and its on-board timing would take long on a large
     # graph for the same one-step schedule).
     part_settings = dict(settings, method="sequential") if len(parts) == 1 else settings
     rewritten_program, rewritten_report = plans.planned(rewritten, kept_weights + tensors, part_settings)

@@ -172,9 +172,9 @@ def _verified_if_close(candidates: Dict[str, Any], times: Dict[str, float], summ
     """Where the plan on ATen's kernels was planned without on-board verification (the candidates were
     made before the search) and measures within RACE_MARGIN of the fastest compiled candidate (so it
     could be kept), it is verified now and timed once more beside that candidate (`candidates` and
-    `times` updated); returns whether it was. Elsewhere verifying it would cost seconds for a plan that
-    is not kept: bert_base's five schedules on ATen's kernels, 2-core VM, 4-6 s, at 2.4x the compiled
-    candidates' time."""
+    `times` updated); returns whether it was. Elsewhere verifying it would be slow for a plan that is
+    not kept: on bert_base it times five schedules on ATen's kernels, which run far slower than the
+    compiled candidates."""
     fastest = min((k for k in times if k != "aten"), key=times.get)
     if times["aten"] > times[fastest] * (1 + RACE_MARGIN):
         return False
@@ -196,8 +196,8 @@ def _packaged_winner(name: str, candidates: Dict[str, Any], times: Dict[str, flo
     AOTInductor (the same kernels) if that package, checked against `reference` (_judged, `recorded`
     as there) and timed once more side by side with the fastest packaged candidate, is faster; else
     that runner-up. A just-in-time lead under RACE_MARGIN keeps the runner-up without packaging: the
-    package's own calls can take it back (rnntc_sru, 2-core VM: 2.80 ms just in time, 3.10 ms packaged,
-    against OpenVINO's 2.86 ms), and a package costs seconds."""
+    package's own calls can take it back (rnntc_sru: just in time it led OpenVINO's, packaged it did
+    not), and a package is slow to make."""
     entry = summary["candidates"][name]
     packaged = {k: ms for k, ms in times.items() if not isinstance(candidates[k], JustInTime)}
     runner_up = min(packaged, key=packaged.get)  # "aten" at least

@@ -6,7 +6,7 @@ logger = logging.getLogger("autograph")
 
 
 def progress(message: str) -> None:
-    """What optimize is doing while Inductor compiles (tens of seconds a part): on a terminal, a line on
+    """What optimize is doing while Inductor compiles (a slow step, part by part): on a terminal, a line on
     stderr; elsewhere the "autograph" logger's info."""
     if sys.stderr.isatty():
         print(f"autograph: {message}", file=sys.stderr, flush=True)

@@ -15,9 +15,9 @@ import torch
 _RACE_AFTER, RACE_MARGIN, _RACE_TIE, _RACE_FAR = 3, 0.05, 0.01, 2.0
 
 # On CPU, how long a callable runs untimed before each timed run (at least once): the other callables'
-# thread pools go idle meanwhile. Inductor's and ATen's OpenMP workers spin for milliseconds after their
+# thread pools go idle meanwhile. Inductor's and ATen's OpenMP workers spin for a while after their
 # last parallel region (libgomp's default spin count), and a part run straight after another compiler's
-# code measured up to twice its own time. A model called in a loop meets itself, not its rivals.
+# code measured much slower than on its own. A model called in a loop meets itself, not its rivals.
 SETTLE_MS = 10.0
 # On a GPU, untimed runs of each callable before the first round (CPU: the settling warms them up).
 GPU_WARMUP = 2

@@ -85,8 +85,8 @@ def shares_weights(graph: Dict[str, Any], body: Dict[str, Any], packed_at_run_ti
     """Whether a weight feeds several compute-bound operators (an unrolled RNN's steps): Inductor's
     freezing packs a weight once per use, so such graphs are also compiled without it. The nodes in
     `packed_at_run_time` (PartBuilder.packs_linear_at_run_time: linears whose weight autograph packs
-    once when the package first runs) do not count: freezing leaves their weights as they are (rnntc_sru,
-    frozen / unfrozen, 2-core VM: 4.11 / 4.23 ms and 3.27 / 3.21 ms in two runs)."""
+    once when the package first runs) do not count: freezing leaves their weights as they are (rnntc_sru
+    runs as fast frozen as unfrozen)."""
     skip = set(packed_at_run_time)
     compute = {n for op in body["operators"] if op["kind"] == "compute" for n in op["nodes"]} - skip
     weights = {v for v, w in zip(graph["inputs"], graph["weights"]) if w}
@@ -267,9 +267,9 @@ class PartBuilder:
         """The part compiled by Inductor just in time (compile_fx, as torch.compile does after tracing;
         weights frozen with `freezing`): a callable on the part's input tensors, with its input / output
         ids. The same graph and settings as `compile`'s package, so the same kernels, without the
-        ahead-of-time wrapper's C++ build, the link of its weights and the packaging (bert_base's whole
-        graph on the 2-core VM: 4.4 s against 11.2 s); what is timed to decide whether the package is
-        worth making."""
+        ahead-of-time wrapper's C++ build, the link of its weights and the packaging, which make a package
+        far slower to build (bench/results/export-path-2026-11-26e-cpu); what is timed to decide whether
+        the package is worth making."""
         from torch._inductor.compile_fx import compile_fx
         gm, input_ids, output_ids = self.module_of(part)
         self.progress(f"compiling {label} with Inductor just in time ({len(part)} operators)")

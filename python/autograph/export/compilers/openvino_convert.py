@@ -27,10 +27,8 @@ def onnx_header(size: int) -> bytes:
 def onnx_of(part, examples) -> bytes:
     """The part (a graph module) as a serialized ONNX model, by torch.onnx's exporter; raises where it
     cannot export the part. Without the exporter's own optimizer: OpenVINO's frontend folds and fuses
-    the same, and on the 2-core VM every zoo model ran as fast without it (median ms over 200 alternated
-    calls, optimized / not: squeezenet 3.58 / 3.56, resnet50 17.12 / 17.12, inception_v3 24.48 / 24.56,
-    resnext50 20.29 / 20.33, nasnet_a_mobile 9.32 / 9.29, rnntc_sru 1.486 / 1.488, bert_base 51.1 /
-    51.2, randwire 5.99 / 6.06, outputs equal), while the export took 0.4-2.3 s less."""
+    the same, and every zoo model ran as fast without it (outputs equal), while the export took less
+    time."""
     import warnings
     import torch
     # The exporter's advice to call eval() first (an ATen graph has no modes), and a
@@ -53,9 +51,7 @@ def from_onnx(model):
 def from_pytorch(part, examples):
     """The OpenVINO model of the part (a graph module or its ExportedProgram) by OpenVINO's PyTorch
     frontend, for parts torch.onnx cannot export. ONNX is the first choice: its models ran as fast or
-    faster on every zoo model tried on the 2-core VM (median ms, ONNX / PyTorch frontend):
-    nasnet_a_mobile 9.9 / 11.8, randwire 6.6 / 8.2, squeezenet 5.6 / 5.8, rnntc_sru 5.3 / 5.6, resnet50
-    28.1 / 28.2."""
+    faster on every zoo model tried."""
     import openvino as ov
     import torch
     with torch.no_grad():

@@ -3,9 +3,10 @@
 Two facts of the machine, not of the model, that Inductor leaves to its defaults:
 
 - the C++ runtime is linked by its shared name, because a compiler that links it statically makes a
-  package that crashes on load (the GPU image's, bench/results/gpu-2026-11-26-h100);
+  package that crashes on load (bench/results/gpu-2026-11-26-h100);
 - which vector instruction sets the compiler can build for and the CPU can run is checked once per
-  machine, compiler and torch, not in every process (Inductor's own check costs seconds per process).
+  machine, compiler and torch, not in every process (Inductor's own check is slow, and paid again in
+  every process: bench/results/fresh-process-compile-2026-11-26-cpu).
 """
 import contextlib
 import functools
@@ -28,10 +29,10 @@ _SETTINGS = {"freezing": True}
 @functools.lru_cache(maxsize=None)
 def _shared_libstdcxx() -> Tuple[str, ...]:
     """Link the package against the C++ runtime's shared library by name. A compiler that links
-    libstdc++ statically (the GPU image's CXX=/opt/gcc/bin/g++: the CUDA wrapper had no NEEDED
-    libstdc++.so.6 and 353 locale symbols of its own) makes a package whose std::locale copy meets
-    the process's, and it crashed in std::regex while loading, with or without autograph. Where the
-    compiler finds libstdc++.so.6 this names the file a sound toolchain links anyway."""
+    libstdc++ statically (its CUDA wrapper then has no NEEDED libstdc++.so.6 and locale symbols of its
+    own: bench/results/gpu-2026-11-26-h100) makes a package whose std::locale copy meets the process's,
+    and it crashed in std::regex while loading, with or without autograph. Where the compiler finds
+    libstdc++.so.6 this names the file a sound toolchain links anyway."""
     if not sys.platform.startswith("linux"):
         return ()
     from torch._inductor.cpp_builder import get_cpp_compiler
@@ -71,10 +72,11 @@ _REMEMBERING_LOCK = threading.Lock()
 def vec_isa_checks_remembered() -> Iterator[None]:
     """While autograph compiles: Inductor checks each vector ISA the CPU reports by building a test
     program and loading it in a new Python process, in every process (it caches the build, not the
-    load: pytorch#100378), which takes seconds. An answer depends only on the CPU, the compiler, the
-    ISA's flags and torch, so autograph keeps each one on disk (keyed by Inductor's own fingerprint of
-    compiler, flags and torch, the test program and the CPU's capability) and asks Inductor only for
-    answers it has not seen. Inductor's own check is back when the last body leaves (nested and
+    load: https://github.com/pytorch/pytorch/issues/100378), which is slow
+    (bench/results/fresh-process-compile-2026-11-26-cpu). An answer depends only on the CPU, the
+    compiler, the ISA's flags and torch, so autograph keeps each one on disk (keyed by Inductor's own
+    fingerprint of compiler, flags and torch, the test program and the CPU's capability) and asks
+    Inductor only for answers it has not seen. Inductor's own check is back when the last body leaves (nested and
     concurrent bodies share one patch): the user's torch.compile is never patched by autograph. Where
     Inductor's check has another shape than this torch's, nothing is patched."""
     with _REMEMBERING_LOCK:
