@@ -8,7 +8,7 @@ import torch
 
 from ._library import load_library
 from .errors import Error, InputError, UnsupportedModelError, translate
-from .settings import Settings
+from .settings import Settings, check_options
 
 Model = Union[torch.nn.Module, torch.jit.ScriptModule, str, "os.PathLike[str]"]
 
@@ -154,18 +154,6 @@ def to_script_module(model: Model, example_inputs: Sequence[Any]) -> torch.jit.S
             errors.append(f"scripting failed: {_first_line(e)}")
     raise UnsupportedModelError(f"cannot turn {type(model).__name__} into TorchScript: " + "; ".join(errors) +
                                 ". Pass a ScriptModule you made yourself, or make forward() traceable")
-
-
-def check_options(options: Dict[str, Any]) -> None:
-    """Raises InputError naming the first option optimize would refuse (an unknown name, a value of the
-    wrong type or out of range): what every entry point checks before it does any work."""
-    load_library()
-    try:
-        torch.ops.autograph.check_options(json.dumps(options))
-    except (RuntimeError, ValueError) as e:
-        raise translate(e) from None
-    except TypeError as e:  # a value json cannot write (an object)
-        raise InputError(f"options must be numbers, strings, booleans or lists of them: {e}") from None
 
 
 def _run(what: str, model: Model, example_inputs, method: Optional[str], device, options: Dict[str, Any]):

@@ -15,8 +15,9 @@ from typing import Any, Callable, Dict, List, Tuple
 
 import torch
 
-from .api import check_options, optimize
+from .api import optimize
 from .errors import InputError
+from .settings import check_options
 
 
 def _is_weight(a: Any) -> bool:

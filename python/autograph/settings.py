@@ -12,8 +12,10 @@ import dataclasses
 import json
 from typing import Any, Dict, List, Optional
 
+import torch
+
 from ._library import load_library
-from .errors import InputError
+from .errors import InputError, translate
 
 
 def shapes_text(shapes: Any) -> str:
@@ -32,6 +34,18 @@ def shapes_text(shapes: Any) -> str:
     except (TypeError, ValueError, IndexError) as e:
         raise InputError(f"shapes: {shapes!r} is not a list of shapes (e.g. [(1, 3, 224, 224), (8, 3, 224, 224)], "
                          f"or [[(1, 128), (1, 128)], [(8, 512), (8, 512)]] for two input tensors)") from e
+
+
+def check_options(options: Dict[str, Any]) -> None:
+    """Raises InputError naming the first option optimize would refuse (an unknown name, a value of the
+    wrong type or out of range): what every entry point checks before it does any work."""
+    load_library()
+    try:
+        torch.ops.autograph.check_options(json.dumps(options))
+    except (RuntimeError, ValueError) as e:
+        raise translate(e) from None
+    except TypeError as e:  # a value json cannot write (an object)
+        raise InputError(f"options must be numbers, strings, booleans or lists of them: {e}") from None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -84,14 +98,12 @@ class Settings:
     def validate(self) -> None:
         """Raises InputError naming the first option optimize would refuse (wrong type, out of range,
         not one of its choices, a device other than cpu, cuda, cuda:N)."""
-        from .api import check_options
         check_options(self.options())
 
     @classmethod
     def of(cls, settings: Optional["Settings"] = None, **options: Any) -> "Settings":
         """`settings` (default: the defaults) with `options` set on top; unknown names and bad values are
         InputErrors naming them."""
-        from .api import check_options
         if options.get("shapes") is not None and not isinstance(options["shapes"], str):
             options = dict(options, shapes=shapes_text(options["shapes"]))
         check_options(options)  # the C++ table's message for an unknown name or a bad value
@@ -104,7 +116,6 @@ class Settings:
 def option_table() -> List[Dict[str, Any]]:
     """The C++ declaration of every option: [{name, type, default, default_note?, applies, help,
     choices?, min?, max?}]."""
-    import torch
     load_library()
     return json.loads(torch.ops.autograph.option_table())
 

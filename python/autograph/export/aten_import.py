@@ -6,7 +6,7 @@ that name the TorchScript path."""
 import dataclasses
 import math
 import operator
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import torch
 from torch.export import ExportedProgram
@@ -88,7 +88,7 @@ def _hint(d, sizes: Optional[Dict[Any, int]] = None) -> int:
 
 
 def import_graph(ep: ExportedProgram, symbolic: bool = False,
-            sizes: Optional[Dict[Any, int]] = None) -> Tuple[Dict[str, Any], List[torch.Tensor], Imported]:
+                 sizes: Optional[Dict[Any, int]] = None) -> Tuple[Dict[str, Any], List[torch.Tensor], Imported]:
     """aten_graph_of on a program already in functional ATen IR, with the FX-to-AtenGraph mapping.
     `symbolic`: the program may have dynamic shapes; sizes computed on symbols become values
     (aten::sym_size, autograph::scalar_op) and shapes are recorded at the example's sizes (`sizes`)."""
@@ -127,45 +127,9 @@ def import_graph(ep: ExportedProgram, symbolic: bool = False,
     for node in ep.graph.nodes:
         if node.op in ("placeholder", "output"):
             continue
-        if node.op != "call_function":
-            raise UnsupportedModelError(f"node '{node.name}' ({node.op} {node.target}) is not an operator call; the "
-                                        "export path takes flat ATen graphs" + TORCHSCRIPT_HINT)
-        if node.target is operator.getitem:
-            source, index = node.args
-            produced = value_of[source]
-            if isinstance(produced, tuple):  # one of several returns: that value itself
-                value_of[node] = produced[index]
-            else:  # an element of a returned list
-                value_of[node] = new_value(node.meta.get("val"))
-                nodes.append({"op": "getitem", "overload": "default", "name": node.name,
-                              "args": [{"value": produced}, index], "kwargs": {}, "outputs": [value_of[node]]})
-            continue
-        if symbolic and node.target in _SCALAR_OPS:
-            args = [{"str": _SCALAR_OPS[node.target]}] + [_argument(a, value_of, node, None) for a in node.args]
-            if node.kwargs or len(args) > 3:
-                raise UnsupportedModelError(f"node '{node.name}' calls {node.target} with arguments autograph cannot pass")
-            value_of[node] = new_value(node.meta.get("val"))
-            nodes.append({"op": "autograph::scalar_op", "overload": "default", "name": node.name, "args": args,
-                          "kwargs": {}, "outputs": [value_of[node]]})
-            continue
-        if not isinstance(node.target, torch._ops.OpOverload):
-            raise UnsupportedModelError(f"node '{node.name}' calls {node.target}, which is not an ATen-style operator "
-                                        "(control flow or a Python function?)" + TORCHSCRIPT_HINT)
-        schema = node.target._schema
-        args = [_argument(a, value_of, node, schema.arguments[i] if i < len(schema.arguments) else None)
-                for i, a in enumerate(node.args)]
-        by_name = {a.name: a for a in schema.arguments}
-        kwargs = {k: _argument(v, value_of, node, by_name.get(k)) for k, v in node.kwargs.items()}
-        val = node.meta.get("val")
-        if len(schema.returns) == 1:
-            outputs = [new_value(val)]
-            value_of[node] = outputs[0]
-        else:
-            metas = val if isinstance(val, (tuple, list)) else [None] * len(schema.returns)
-            outputs = [new_value(m) for m in metas]
-            value_of[node] = tuple(outputs)
-        nodes.append({"op": schema.name, "overload": schema.overload_name or "default", "name": node.name,
-                      "args": args, "kwargs": kwargs, "outputs": outputs})
+        entry = _node_entry(node, value_of, new_value, symbolic)
+        if entry is not None:
+            nodes.append(entry)
 
     outputs = []
     (returned,) = [n.args[0] for n in ep.graph.nodes if n.op == "output"]
@@ -177,6 +141,49 @@ def import_graph(ep: ExportedProgram, symbolic: bool = False,
     graph = {"version": 1, "values": values, "inputs": inputs, "weights": weights, "nodes": nodes, "outputs": outputs}
     weight_of = {node.name: weight_tensors[sum(weights[:k])] for k, node in enumerate(placeholders) if weights[k]}
     return graph, weight_tensors, Imported({n.name: v for n, v in value_of.items()}, weight_of)
+
+
+def _node_entry(node: torch.fx.Node, value_of: Dict[torch.fx.Node, Any], new_value: Callable[[Any], int],
+                symbolic: bool) -> Optional[Dict[str, Any]]:
+    """The AtenGraph node of the FX `node` (an operator call), its outputs given value ids (`new_value`,
+    recorded in `value_of`); None for a getitem of one of several returns, which is that value itself."""
+    if node.op != "call_function":
+        raise UnsupportedModelError(f"node '{node.name}' ({node.op} {node.target}) is not an operator call; the "
+                                    "export path takes flat ATen graphs" + TORCHSCRIPT_HINT)
+    if node.target is operator.getitem:
+        source, index = node.args
+        produced = value_of[source]
+        if isinstance(produced, tuple):  # one of several returns: that value itself
+            value_of[node] = produced[index]
+            return None
+        value_of[node] = new_value(node.meta.get("val"))  # an element of a returned list
+        return {"op": "getitem", "overload": "default", "name": node.name,
+                "args": [{"value": produced}, index], "kwargs": {}, "outputs": [value_of[node]]}
+    if symbolic and node.target in _SCALAR_OPS:
+        args = [{"str": _SCALAR_OPS[node.target]}] + [_argument(a, value_of, node, None) for a in node.args]
+        if node.kwargs or len(args) > 3:
+            raise UnsupportedModelError(f"node '{node.name}' calls {node.target} with arguments autograph cannot pass")
+        value_of[node] = new_value(node.meta.get("val"))
+        return {"op": "autograph::scalar_op", "overload": "default", "name": node.name, "args": args,
+                "kwargs": {}, "outputs": [value_of[node]]}
+    if not isinstance(node.target, torch._ops.OpOverload):
+        raise UnsupportedModelError(f"node '{node.name}' calls {node.target}, which is not an ATen-style operator "
+                                    "(control flow or a Python function?)" + TORCHSCRIPT_HINT)
+    schema = node.target._schema
+    args = [_argument(a, value_of, node, schema.arguments[i] if i < len(schema.arguments) else None)
+            for i, a in enumerate(node.args)]
+    by_name = {a.name: a for a in schema.arguments}
+    kwargs = {k: _argument(v, value_of, node, by_name.get(k)) for k, v in node.kwargs.items()}
+    val = node.meta.get("val")
+    if len(schema.returns) == 1:
+        outputs = [new_value(val)]
+        value_of[node] = outputs[0]
+    else:
+        metas = val if isinstance(val, (tuple, list)) else [None] * len(schema.returns)
+        outputs = [new_value(m) for m in metas]
+        value_of[node] = tuple(outputs)
+    return {"op": schema.name, "overload": schema.overload_name or "default", "name": node.name,
+            "args": args, "kwargs": kwargs, "outputs": outputs}
 
 
 def _returns_alias(target) -> bool:
