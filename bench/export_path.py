@@ -40,7 +40,7 @@ atexit.register(lambda: [shutil.rmtree(p, ignore_errors=True) for p in _SCRATCH]
 # compile times then mean what a first optimize costs.
 if "--warm-cache" not in sys.argv:
     os.environ["TORCHINDUCTOR_CACHE_DIR"] = scratch_dir("inductor-cache-")
-    os.environ["AUTOGRAPH_INDUCTOR_CACHE"] = scratch_dir("autograph-inductor-")
+    os.environ["AUTOGRAPH_CACHE_DIR"] = scratch_dir("autograph-inductor-")
 import torch  # noqa: E402
 import torch._inductor.config  # noqa: E402
 import torch._inductor.utils  # noqa: E402
@@ -65,7 +65,7 @@ def fresh_compile_caches() -> None:
     if "--warm-cache" in sys.argv:
         return
     os.environ["TORCHINDUCTOR_CACHE_DIR"] = scratch_dir("inductor-cache-")
-    os.environ["AUTOGRAPH_INDUCTOR_CACHE"] = scratch_dir("autograph-inductor-")
+    os.environ["AUTOGRAPH_CACHE_DIR"] = scratch_dir("autograph-inductor-")
     torch._inductor.utils.clear_inductor_caches()
 
 

@@ -69,10 +69,10 @@ def run_once(name: str, method: str, record: Path, first_run: bool, same_record:
         # Inductor's caches off, but its cache folder the usual one: the ISA check's test programs stay
         # built there, as on a user's machine, and only their per-process loading is paid.
         env = dict(os.environ, TORCHINDUCTOR_FORCE_DISABLE_CACHES="1",
-                   AUTOGRAPH_INDUCTOR_CACHE=os.path.join(tmp, "autograph"), TMP_PACKAGE=os.path.join(tmp, "m.pt2"))
-        os.makedirs(env["AUTOGRAPH_INDUCTOR_CACHE"])
+                   AUTOGRAPH_CACHE_DIR=os.path.join(tmp, "autograph"), TMP_PACKAGE=os.path.join(tmp, "m.pt2"))
+        os.makedirs(env["AUTOGRAPH_CACHE_DIR"])
         if (method == "export" and not first_run or method != "export" and same_record) and record.exists():
-            shutil.copy(record, env["AUTOGRAPH_INDUCTOR_CACHE"])
+            shutil.copy(record, env["AUTOGRAPH_CACHE_DIR"])
         if same_record:
             env["SAME_ISA_RECORD"] = "1"
         code = CHILD.format(root=str(ROOT), python=str(ROOT / "python"))

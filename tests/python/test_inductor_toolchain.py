@@ -41,7 +41,7 @@ for name, configs in (("inductor", {{}}), ("autograph", aoti_configs(freezing=Fa
 print(json.dumps(needed))
 """
     run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600,
-                         env=_env(CXX=str(cxx), AUTOGRAPH_INDUCTOR_CACHE=str(tmp_path / "cache"),
+                         env=_env(CXX=str(cxx), AUTOGRAPH_CACHE_DIR=str(tmp_path / "cache"),
                                   TORCHINDUCTOR_CACHE_DIR=str(tmp_path / "inductor")))
     assert run.returncode == 0, run.stderr[-3000:]
     assert json.loads(run.stdout.strip().splitlines()[-1]) == {"inductor": False, "autograph": True}
@@ -65,7 +65,7 @@ assert cpu_vec_isa.VecISA.check_build is own  # given back: the user's torch.com
 print(json.dumps([[str(i), i.build_arch_flags()] for i in isa]))
 """
     runs = [subprocess.run([sys.executable, "-c", script, which], capture_output=True, text=True, timeout=300,
-                           env=_env(AUTOGRAPH_INDUCTOR_CACHE=str(tmp_path)))
+                           env=_env(AUTOGRAPH_CACHE_DIR=str(tmp_path)))
             for which in ("first", "again")]
     for run in runs:
         assert run.returncode == 0, run.stderr[-3000:]
@@ -79,7 +79,7 @@ def test_a_damaged_record_of_answers_is_asked_again_and_rewritten(tmp_path, monk
     from torch._inductor import cpu_vec_isa
     record = tmp_path / "vec-isa-checks.json"
     record.write_text("{not json")
-    monkeypatch.setenv("AUTOGRAPH_INDUCTOR_CACHE", str(tmp_path))
+    monkeypatch.setenv("AUTOGRAPH_CACHE_DIR", str(tmp_path))
     asked = []
     monkeypatch.setattr(cpu_vec_isa.VecISA, "check_build", lambda self, code: asked.append(code) or False)
     isa = cpu_vec_isa.VecAVX2()
@@ -94,7 +94,7 @@ def test_an_unwritable_cache_keeps_the_answers_of_this_process_only(tmp_path, mo
     from torch._inductor import cpu_vec_isa
     blocked = tmp_path / "file"
     blocked.write_text("")
-    monkeypatch.setenv("AUTOGRAPH_INDUCTOR_CACHE", str(blocked / "cache"))  # under a file: cannot be made
+    monkeypatch.setenv("AUTOGRAPH_CACHE_DIR", str(blocked / "cache"))  # under a file: cannot be made
     monkeypatch.setattr(cpu_vec_isa.VecISA, "check_build", lambda self, code: True)
     with inductor_toolchain.vec_isa_checks_remembered():
         assert cpu_vec_isa.VecISA.check_build(cpu_vec_isa.VecAVX2(), "int main() {}") is True

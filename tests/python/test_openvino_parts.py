@@ -137,7 +137,7 @@ def _runs_like(package, x, want):
 
 def test_a_part_converts_in_a_process_of_its_own_and_then_comes_from_the_cache(separable, tmp_path, monkeypatch):
     model, x, want = separable
-    monkeypatch.setenv("AUTOGRAPH_INDUCTOR_CACHE", str(tmp_path))
+    monkeypatch.setenv("AUTOGRAPH_CACHE_DIR", str(tmp_path))
     gm = _part_module(model, x)
     pending = openvino_parts.start_package(gm, (x,))
     assert pending._process is not None  # converting beside this process, which goes on meanwhile
@@ -149,7 +149,7 @@ def test_a_part_converts_in_a_process_of_its_own_and_then_comes_from_the_cache(s
 
 def test_where_the_converter_process_fails_the_part_converts_here(separable, tmp_path, monkeypatch):
     model, x, want = separable
-    monkeypatch.setenv("AUTOGRAPH_INDUCTOR_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("AUTOGRAPH_CACHE_DIR", str(tmp_path / "cache"))
     failing = tmp_path / "fails.py"
     failing.write_text("import sys\nsys.exit('cannot load the part')\n")
     monkeypatch.setattr(openvino_parts._openvino_convert, "__file__", str(failing))
@@ -161,7 +161,7 @@ def test_where_the_converter_process_fails_the_part_converts_here(separable, tmp
 def test_a_part_torch_onnx_cannot_export_goes_to_the_pytorch_frontend_in_the_process(separable, tmp_path,
                                                                                      monkeypatch):
     model, x, want = separable
-    monkeypatch.setenv("AUTOGRAPH_INDUCTOR_CACHE", str(tmp_path))
+    monkeypatch.setenv("AUTOGRAPH_CACHE_DIR", str(tmp_path))
 
     def cannot_export(part, examples):
         raise RuntimeError("an operator torch.onnx has no translation for")
@@ -174,7 +174,7 @@ def test_a_part_torch_onnx_cannot_export_goes_to_the_pytorch_frontend_in_the_pro
 
 def test_closing_a_conversion_nobody_waits_for_stops_its_process(separable, tmp_path, monkeypatch):
     model, x, _ = separable
-    monkeypatch.setenv("AUTOGRAPH_INDUCTOR_CACHE", str(tmp_path))
+    monkeypatch.setenv("AUTOGRAPH_CACHE_DIR", str(tmp_path))
     pending = openvino_parts.start_package(_part_module(model, x), (x,))
     process = pending._process
     pending.close()
@@ -213,7 +213,7 @@ def _calls(optimized):
 
 def test_the_whole_graph_compiled_just_in_time_is_packaged_when_it_measures_fastest(separable, tmp_path, monkeypatch):
     model, x, want = separable
-    monkeypatch.setenv("AUTOGRAPH_INDUCTOR_CACHE", str(tmp_path))
+    monkeypatch.setenv("AUTOGRAPH_CACHE_DIR", str(tmp_path))
     compiles, _ = _counted(monkeypatch)
     _timed(monkeypatch, {"whole": 1.0})
     ep = torch.export.export(model, (x,))
@@ -234,7 +234,7 @@ def test_the_whole_graph_compiled_just_in_time_is_packaged_when_it_measures_fast
 def test_the_whole_graph_compiled_just_in_time_is_not_packaged_where_it_loses_or_ties(separable, tmp_path,
                                                                                    monkeypatch, openvino_ms, why):
     model, x, want = separable
-    monkeypatch.setenv("AUTOGRAPH_INDUCTOR_CACHE", str(tmp_path))
+    monkeypatch.setenv("AUTOGRAPH_CACHE_DIR", str(tmp_path))
     compiles, _ = _counted(monkeypatch)
     _timed(monkeypatch, {"whole": 1.0 if why else 1.5, "whole_openvino": openvino_ms})
     optimized, report = autograph.optimize(torch.export.export(model, (x,)), (x,))
@@ -249,7 +249,7 @@ def test_the_whole_graph_compiled_just_in_time_is_not_packaged_where_it_loses_or
 def test_the_plan_on_aten_kernels_is_verified_on_board_only_where_it_could_be_kept(separable, tmp_path,
                                                                                  monkeypatch, aten_ms):
     model, x, want = separable
-    monkeypatch.setenv("AUTOGRAPH_INDUCTOR_CACHE", str(tmp_path))
+    monkeypatch.setenv("AUTOGRAPH_CACHE_DIR", str(tmp_path))
     _, plans = _counted(monkeypatch)
     _timed(monkeypatch, {"aten": aten_ms, "whole_openvino": 1.02})
     optimized, report = autograph.optimize(torch.export.export(model, (x,)), (x,), method="autograph")
@@ -318,7 +318,7 @@ def test_a_just_in_time_candidate_whose_outputs_differ_is_never_kept(separable, 
     outputs doubled (wrong by order 1), timed fastest, is dropped and reported, and nothing is packaged."""
     from autograph.export.compilers import inductor as inductor_parts
     model, x, want = separable
-    monkeypatch.setenv("AUTOGRAPH_INDUCTOR_CACHE", str(tmp_path))
+    monkeypatch.setenv("AUTOGRAPH_CACHE_DIR", str(tmp_path))
     compiles, _ = _counted(monkeypatch)
     just_in_time = inductor_parts.PartBuilder.compile_just_in_time
 
@@ -341,7 +341,7 @@ def test_the_plan_on_aten_kernels_kept_after_a_slower_package_is_verified_on_boa
     kept, and verified on board first, as it would have been had it been the fastest."""
     from autograph import export as export_module
     model, x, want = separable
-    monkeypatch.setenv("AUTOGRAPH_INDUCTOR_CACHE", str(tmp_path))
+    monkeypatch.setenv("AUTOGRAPH_CACHE_DIR", str(tmp_path))
     compiles, plans = _counted(monkeypatch)
 
     def timed(candidates, tensors, graph, rounds=10):
