@@ -13,9 +13,8 @@ recently used entries go until the cache fits its bound, and partial files that 
 writer left are swept once they are an hour old.
 
 Where it lives and how large it may grow, from the environment (read at each use):
-``AUTOGRAPH_CACHE_DIR`` (default
-``$XDG_CACHE_HOME/autograph/parts``, ``~/.cache`` without XDG_CACHE_HOME) and
-``AUTOGRAPH_CACHE_MAX_GB`` (default 10; a model's packages hold its weights, so a large model's are large).
+``AUTOGRAPH_CACHE_DIR`` (default ``$XDG_CACHE_HOME/autograph/parts``, ``~/.cache`` without
+XDG_CACHE_HOME) and ``AUTOGRAPH_CACHE_MAX_GB`` (default 10; a model's packages hold its weights, so a large model's are large).
 """
 import contextlib
 import hashlib
