@@ -17,6 +17,7 @@ import torch
 import autograph
 from autograph.export import check as candidate_check
 from autograph import export as export_module
+from autograph.export.plans import Program
 
 FLOOR, FACTOR = candidate_check.FLOOR, candidate_check.FACTOR
 
@@ -164,7 +165,7 @@ def tiny():
 
 def _stand_ins(monkeypatch, ms, jit_warns=False):
     """Inductor's candidates replaced without compiling: "plan" (the graph planned again), "whole" (a
-    _JustInTime callable running the same program; `jit_warns`: it warns as a failed CUDA Graph
+    JustInTime callable running the same program; `jit_warns`: it warns as a failed CUDA Graph
     capture does), "whole_unfrozen" (the plan on doubled weights: wrong) and "whole_openvino" (failed
     to build); each candidate's median ms from `ms`."""
 
@@ -179,7 +180,8 @@ def _stand_ins(monkeypatch, ms, jit_warns=False):
                               "run without a graph from now on")
             return torch.ops.autograph.execute(list(passed), program)
 
-        built = {"plan": (plan, weights, plan_report, 2), "whole_unfrozen": (program, [2 * w for w in weights], {}, 1)}
+        built = {"plan": Program(plan, weights, plan_report, 2),
+                 "whole_unfrozen": Program(program, [2 * w for w in weights], {}, 1)}
         if "whole" in ms:
             built["whole"] = export_module.candidates.JustInTime(call, inputs, list(graph["outputs"]), [], "whole part 1/1", True)
         return built, {"whole_openvino": "RuntimeError: the stand-in conversion failed"}, 0

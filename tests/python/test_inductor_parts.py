@@ -19,6 +19,7 @@ import autograph
 from autograph import export as export_module
 from autograph.export.compilers import inductor as inductor_parts
 from autograph.export.compilers.base import part_digest
+from autograph.export.plans import Program
 
 ROOT = Path(__file__).resolve().parents[2]
 TOL = 1e-4
@@ -197,7 +198,7 @@ def test_a_candidate_whose_outputs_differ_is_never_kept(block, monkeypatch):
     _, x, want, ep = block
 
     def wrong_candidates(builder, graph, program, weights, tensors, settings, ready=None):
-        return {"whole": (program, [w * 2 for w in weights], {}, 1)}, {}, 0
+        return {"whole": Program(program, [w * 2 for w in weights], {}, 1)}, {}, 0
 
     monkeypatch.setattr(export_module.contest, "inductor_candidates", wrong_candidates)
     optimized, report = autograph.optimize(ep, method="sequential")

@@ -7,7 +7,6 @@ from typing import Any, Callable, Dict, List, NamedTuple, Optional, Tuple
 import torch
 from torch.export import ExportedProgram
 
-from ..settings import Settings
 from .aten_import import import_graph, to_device
 from .compilers import inductor as inductor_parts
 from .compilers.inductor import PartBuilder
@@ -47,8 +46,7 @@ def compiles_before_search(device: torch.device, settings: Dict[str, Any]) -> bo
     CPU, where OpenVINO's candidate competes and the candidates are timed (options openvino and
     check_rewrites, as they default), and the search's cost model times nothing (analytical, CPU's
     default), so it can run beside OpenVINO's conversion."""
-    if device.type != "cpu" or not settings.get("openvino", Settings.openvino) \
-            or not settings.get("check_rewrites", Settings.check_rewrites) \
+    if device.type != "cpu" or not settings["openvino"] or not settings["check_rewrites"] \
             or settings.get("cost") not in (None, "analytical"):  # a measured search times on the CPU
         return False
     return openvino_parts.available()
@@ -132,7 +130,7 @@ def inductor_candidates(builder: PartBuilder, graph: Dict[str, Any], program: st
     if inductor_parts.shares_weights(graph, body, builder.packs_linear_at_run_time()):
         cuts["whole_unfrozen"] = cuts["whole"]
     built, errors = {}, {}
-    if device.type == "cpu" and settings.get("openvino", True):
+    if device.type == "cpu" and settings["openvino"]:
         missing = openvino_parts.missing()
         if missing:  # the report says why the candidate the option asks for is not there
             errors["whole_openvino"] = NotAvailable(f"OpenVINO's candidate is not available: {missing}")

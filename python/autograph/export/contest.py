@@ -8,7 +8,6 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 import torch
 from torch.export import ExportedProgram
 
-from ..settings import Settings
 from .aten_import import Imported
 from .candidates import (JustInTime, NotAvailable, compile_before_search, compiles_before_search,
                          compiles_beside_search, described, inductor_candidates, program_with_parts, why_of)
@@ -36,17 +35,17 @@ def plan_and_compile(decomposed: ExportedProgram, graph: Dict[str, Any], importe
                                        progress=progress)
     ready: Dict[str, Any] = {}
     try:
-        if settings.get("inductor", Settings.inductor) and compiles_beside_search(device):
+        if settings["inductor"] and compiles_beside_search(device):
             builder.compile_in_background(inductor_parts.every_node(graph), "whole part 1/1")
-        elif settings.get("inductor", Settings.inductor) and compiles_before_search(device, settings):
+        elif settings["inductor"] and compiles_before_search(device, settings):
             ready = compile_before_search(builder, graph)
         # With candidates made first, the plan is verified on board only where it measures close to them
         # (_verified_if_close): the search alone times nothing on CPU, and runs while OpenVINO converts.
         planning = dict(settings, verify=0) if ready else settings
         program, report = plans.plan(graph, weights + tensors, planning)
-        measure = report.pop("check_rewrites")
-        compile_parts = report.pop("inductor")
-        settings = dict(settings, openvino=report.pop("openvino", True))  # as the options resolved it
+        for key in plans.RESOLVED:  # what the planner says back of them, resolved here already (resolved)
+            report.pop(key, None)
+        measure, compile_parts = settings["check_rewrites"], settings["inductor"]
         other_plans = {}
         if fused is not None and measure:
             fused_program, fused_report = plans.planned(fused[0], fused[1] + tensors, planning)

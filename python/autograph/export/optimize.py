@@ -17,6 +17,7 @@ from ..errors import InputError, UnsupportedModelError
 from .aten_import import TORCHSCRIPT_HINT, functional, has_dynamic_shapes, import_graph, to_device
 from .candidates import fused_for_cudnn
 from .contest import plan_and_compile
+from . import plans
 from .plans import measures_rewrites
 from .rewrites import fold_batchnorm
 from .runtime import ExecuteProgram, register_fake
@@ -58,7 +59,7 @@ def optimize_exported(ep: ExportedProgram, *, method: str, device: Optional[str]
     moved: Dict[Any, torch.Tensor] = {}
     weights = [to_device(w, target, moved) for w in weights]
     tensors = [t.to(target) for t in tensors]
-    settings = dict(options, method=method, device=str(target))
+    settings = plans.resolved(options, method, target)
     fused = fused_for_cudnn(decomposed, target, moved) if measures_rewrites(settings) else None
     program, weights, report, measure, compile_parts = plan_and_compile(decomposed, graph, imported, weights,
                                                                          tensors, settings, fused)

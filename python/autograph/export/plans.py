@@ -28,13 +28,27 @@ def plan(graph: Dict[str, Any], tensors: List[torch.Tensor], settings: Dict[str,
 def planned(graph: Dict[str, Any], tensors: List[torch.Tensor], settings: Dict[str, Any]) -> Tuple[str, Dict[str, Any]]:
     """plan, its report without the resolved options that only the first plan passes on."""
     program, report = plan(graph, tensors, settings)
-    for key in ("check_rewrites", "inductor", "openvino"):
+    for key in RESOLVED:
         report.pop(key, None)
     return program, report
 
 
+# The options the export path reads itself, resolved once (resolved) to their values.
+RESOLVED = ("inductor", "openvino", "check_rewrites")
+
+
+def resolved(options: Dict[str, Any], method: str, device: torch.device) -> Dict[str, Any]:
+    """The settings of one optimize, resolved once before any work: `options` as given, the method and
+    device, and each of RESOLVED with its value (the declared default where not given; Settings mirrors
+    the C++ table). Every later step reads them from here; none is read back from the planner."""
+    settings = dict(options, method=method, device=str(device))
+    for name in RESOLVED:
+        settings[name] = bool(settings.get(name, getattr(Settings, name)))
+    return settings
+
+
 def measures_rewrites(settings: Dict[str, Any]) -> bool:
-    return bool(settings.get("check_rewrites", Settings.check_rewrites))
+    return settings["check_rewrites"]
 
 
 def verified_plan(graph: Dict[str, Any], weights: List[torch.Tensor], tensors: List[torch.Tensor],
@@ -52,4 +66,4 @@ def verifies(settings: Dict[str, Any]) -> bool:
     return settings["method"] == "autograph" and settings.get("verify", Settings.verify) > 0
 
 
-__all__ = ["Program", "plan", "planned", "verified_plan", "verifies", "measures_rewrites"]
+__all__ = ["Program", "RESOLVED", "resolved", "plan", "planned", "verified_plan", "verifies", "measures_rewrites"]
