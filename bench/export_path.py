@@ -40,7 +40,7 @@ atexit.register(lambda: [shutil.rmtree(p, ignore_errors=True) for p in _SCRATCH]
 # compile times then mean what a first optimize costs.
 if "--warm-cache" not in sys.argv:
     os.environ["TORCHINDUCTOR_CACHE_DIR"] = scratch_dir("inductor-cache-")
-    os.environ["AUTOGRAPH_INDUCTOR_CACHE"] = scratch_dir("autograph-inductor-")
+    os.environ["AUTOGRAPH_CACHE_DIR"] = scratch_dir("autograph-inductor-")
 import torch  # noqa: E402
 import torch._inductor.config  # noqa: E402
 import torch._inductor.utils  # noqa: E402
@@ -65,7 +65,7 @@ def fresh_compile_caches() -> None:
     if "--warm-cache" in sys.argv:
         return
     os.environ["TORCHINDUCTOR_CACHE_DIR"] = scratch_dir("inductor-cache-")
-    os.environ["AUTOGRAPH_INDUCTOR_CACHE"] = scratch_dir("autograph-inductor-")
+    os.environ["AUTOGRAPH_CACHE_DIR"] = scratch_dir("autograph-inductor-")
     torch._inductor.utils.clear_inductor_caches()
 
 
@@ -102,29 +102,10 @@ def rel_err(got, want) -> float:
     return ((got.float() - want.float()).abs().max() / want.float().abs().max().clamp_min(1e-12)).item()
 
 
-SETTLE_MS = 10.0  # as autograph's own candidate timing (export._SETTLE_MS)
-
-
-def time_side_by_side(runs, warmup: int, repeats: int, sync=lambda: None):
-    for _ in range(warmup):
-        for run in runs.values():
-            run()
-    samples = {name: [] for name in runs}
-    for _ in range(repeats):
-        for name, run in runs.items():
-            # Untimed, for SETTLE_MS and at least once: the previous method's runtime threads (OpenMP's
-            # spin for milliseconds, TBB, ORT) settle first.
-            until = time.perf_counter() + SETTLE_MS / 1e3
-            run()
-            sync()
-            while time.perf_counter() < until:
-                run()
-                sync()
-            start = time.perf_counter()
-            run()
-            sync()
-            samples[name].append((time.perf_counter() - start) * 1e3)
-    return samples
+def time_side_by_side(runs, warmup: int, repeats: int, device: torch.device):
+    """autograph's own timing policy (autograph.export.timing), every method timed to the end."""
+    from autograph.export.timing import samples_side_by_side
+    return samples_side_by_side(runs, device, repeats, warmup=warmup)
 
 
 def pct(xs, q):
@@ -257,7 +238,7 @@ def measure(name: str, args, device, sync):
     if run_export is not None:
         runs["export"] = run_export
     with torch.no_grad():
-        samples = time_side_by_side(runs, args.warmup, args.repeats, sync)
+        samples = time_side_by_side(runs, args.warmup, args.repeats, device)
     for method, xs in samples.items():
         row[f"{method}_median_ms"] = statistics.median(xs)
         row[f"{method}_p10_ms"], row[f"{method}_p90_ms"] = pct(xs, 0.1), pct(xs, 0.9)

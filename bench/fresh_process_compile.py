@@ -43,8 +43,8 @@ torch.manual_seed(0)
 model = registry.build(name).eval()
 inputs = tuple(registry.make_inputs(name))
 if method != "export" and os.environ.get("SAME_ISA_RECORD"):
-    from autograph.inductor_toolchain import remember_vec_isa_checks
-    remember_vec_isa_checks()
+    from autograph.export.compilers.toolchain import vec_isa_checks_remembered
+    vec_isa_checks_remembered().__enter__()  # for the rest of this process
 start = time.perf_counter()
 with torch.no_grad():
     if method == "compile_freezing":
@@ -69,10 +69,10 @@ def run_once(name: str, method: str, record: Path, first_run: bool, same_record:
         # Inductor's caches off, but its cache folder the usual one: the ISA check's test programs stay
         # built there, as on a user's machine, and only their per-process loading is paid.
         env = dict(os.environ, TORCHINDUCTOR_FORCE_DISABLE_CACHES="1",
-                   AUTOGRAPH_INDUCTOR_CACHE=os.path.join(tmp, "autograph"), TMP_PACKAGE=os.path.join(tmp, "m.pt2"))
-        os.makedirs(env["AUTOGRAPH_INDUCTOR_CACHE"])
+                   AUTOGRAPH_CACHE_DIR=os.path.join(tmp, "autograph"), TMP_PACKAGE=os.path.join(tmp, "m.pt2"))
+        os.makedirs(env["AUTOGRAPH_CACHE_DIR"])
         if (method == "export" and not first_run or method != "export" and same_record) and record.exists():
-            shutil.copy(record, env["AUTOGRAPH_INDUCTOR_CACHE"])
+            shutil.copy(record, env["AUTOGRAPH_CACHE_DIR"])
         if same_record:
             env["SAME_ISA_RECORD"] = "1"
         code = CHILD.format(root=str(ROOT), python=str(ROOT / "python"))
@@ -94,13 +94,13 @@ def main() -> int:
     p.add_argument("--out", type=Path, required=True)
     args = p.parse_args()
     sys.path.insert(0, str(ROOT / "python"))
-    from autograph.inductor_parts import cache_dir
+    from autograph.export.cache import cache_dir
     record = Path(cache_dir()) / "vec-isa-checks.json"
     same_record = not args.isa_check_for_others
     if not args.first_run or same_record:  # the record, made here if this machine has none yet (as any earlier run would)
         from torch._inductor.cpu_vec_isa import valid_vec_isa_list
-        from autograph.inductor_toolchain import remember_vec_isa_checks
-        remember_vec_isa_checks()
+        from autograph.export.compilers.toolchain import vec_isa_checks_remembered
+        vec_isa_checks_remembered().__enter__()  # for the rest of this process
         valid_vec_isa_list()
     rows = []
     for name in args.models.split(","):

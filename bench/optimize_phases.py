@@ -25,19 +25,19 @@ from models import registry  # noqa: E402
 
 # (module, attribute path) of the functions timed: the export path's steps, in the order they run.
 PHASES = (
-    ("autograph.export", "_functional"),
-    ("autograph.export", "_compile_before_search"),
-    ("autograph.openvino_parts", "start_package"),
-    ("autograph.inductor_parts", "PartBuilder.compile_just_in_time"),
-    ("autograph.export", "_plan"),
-    ("autograph.openvino_parts", "PendingPackage.result"),
-    ("autograph.export", "inductor_candidates"),
-    ("autograph.inductor_parts", "rewrite_with_parts"),
-    ("autograph.export", "_reference"),
-    ("autograph.export", "_judged"),
-    ("autograph.export", "_time_candidates"),
-    ("autograph.export", "_packaged_winner"),
-    ("autograph.inductor_parts", "PartBuilder._compile_now"),
+    ("autograph.export.optimize", "functional"),
+    ("autograph.export.contest", "compile_before_search"),
+    ("autograph.export.compilers.openvino", "start_package"),
+    ("autograph.export.compilers.inductor", "PartBuilder.compile_just_in_time"),
+    ("autograph.export.plans", "plan"),
+    ("autograph.export.compilers.openvino", "PendingPackage.result"),
+    ("autograph.export.contest", "inductor_candidates"),
+    ("autograph.export.compilers.inductor", "rewrite_with_parts"),
+    ("autograph.export.contest", "_reference"),
+    ("autograph.export.contest", "_judged"),
+    ("autograph.export.contest", "_time_candidates"),
+    ("autograph.export.contest", "_packaged_winner"),
+    ("autograph.export.compilers.inductor", "PartBuilder._compile_now"),
 )
 
 

@@ -71,7 +71,7 @@ def inductor_runner(fn, inputs, path, compile_only=False):
     """The group compiled by AOTInductor as autograph compiles an Inductor part (C++/OpenMP on the CPU,
     Triton on CUDA), run through its C++ loader (the call autograph::run_inductor_part makes; no Python
     pytree on the way)."""
-    from autograph.inductor_toolchain import aoti_configs, compile_package
+    from autograph.export.compilers.toolchain import aoti_configs, compile_package
     if not os.path.exists(path):  # --packages keeps them between a compile-only run and a timed one
         compile_package(torch.export.export(_Group(fn), tuple(inputs)), path, aoti_configs())
     if compile_only:

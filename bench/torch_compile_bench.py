@@ -337,7 +337,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         torch._inductor.config.force_disable_caches = True
         # autograph's own cache of compiled parts too: the export path's search_s is a cold optimize.
         scratch = tempfile.TemporaryDirectory(prefix="autograph-inductor-")  # removed when main returns
-        os.environ["AUTOGRAPH_INDUCTOR_CACHE"] = scratch.name
+        os.environ["AUTOGRAPH_CACHE_DIR"] = scratch.name
     warnings.filterwarnings("ignore", "dynamo_pgo force disabled", UserWarning)
     cuda = args.device == "cuda"
     device = torch.device(args.device)

@@ -37,6 +37,7 @@ LAYERS = [
     "_library",                          # finds and loads the C++ library
     "settings",                          # the typed options (Settings), resolved once
     "export.program_format",             # the program text's header/body and the AtenGraph JSON's names (dtypes...)
+    "export.progress",                   # the "autograph" logger and optimize's progress lines
     "export.aten_import",                # ExportedProgram -> AtenGraph JSON (imports only errors and program_format)
     "export.rewrites",                   # ExportedProgram rewrites before the import (BatchNorm folding, cuDNN fusions)
     "export.cache",                      # the disk cache of compiled parts
@@ -44,12 +45,13 @@ LAYERS = [
     "export.check",                      # how candidates' outputs are judged
     "export.plans",                      # calls into the C++ planner
     "export.compilers.toolchain",        # Inductor's toolchain settings
-    "export.compilers.base",             # the compiler protocol and the Candidate type
+    "export.compilers.base",             # what the compilers share: a part's content digest
     "export.compilers.inductor",         # parts compiled by Inductor (AOTInductor packages)
     "export.compilers.openvino_convert", # a part to an OpenVINO package, in or out of process
     "export.compilers.openvino",         # parts compiled by OpenVINO (CPU)
-    "export.compilers",                  # (package __init__: the registry)
-    "export.contest",                    # compete(): checks, times, decides
+    "export.compilers",                  # (package __init__)
+    "export.candidates",                 # the candidates beside the plan: compiled parts, cuDNN's fusions
+    "export.contest",                    # the contest: checks, times, keeps the fastest
     "export.shapes",                     # plans and graphs for other shapes
     "export.runtime",                    # ExecuteProgram, the fake kernel
     "export.optimize",                   # optimize_exported: the driver

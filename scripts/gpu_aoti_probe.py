@@ -19,7 +19,7 @@ def main() -> int:
         ep = torch.export.export(model, (torch.randn(1, 3, 16, 16, device="cuda"),))
         if "--autograph-configs" in sys.argv:  # and its vector-ISA answers recorded for later loads
             sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
-            from autograph.inductor_toolchain import aoti_configs, compile_package
+            from autograph.export.compilers.toolchain import aoti_configs, compile_package
             configs = aoti_configs(freezing=False)
             print("inductor configs:", configs)
             compile_package(ep, str(package), configs)
@@ -47,9 +47,9 @@ def main() -> int:
     if "--with-autograph" in sys.argv:
         sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
         import autograph
-        from autograph.inductor_toolchain import remember_vec_isa_checks
+        from autograph.export.compilers.toolchain import vec_isa_checks_remembered
         autograph.load_library()
-        remember_vec_isa_checks()
+        vec_isa_checks_remembered().__enter__()  # for the rest of this process
         print("autograph loaded from", autograph.library_path(), flush=True)
     # aoti_load_package asks Inductor for the CPU's vector ISA first (get_device_information), which
     # builds and loads a test program per ISA in fresh Pythons: timed on its own, so that a slow check

@@ -1,6 +1,5 @@
 """autograph.optimize / substitute / load: a model in, an optimized TorchScript module and its report out."""
 import contextlib
-import functools
 import json
 import os
 from typing import Any, Dict, Optional, Sequence, Tuple, Union
@@ -9,7 +8,7 @@ import torch
 
 from ._library import load_library
 from .errors import Error, InputError, UnsupportedModelError, translate
-from .settings import Settings
+from .settings import Settings, check_options, check_options_apply
 
 Model = Union[torch.nn.Module, torch.jit.ScriptModule, str, "os.PathLike[str]"]
 
@@ -158,56 +157,6 @@ def to_script_module(model: Model, example_inputs: Sequence[Any]) -> torch.jit.S
             errors.append(f"scripting failed: {_first_line(e)}")
     raise UnsupportedModelError(f"cannot turn {type(model).__name__} into TorchScript: " + "; ".join(errors) +
                                 ". Pass a ScriptModule you made yourself, or make forward() traceable")
-
-
-def check_options(options: Dict[str, Any], path: Optional[str] = None) -> None:
-    """Raises InputError naming the first option optimize would refuse (an unknown name, a value of the
-    wrong type or out of range): what every entry point checks before it does any work. With `path`
-    ("torchscript" or "export", the path the model takes), also each option given that applies to the
-    other path alone (check_options_apply)."""
-    load_library()
-    try:
-        torch.ops.autograph.check_options(json.dumps(options))
-    except (RuntimeError, ValueError) as e:
-        raise translate(e) from None
-    except TypeError as e:  # a value json cannot write (an object)
-        raise InputError(f"options must be numbers, strings, booleans or lists of them: {e}") from None
-    if path is not None:
-        check_options_apply(options, path)
-
-
-_PATHS = {"torchscript": "TorchScript path", "export": "export path"}
-# What takes a model onto each path, for the message.
-_HOW = {"torchscript": "a ScriptModule, a saved one's path, or an nn.Module without ir=\"export\"",
-        "export": "an ExportedProgram, or ir=\"export\""}
-
-
-def check_options_apply(names, path: str) -> None:
-    """Raises InputError for the first of `names` (options set: a keyword given, whatever its value, or a
-    Settings field apart from its default) whose declaration (option_table()'s "applies") names the other
-    path alone: "TorchScript path", "export path, cpu", ... An option that names a device is not refused
-    on another device: it is ignored there (cuda_graph on the CPU), as the table says."""
-    if path not in _PATHS:
-        raise InputError(f"unknown path '{path}': 'torchscript' or 'export'")
-    applies = _applies()
-    other = "export" if path == "torchscript" else "torchscript"
-    for name in names:
-        paths = {p for p, label in _PATHS.items() if label in _items(applies.get(name, ""))}
-        if paths and path not in paths:
-            raise InputError(f"option '{name}' applies to the {_PATHS[other]} (\"{applies[name]}\"), not the "
-                             f"{_PATHS[path]} this model takes: drop it here. The {_PATHS[other]} takes "
-                             f"{_HOW[other]}")
-
-
-@functools.lru_cache(maxsize=None)
-def _applies() -> Dict[str, str]:
-    """Each option's "applies", as the C++ table declares it."""
-    load_library()
-    return {o["name"]: o["applies"] for o in json.loads(torch.ops.autograph.option_table())}
-
-
-def _items(applies: str):
-    return [item.strip() for item in applies.split(",")]
 
 
 def _run(what: str, model: Model, example_inputs, method: Optional[str], device, options: Dict[str, Any]):

@@ -15,8 +15,9 @@ from typing import Any, Callable, Dict, List, Tuple
 
 import torch
 
-from .api import check_options, optimize
+from .api import optimize
 from .errors import InputError
+from .settings import check_options
 
 
 def _is_weight(a: Any) -> bool:
@@ -128,7 +129,7 @@ def autograph_backend(gm: torch.fx.GraphModule, example_inputs: List[Any], optio
         raise InputError(f"option ir={ir!r}: the autograph backend takes ir='export' (default) or 'torchscript'")
     if not isinstance(options.get("strict", False), bool):
         raise InputError(f"option strict={options['strict']!r}: True or False")
-    check_options({k: v for k, v in options.items() if k not in ("ir", "strict")})
+    check_options({k: v for k, v in options.items() if k not in ("ir", "strict")}, path=ir)
     return CompiledGraph(gm, options)
 
 

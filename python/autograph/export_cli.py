@@ -170,7 +170,7 @@ def _optimize(args) -> int:
     report["optimize_s"] = round(time.perf_counter() - start, 3)
     torch.export.save(optimized, args.output)
     if args.aoti:
-        from .inductor_toolchain import aoti_configs, compile_package
+        from .export.compilers.toolchain import aoti_configs, compile_package
         # (not frozen: the package keeps the program's weights as its constants, as a user's would)
         report["aoti_package"] = compile_package(optimized, args.aoti, aoti_configs(freezing=False))
     report.pop("timeline", None)
@@ -200,9 +200,9 @@ def describe(ep: torch.export.ExportedProgram) -> Dict[str, Any]:
         info["operators"] = sum(counts.values())
         info["by_operator"] = dict(sorted(counts.items(), key=lambda kv: -kv[1]))
         return info
+    from .export.program_format import body_of, header_of
     text = executes[0].args[1]
-    header = json.loads(text[:text.index("\n")])
-    body = json.loads(text[text.index("\n") + 1:])
+    header, body = header_of(text), body_of(text)
     stages = body["schedule"]["stages"]
     nodes = body["graph"]["nodes"]
     parts = [n for n in nodes if n["op"] == "autograph::run_inductor_part"]
@@ -219,7 +219,7 @@ def describe(ep: torch.export.ExportedProgram) -> Dict[str, Any]:
         info["other_shapes"] = "inductor" if "run" in other else "aten"
         info["shape_plans"] = []
         for entry in body.get("shape_plans", []):  # plans for further shapes: programs of their own
-            plan = json.loads(entry["program"][entry["program"].index("\n") + 1:])
+            plan = body_of(entry["program"])
             graph, plan_stages = plan["graph"], plan["schedule"]["stages"]
             info["shape_plans"].append({
                 "shapes": [graph["values"][v]["shape"] for v, w in zip(graph["inputs"], graph["weights"]) if not w],
@@ -263,21 +263,13 @@ def _bench(args) -> int:
         optimized = _load(args.optimized)
     else:
         optimized, _ = optimize(ep, inputs, **({"device": str(device)} if device else {}))
+    from .export.timing import percentile, samples_side_by_side
     runs = {"exported": ep.module(), "autograph": optimized.module()}
-    sync = torch.cuda.synchronize if any(isinstance(t, torch.Tensor) and t.is_cuda for t in inputs) else (lambda: None)
-    samples: Dict[str, List[float]] = {name: [] for name in runs}
-    with torch.no_grad():
-        for _ in range(args.warmup):
-            for run in runs.values():
-                run(*inputs, **kwargs)
-        sync()
-        for _ in range(args.runs):  # alternated: drift hits both alike
-            for name, run in runs.items():
-                start = time.perf_counter()
-                run(*inputs, **kwargs)
-                sync()
-                samples[name].append((time.perf_counter() - start) * 1e3)
-    result = {name: {"median_ms": statistics.median(xs), "p10_ms": _percentile(xs, 0.1), "p90_ms": _percentile(xs, 0.9)}
+    on = next((t.device for t in inputs if isinstance(t, torch.Tensor)), torch.device("cpu"))
+    # The policy optimize decides by (export/timing.py), every call timed to the end: no racing.
+    samples = samples_side_by_side({name: (lambda run=run: run(*inputs, **kwargs)) for name, run in runs.items()},
+                                   on, args.runs, warmup=args.warmup)
+    result = {name: {"median_ms": statistics.median(xs), "p10_ms": percentile(xs, 0.1), "p90_ms": percentile(xs, 0.9)}
               for name, xs in samples.items()}
     result["speedup"] = result["exported"]["median_ms"] / result["autograph"]["median_ms"]
     if args.json:
@@ -290,14 +282,9 @@ def _bench(args) -> int:
     return 0
 
 
-def _percentile(xs: Sequence[float], q: float) -> float:
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(q * len(xs)))]
-
-
 def main(argv: Optional[Sequence[str]] = None) -> int:
     # torch's own deprecation and packaging notices are not the user's business on a command line
-    warnings.filterwarnings("ignore", category=FutureWarning)
+    warnings.filterwarnings("ignore", category=FutureWarning, module=r"torch(\.|$)")
     warnings.filterwarnings("ignore", category=UserWarning, module=r"torch(\.|$)")
     args = _parser().parse_args(argv)
     try:

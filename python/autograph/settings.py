@@ -9,11 +9,14 @@ the cost model by device) are None here. `autograph.option_table()` returns the 
     optimized, report = autograph.optimize(model, inputs, settings=settings)
 """
 import dataclasses
+import functools
 import json
 from typing import Any, Dict, List, Optional
 
+import torch
+
 from ._library import load_library
-from .errors import InputError
+from .errors import InputError, translate
 
 
 def shapes_text(shapes: Any) -> str:
@@ -32,6 +35,56 @@ def shapes_text(shapes: Any) -> str:
     except (TypeError, ValueError, IndexError) as e:
         raise InputError(f"shapes: {shapes!r} is not a list of shapes (e.g. [(1, 3, 224, 224), (8, 3, 224, 224)], "
                          f"or [[(1, 128), (1, 128)], [(8, 512), (8, 512)]] for two input tensors)") from e
+
+
+def check_options(options: Dict[str, Any], path: Optional[str] = None) -> None:
+    """Raises InputError naming the first option optimize would refuse (an unknown name, a value of the
+    wrong type or out of range): what every entry point checks before it does any work. With `path`
+    ("torchscript" or "export", the path the model takes), also each option given that applies to the
+    other path alone (check_options_apply)."""
+    load_library()
+    try:
+        torch.ops.autograph.check_options(json.dumps(options))
+    except (RuntimeError, ValueError) as e:
+        raise translate(e) from None
+    except TypeError as e:  # a value json cannot write (an object)
+        raise InputError(f"options must be numbers, strings, booleans or lists of them: {e}") from None
+    if path is not None:
+        check_options_apply(options, path)
+
+
+_PATHS = {"torchscript": "TorchScript path", "export": "export path"}
+# What takes a model onto each path, for the message.
+_HOW = {"torchscript": "a ScriptModule, a saved one's path, or an nn.Module without ir=\"export\"",
+        "export": "an ExportedProgram, or ir=\"export\""}
+
+
+def check_options_apply(names, path: str) -> None:
+    """Raises InputError for the first of `names` (options set: a keyword given, whatever its value, or a
+    Settings field apart from its default) whose declaration (option_table()'s "applies") names the other
+    path alone: "TorchScript path", "export path, cpu", ... An option that names a device is not refused
+    on another device: it is ignored there (cuda_graph on the CPU), as the table says."""
+    if path not in _PATHS:
+        raise InputError(f"unknown path '{path}': 'torchscript' or 'export'")
+    applies = _applies()
+    other = "export" if path == "torchscript" else "torchscript"
+    for name in names:
+        paths = {p for p, label in _PATHS.items() if label in _items(applies.get(name, ""))}
+        if paths and path not in paths:
+            raise InputError(f"option '{name}' applies to the {_PATHS[other]} (\"{applies[name]}\"), not the "
+                             f"{_PATHS[path]} this model takes: drop it here. The {_PATHS[other]} takes "
+                             f"{_HOW[other]}")
+
+
+@functools.lru_cache(maxsize=None)
+def _applies() -> Dict[str, str]:
+    """Each option's "applies", as the C++ table declares it."""
+    load_library()
+    return {o["name"]: o["applies"] for o in json.loads(torch.ops.autograph.option_table())}
+
+
+def _items(applies: str):
+    return [item.strip() for item in applies.split(",")]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -84,14 +137,12 @@ class Settings:
     def validate(self) -> None:
         """Raises InputError naming the first option optimize would refuse (wrong type, out of range,
         not one of its choices, a device other than cpu, cuda, cuda:N)."""
-        from .api import check_options
         check_options(self.options())
 
     @classmethod
     def of(cls, settings: Optional["Settings"] = None, **options: Any) -> "Settings":
         """`settings` (default: the defaults) with `options` set on top; unknown names and bad values are
         InputErrors naming them."""
-        from .api import check_options
         if options.get("shapes") is not None and not isinstance(options["shapes"], str):
             options = dict(options, shapes=shapes_text(options["shapes"]))
         check_options(options)  # the C++ table's message for an unknown name or a bad value
@@ -104,7 +155,6 @@ class Settings:
 def option_table() -> List[Dict[str, Any]]:
     """The C++ declaration of every option: [{name, type, default, default_note?, applies, help,
     choices?, min?, max?}]."""
-    import torch
     load_library()
     return json.loads(torch.ops.autograph.option_table())
 

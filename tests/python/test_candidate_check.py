@@ -15,8 +15,9 @@ import pytest
 import torch
 
 import autograph
-from autograph import candidate_check
+from autograph.export import check as candidate_check
 from autograph import export as export_module
+from autograph.export.plans import Program
 
 FLOOR, FACTOR = candidate_check.FLOOR, candidate_check.FACTOR
 
@@ -164,12 +165,12 @@ def tiny():
 
 def _stand_ins(monkeypatch, ms, jit_warns=False):
     """Inductor's candidates replaced without compiling: "plan" (the graph planned again), "whole" (a
-    _JustInTime callable running the same program; `jit_warns`: it warns as a failed CUDA Graph
+    JustInTime callable running the same program; `jit_warns`: it warns as a failed CUDA Graph
     capture does), "whole_unfrozen" (the plan on doubled weights: wrong) and "whole_openvino" (failed
     to build); each candidate's median ms from `ms`."""
 
     def candidates(builder, graph, program, weights, tensors, settings, ready=None):
-        plan, plan_report = export_module._planned(graph, weights + tensors, dict(settings, method="sequential"))
+        plan, plan_report = export_module.plans.planned(graph, weights + tensors, dict(settings, method="sequential"))
         users = [v for v, is_weight in zip(graph["inputs"], graph["weights"]) if not is_weight]
         inputs = [v for v, is_weight in zip(graph["inputs"], graph["weights"]) if is_weight] + users
 
@@ -179,13 +180,14 @@ def _stand_ins(monkeypatch, ms, jit_warns=False):
                               "run without a graph from now on")
             return torch.ops.autograph.execute(list(passed), program)
 
-        built = {"plan": (plan, weights, plan_report, 2), "whole_unfrozen": (program, [2 * w for w in weights], {}, 1)}
+        built = {"plan": Program(plan, weights, plan_report, 2),
+                 "whole_unfrozen": Program(program, [2 * w for w in weights], {}, 1)}
         if "whole" in ms:
-            built["whole"] = export_module._JustInTime(call, inputs, list(graph["outputs"]), [], "whole part 1/1", True)
+            built["whole"] = export_module.candidates.JustInTime(call, inputs, list(graph["outputs"]), [], "whole part 1/1", True)
         return built, {"whole_openvino": "RuntimeError: the stand-in conversion failed"}, 0
 
-    monkeypatch.setattr(export_module, "inductor_candidates", candidates)
-    monkeypatch.setattr(export_module, "_time_candidates",
+    monkeypatch.setattr(export_module.contest, "inductor_candidates", candidates)
+    monkeypatch.setattr(export_module.contest, "_time_candidates",
                         lambda candidates, tensors, graph, rounds=10: {n: ms[n] for n in candidates})
 
 
@@ -222,8 +224,8 @@ def test_where_the_users_settings_round_the_reference_is_planned_apart_without_a
     x, want, ep = tiny
     _stand_ins(monkeypatch, {"aten": 1.0, "plan": 2.0})
     plans = []
-    plan = export_module._plan
-    monkeypatch.setattr(export_module, "_plan", lambda graph, tensors, settings: plans.append(
+    plan = export_module.plans.plan
+    monkeypatch.setattr(export_module.plans, "plan", lambda graph, tensors, settings: plans.append(
         (settings["method"], settings.get("cuda_graph"), candidate_check.reduced_switches("cpu"))) or plan(
         graph, tensors, settings))
     torch.set_float32_matmul_precision("medium")  # oneDNN's matmuls may round to bfloat16

@@ -1,12 +1,12 @@
-"""How the export path times its candidates side by side (export._time_callables), with stand-in
-callables that sleep: on CPU each timed run follows at least _SETTLE_MS of untimed runs of the same
+"""How the export path times its candidates side by side (export.time_callables), with stand-in
+callables that sleep: on CPU each timed run follows at least SETTLE_MS of untimed runs of the same
 callable (other thread pools go idle meanwhile), and a candidate far slower than the fastest after the
 first round runs no more."""
 import time
 
 import torch
 
-from autograph import export
+from autograph.export import timing as export
 
 
 def _sleeper(ms, calls, name):
@@ -19,16 +19,16 @@ def _sleeper(ms, calls, name):
 def test_each_timed_run_on_cpu_follows_the_settling_runs_of_the_same_callable():
     calls = {}
     start = time.perf_counter()
-    times = export._time_callables({"one": _sleeper(1.0, calls, "one")}, torch.device("cpu"), rounds=3)
+    times = export.time_callables({"one": _sleeper(1.0, calls, "one")}, torch.device("cpu"), rounds=3)
     spent_ms = (time.perf_counter() - start) * 1e3
-    # 3 rounds, each of >= _SETTLE_MS of untimed 1 ms calls (at least one) and then the timed call
-    assert spent_ms >= 3 * export._SETTLE_MS and calls["one"] >= 3 * 2
+    # 3 rounds, each of >= SETTLE_MS of untimed 1 ms calls (at least one) and then the timed call
+    assert spent_ms >= 3 * export.SETTLE_MS and calls["one"] >= 3 * 2
     assert times["one"] >= 1.0
 
 
 def test_a_candidate_over_twice_the_fastest_after_the_first_round_is_timed_no_more():
     calls = {}
     candidates = {"fast": _sleeper(1.0, calls, "fast"), "slow": _sleeper(30.0, calls, "slow")}
-    times = export._time_callables(candidates, torch.device("cpu"), rounds=10)
+    times = export.time_callables(candidates, torch.device("cpu"), rounds=10)
     assert calls["slow"] == 2  # one settling run (30 ms > 10 ms), one timed; then only "fast" is left
     assert times["slow"] > 2 * times["fast"]

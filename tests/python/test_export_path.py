@@ -332,7 +332,7 @@ def test_in_place_operators_become_their_functional_twins_without_tracing_again(
     ep = torch.export.export(model, (x,))
     assert any(n.target._schema.is_mutable for n in ep.graph.nodes if n.op == "call_function"
                and isinstance(n.target, torch._ops.OpOverload))
-    functional = autograph.export._functional(ep)
+    functional = autograph.export.aten_import.functional(ep)
     assert functional is not None
     targets = [n.target for n in functional.graph.nodes if n.op == "call_function"]
     assert not any(t._schema.is_mutable for t in targets if isinstance(t, torch._ops.OpOverload))
@@ -358,7 +358,7 @@ def test_a_write_into_a_view_is_left_to_run_decompositions():
 
     x = torch.randn(3, 4)
     ep = torch.export.export(ViewWrite(), (x,))
-    assert autograph.export._functional(ep) is None
+    assert autograph.export.aten_import.functional(ep) is None
     optimized, _ = autograph.optimize(ep, method="sequential", inductor=False)
     _close(optimized.module()(x), ViewWrite()(x))
 

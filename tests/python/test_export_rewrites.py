@@ -11,7 +11,7 @@ import pytest
 import torch
 
 import autograph
-from autograph.export_rewrites import fold_batchnorm, fuse_conv_relu_cudnn, rewrite_conv_relu_cudnn
+from autograph.export.rewrites import fold_batchnorm, fuse_conv_relu_cudnn, rewrite_conv_relu_cudnn
 
 TOL = 1e-5
 aten = torch.ops.aten
@@ -274,7 +274,7 @@ def _stand_in_fusion(monkeypatch):
     clamp_min(0): another graph of the same function), so that the plan it gives competes here as
     "aten_cudnn" does on CUDA; candidates timed by stand-in medians (by name)."""
     from autograph import export as export_module
-    from autograph import export_rewrites
+    from autograph.export import rewrites as export_rewrites
 
     def clamped(ep, device):
         edit = export_rewrites._Editable(ep)
@@ -283,8 +283,8 @@ def _stand_in_fusion(monkeypatch):
                 node.target, node.args = aten.clamp_min.default, (node.args[0], 0.0)
         return edit.finish()
 
-    monkeypatch.setattr(export_rewrites, "fuse_conv_relu_cudnn", clamped)
-    monkeypatch.setattr(export_module, "_time_candidates",
+    monkeypatch.setattr(export_module.candidates, "fuse_conv_relu_cudnn", clamped)
+    monkeypatch.setattr(export_module.contest, "_time_candidates",
                         lambda candidates, tensors, graph, rounds=10: {n: 1.0 if n == "aten_cudnn" else 2.0
                                                                       for n in candidates})
 

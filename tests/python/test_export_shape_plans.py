@@ -13,7 +13,8 @@ import pytest
 import torch
 
 import autograph
-from autograph.export import _import, _plan
+from autograph.export.aten_import import import_graph as _import
+from autograph.export.plans import plan as _plan
 from autograph.export_cli import describe
 from test_export_dynamic_shapes import TOL, TinyEncoder, _close  # the export path's shape tests share them
 

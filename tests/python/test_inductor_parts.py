@@ -17,7 +17,9 @@ import torch
 
 import autograph
 from autograph import export as export_module
-from autograph import inductor_parts
+from autograph.export.compilers import inductor as inductor_parts
+from autograph.export.compilers.base import part_digest
+from autograph.export.plans import Program
 
 ROOT = Path(__file__).resolve().parents[2]
 TOL = 1e-4
@@ -74,7 +76,7 @@ def test_parts_of_plan_cut_serial_runs_and_concurrent_groups():
 
 def _builder(ep):
     decomposed = ep.run_decompositions({})
-    graph, weights, imported = export_module._import(decomposed)
+    graph, weights, imported = export_module.aten_import.import_graph(decomposed)
     return decomposed, graph, weights, imported, inductor_parts.PartBuilder(
         decomposed, graph, imported.value_of, imported.weights, torch.device("cpu"))
 
@@ -99,8 +101,8 @@ def test_every_candidate_program_matches_eager(block):
     _, x, want, ep = block
     decomposed, graph, weights, imported, builder = _builder(ep)
     settings = {"method": "nimble", "device": "cpu", "openvino": False}  # Inductor's candidates alone
-    program, report = export_module._plan(graph, weights + [x], settings)
-    built, errors, _ = export_module.inductor_candidates(builder, graph, program, weights, [x], settings)
+    program, report = export_module.plans.plan(graph, weights + [x], settings)
+    built, errors, _ = export_module.candidates.inductor_candidates(builder, graph, program, weights, [x], settings)
     assert not errors and set(built) == {"whole", "plan"}
     assert built["whole"][3] == 1 and built["plan"][3] >= 3  # the three branches are parts of their own
     for name, (text, kept_weights, rewritten_report, parts) in built.items():
@@ -159,7 +161,8 @@ def _errors(summary):
 
 def test_the_report_says_why_openvino_s_candidate_is_missing(block, monkeypatch):
     _, x, want, ep = block
-    monkeypatch.setattr(autograph._library, "openvino_missing", lambda: "the openvino package is not installed")
+    monkeypatch.setattr("autograph.export.compilers.openvino.openvino_missing",
+                        lambda: "the openvino package is not installed")
     optimized, report = autograph.optimize(ep, method="sequential")
     summary = report["inductor"]
     assert "whole_openvino" not in summary["candidates"]
@@ -173,7 +176,7 @@ def test_the_whole_graph_compiled_before_planning_is_the_whole_candidate(block, 
     "whole" candidate (the plan's operators, getitems listed) is that compile, not a second one. (On
     CPU here, with the rule that picks the GPU case patched.)"""
     _, x, want, ep = block
-    monkeypatch.setattr(export_module, "_compiles_beside_search", lambda device: True)
+    monkeypatch.setattr(export_module.contest, "compiles_beside_search", lambda device: True)
     compiled = []
     original = inductor_parts.PartBuilder._compile_now
 
@@ -195,9 +198,9 @@ def test_a_candidate_whose_outputs_differ_is_never_kept(block, monkeypatch):
     _, x, want, ep = block
 
     def wrong_candidates(builder, graph, program, weights, tensors, settings, ready=None):
-        return {"whole": (program, [w * 2 for w in weights], {}, 1)}, {}, 0
+        return {"whole": Program(program, [w * 2 for w in weights], {}, 1)}, {}, 0
 
-    monkeypatch.setattr(export_module, "inductor_candidates", wrong_candidates)
+    monkeypatch.setattr(export_module.contest, "inductor_candidates", wrong_candidates)
     optimized, report = autograph.optimize(ep, method="sequential")
     summary = report["inductor"]
     assert summary["kept"] == "aten" and "whole" not in summary["candidates"]
@@ -247,7 +250,7 @@ def test_a_weight_shared_by_several_operators_is_also_compiled_unfrozen(linear):
         want = model(x)
     decomposed, graph, weights, imported, builder = _builder(torch.export.export(model, (x,)))
     settings = {"method": "sequential", "device": "cpu", "openvino": False}
-    program, _ = export_module._plan(graph, weights + [x], settings)
+    program, _ = export_module.plans.plan(graph, weights + [x], settings)
     body = json.loads(program[program.index("\n") + 1:])
     assert inductor_parts.shares_weights(graph, body)
     packed = builder.packs_linear_at_run_time()
@@ -255,7 +258,7 @@ def test_a_weight_shared_by_several_operators_is_also_compiled_unfrozen(linear):
     unfrozen_needed = not (linear and torch._C.has_mkl)
     assert len(packed) == (0 if unfrozen_needed else 4)
     assert inductor_parts.shares_weights(graph, body, packed) == unfrozen_needed
-    built, errors, _ = export_module.inductor_candidates(builder, graph, program, weights, [x], settings)
+    built, errors, _ = export_module.candidates.inductor_candidates(builder, graph, program, weights, [x], settings)
     assert not errors and set(built) == ({"whole", "whole_unfrozen"} if unfrozen_needed else {"whole"})
     for name, (text, kept_weights, _, _) in built.items():
         (got,) = torch.ops.autograph.execute(kept_weights + [x], text)
@@ -265,7 +268,7 @@ def test_a_weight_shared_by_several_operators_is_also_compiled_unfrozen(linear):
 def test_weights_used_once_are_compiled_frozen_only(block):
     _, x, _, ep = block
     decomposed, graph, weights, _, _ = _builder(ep)
-    program, _ = export_module._plan(graph, weights + [x], {"method": "sequential", "device": "cpu"})
+    program, _ = export_module.plans.plan(graph, weights + [x], {"method": "sequential", "device": "cpu"})
     assert not inductor_parts.shares_weights(graph, json.loads(program[program.index("\n") + 1:]))
 
 
@@ -303,7 +306,7 @@ def test_linears_of_a_cpu_part_are_packed_at_run_time():
 
 
 def test_a_cache_key_reuses_a_weight_s_digest_only_while_that_weight_lives():
-    """_cache_key remembers each weight's digest for the next key of the same optimize, keyed by where
+    """part_digest remembers each weight's digest for the next key of the same optimize, keyed by where
     the tensor sits; a remembered digest whose tensor is gone (a copy freed, another tensor now at that
     address) is not used."""
     import gc
@@ -322,9 +325,9 @@ def test_a_cache_key_reuses_a_weight_s_digest_only_while_that_weight_lives():
     examples = [torch.randn(2, 4)]
     cpu = torch.device("cpu")
     digests = {}
-    alone = inductor_parts._cache_key(module, examples, cpu, {})
-    assert inductor_parts._cache_key(module, examples, cpu, {}, digests) == alone
-    assert inductor_parts._cache_key(module, examples, cpu, {}, digests) == alone  # the remembered digests
+    alone = part_digest(module, examples, cpu, {})
+    assert part_digest(module, examples, cpu, {}, digests) == alone
+    assert part_digest(module, examples, cpu, {}, digests) == alone  # the remembered digests
     seen = (weight.untyped_storage().data_ptr(), weight.storage_offset(), tuple(weight.shape), weight.stride(),
             weight.dtype, weight.device)
     gone = torch.zeros(1)
@@ -332,6 +335,6 @@ def test_a_cache_key_reuses_a_weight_s_digest_only_while_that_weight_lives():
     del gone
     gc.collect()
     digests[seen] = (dead, b"a digest of bytes that were freed")
-    assert inductor_parts._cache_key(module, examples, cpu, {}, digests) == alone
+    assert part_digest(module, examples, cpu, {}, digests) == alone
     digests[seen] = (weakref.ref(weight), b"remembered")  # a live entry is used as it is
-    assert inductor_parts._cache_key(module, examples, cpu, {}, digests) != alone
+    assert part_digest(module, examples, cpu, {}, digests) != alone

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from autograph import inductor_toolchain
+from autograph.export.compilers import toolchain as inductor_toolchain
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -27,7 +27,7 @@ def test_a_compiler_that_links_the_runtime_statically_still_makes_a_shared_link(
     cxx.chmod(cxx.stat().st_mode | stat.S_IEXEC)
     script = f"""
 import json, subprocess, sys, zipfile, torch
-from autograph.inductor_toolchain import aoti_configs, compile_package
+from autograph.export.compilers.toolchain import aoti_configs, compile_package
 model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU()).eval()
 ep = torch.export.export(model, (torch.randn(2, 4),))
 needed = {{}}
@@ -41,7 +41,7 @@ for name, configs in (("inductor", {{}}), ("autograph", aoti_configs(freezing=Fa
 print(json.dumps(needed))
 """
     run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600,
-                         env=_env(CXX=str(cxx), AUTOGRAPH_INDUCTOR_CACHE=str(tmp_path / "cache"),
+                         env=_env(CXX=str(cxx), AUTOGRAPH_CACHE_DIR=str(tmp_path / "cache"),
                                   TORCHINDUCTOR_CACHE_DIR=str(tmp_path / "inductor")))
     assert run.returncode == 0, run.stderr[-3000:]
     assert json.loads(run.stdout.strip().splitlines()[-1]) == {"inductor": False, "autograph": True}
@@ -57,14 +57,15 @@ if sys.argv[1] == "again":
     def no_check(self, code):
         raise AssertionError("the ISA check ran again")
     cpu_vec_isa.VecISA.check_build = no_check
-from autograph.inductor_toolchain import remember_vec_isa_checks
-remember_vec_isa_checks()
-remember_vec_isa_checks()  # once is enough; twice changes nothing
-isa = cpu_vec_isa.valid_vec_isa_list()
+from autograph.export.compilers.toolchain import vec_isa_checks_remembered
+own = cpu_vec_isa.VecISA.check_build
+with vec_isa_checks_remembered(), vec_isa_checks_remembered():  # nested: one patch
+    isa = cpu_vec_isa.valid_vec_isa_list()
+assert cpu_vec_isa.VecISA.check_build is own  # given back: the user's torch.compile is not patched
 print(json.dumps([[str(i), i.build_arch_flags()] for i in isa]))
 """
     runs = [subprocess.run([sys.executable, "-c", script, which], capture_output=True, text=True, timeout=300,
-                           env=_env(AUTOGRAPH_INDUCTOR_CACHE=str(tmp_path)))
+                           env=_env(AUTOGRAPH_CACHE_DIR=str(tmp_path)))
             for which in ("first", "again")]
     for run in runs:
         assert run.returncode == 0, run.stderr[-3000:]
@@ -78,13 +79,13 @@ def test_a_damaged_record_of_answers_is_asked_again_and_rewritten(tmp_path, monk
     from torch._inductor import cpu_vec_isa
     record = tmp_path / "vec-isa-checks.json"
     record.write_text("{not json")
-    monkeypatch.setenv("AUTOGRAPH_INDUCTOR_CACHE", str(tmp_path))
+    monkeypatch.setenv("AUTOGRAPH_CACHE_DIR", str(tmp_path))
     asked = []
     monkeypatch.setattr(cpu_vec_isa.VecISA, "check_build", lambda self, code: asked.append(code) or False)
-    inductor_toolchain.remember_vec_isa_checks()
     isa = cpu_vec_isa.VecAVX2()
-    assert cpu_vec_isa.VecISA.check_build(isa, "int main() {}") is False
-    assert cpu_vec_isa.VecISA.check_build(isa, "int main() {}") is False
+    with inductor_toolchain.vec_isa_checks_remembered():
+        assert cpu_vec_isa.VecISA.check_build(isa, "int main() {}") is False
+        assert cpu_vec_isa.VecISA.check_build(isa, "int main() {}") is False
     assert len(asked) == 1  # the second answer came from the rewritten record
     assert list(json.loads(record.read_text()).values()) == [False]
 
@@ -93,7 +94,7 @@ def test_an_unwritable_cache_keeps_the_answers_of_this_process_only(tmp_path, mo
     from torch._inductor import cpu_vec_isa
     blocked = tmp_path / "file"
     blocked.write_text("")
-    monkeypatch.setenv("AUTOGRAPH_INDUCTOR_CACHE", str(blocked / "cache"))  # under a file: cannot be made
+    monkeypatch.setenv("AUTOGRAPH_CACHE_DIR", str(blocked / "cache"))  # under a file: cannot be made
     monkeypatch.setattr(cpu_vec_isa.VecISA, "check_build", lambda self, code: True)
-    inductor_toolchain.remember_vec_isa_checks()
-    assert cpu_vec_isa.VecISA.check_build(cpu_vec_isa.VecAVX2(), "int main() {}") is True
+    with inductor_toolchain.vec_isa_checks_remembered():
+        assert cpu_vec_isa.VecISA.check_build(cpu_vec_isa.VecAVX2(), "int main() {}") is True

@@ -17,7 +17,7 @@ import pytest
 import torch
 
 import autograph
-from autograph import openvino_parts
+from autograph.export.compilers import openvino as openvino_parts
 from autograph._library import openvino_missing
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -121,9 +121,9 @@ def test_export_path_times_the_openvino_candidate_and_keeps_the_fastest(separabl
 def _part_module(model, x):
     """The whole model as the plain graph module PartBuilder cuts out (weights as attributes)."""
     from autograph import export as export_module
-    from autograph import inductor_parts
+    from autograph.export.compilers import inductor as inductor_parts
     decomposed = torch.export.export(model, (x,)).run_decompositions({})
-    graph, _, imported = export_module._import(decomposed)
+    graph, _, imported = export_module.aten_import.import_graph(decomposed)
     builder = inductor_parts.PartBuilder(decomposed, graph, imported.value_of, imported.weights, torch.device("cpu"))
     gm, _, _ = builder.module_of(inductor_parts.every_node(graph), pack_linear=False)
     return gm
@@ -137,7 +137,7 @@ def _runs_like(package, x, want):
 
 def test_a_part_converts_in_a_process_of_its_own_and_then_comes_from_the_cache(separable, tmp_path, monkeypatch):
     model, x, want = separable
-    monkeypatch.setenv("AUTOGRAPH_INDUCTOR_CACHE", str(tmp_path))
+    monkeypatch.setenv("AUTOGRAPH_CACHE_DIR", str(tmp_path))
     gm = _part_module(model, x)
     pending = openvino_parts.start_package(gm, (x,))
     assert pending._process is not None  # converting beside this process, which goes on meanwhile
@@ -149,7 +149,7 @@ def test_a_part_converts_in_a_process_of_its_own_and_then_comes_from_the_cache(s
 
 def test_where_the_converter_process_fails_the_part_converts_here(separable, tmp_path, monkeypatch):
     model, x, want = separable
-    monkeypatch.setenv("AUTOGRAPH_INDUCTOR_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("AUTOGRAPH_CACHE_DIR", str(tmp_path / "cache"))
     failing = tmp_path / "fails.py"
     failing.write_text("import sys\nsys.exit('cannot load the part')\n")
     monkeypatch.setattr(openvino_parts._openvino_convert, "__file__", str(failing))
@@ -161,7 +161,7 @@ def test_where_the_converter_process_fails_the_part_converts_here(separable, tmp
 def test_a_part_torch_onnx_cannot_export_goes_to_the_pytorch_frontend_in_the_process(separable, tmp_path,
                                                                                      monkeypatch):
     model, x, want = separable
-    monkeypatch.setenv("AUTOGRAPH_INDUCTOR_CACHE", str(tmp_path))
+    monkeypatch.setenv("AUTOGRAPH_CACHE_DIR", str(tmp_path))
 
     def cannot_export(part, examples):
         raise RuntimeError("an operator torch.onnx has no translation for")
@@ -174,7 +174,7 @@ def test_a_part_torch_onnx_cannot_export_goes_to_the_pytorch_frontend_in_the_pro
 
 def test_closing_a_conversion_nobody_waits_for_stops_its_process(separable, tmp_path, monkeypatch):
     model, x, _ = separable
-    monkeypatch.setenv("AUTOGRAPH_INDUCTOR_CACHE", str(tmp_path))
+    monkeypatch.setenv("AUTOGRAPH_CACHE_DIR", str(tmp_path))
     pending = openvino_parts.start_package(_part_module(model, x), (x,))
     process = pending._process
     pending.close()
@@ -189,19 +189,19 @@ def test_closing_a_conversion_nobody_waits_for_stops_its_process(separable, tmp_
 def _timed(monkeypatch, ms):
     """export._time_candidates replaced: each candidate's median is ms[name] (default 2.0)."""
     from autograph import export as export_module
-    monkeypatch.setattr(export_module, "_time_candidates",
+    monkeypatch.setattr(export_module.contest, "_time_candidates",
                         lambda candidates, tensors, graph, rounds=10: {n: ms.get(n, 2.0) for n in candidates})
 
 
 def _counted(monkeypatch):
     """The AOTInductor packages compiled (their labels) and the plans made (method, verify), as lists."""
     from autograph import export as export_module
-    from autograph import inductor_parts
+    from autograph.export.compilers import inductor as inductor_parts
     compiles, plans = [], []
-    compile_now, plan = inductor_parts.PartBuilder._compile_now, export_module._plan
+    compile_now, plan = inductor_parts.PartBuilder._compile_now, export_module.plans.plan
     monkeypatch.setattr(inductor_parts.PartBuilder, "_compile_now",
                         lambda self, part, label, freezing: compiles.append(label) or compile_now(self, part, label, freezing))
-    monkeypatch.setattr(export_module, "_plan",
+    monkeypatch.setattr(export_module.plans, "plan",
                         lambda graph, tensors, settings: plans.append((settings["method"], settings.get("verify")))
                         or plan(graph, tensors, settings))
     return compiles, plans
@@ -213,7 +213,7 @@ def _calls(optimized):
 
 def test_the_whole_graph_compiled_just_in_time_is_packaged_when_it_measures_fastest(separable, tmp_path, monkeypatch):
     model, x, want = separable
-    monkeypatch.setenv("AUTOGRAPH_INDUCTOR_CACHE", str(tmp_path))
+    monkeypatch.setenv("AUTOGRAPH_CACHE_DIR", str(tmp_path))
     compiles, _ = _counted(monkeypatch)
     _timed(monkeypatch, {"whole": 1.0})
     ep = torch.export.export(model, (x,))
@@ -234,7 +234,7 @@ def test_the_whole_graph_compiled_just_in_time_is_packaged_when_it_measures_fast
 def test_the_whole_graph_compiled_just_in_time_is_not_packaged_where_it_loses_or_ties(separable, tmp_path,
                                                                                    monkeypatch, openvino_ms, why):
     model, x, want = separable
-    monkeypatch.setenv("AUTOGRAPH_INDUCTOR_CACHE", str(tmp_path))
+    monkeypatch.setenv("AUTOGRAPH_CACHE_DIR", str(tmp_path))
     compiles, _ = _counted(monkeypatch)
     _timed(monkeypatch, {"whole": 1.0 if why else 1.5, "whole_openvino": openvino_ms})
     optimized, report = autograph.optimize(torch.export.export(model, (x,)), (x,))
@@ -249,7 +249,7 @@ def test_the_whole_graph_compiled_just_in_time_is_not_packaged_where_it_loses_or
 def test_the_plan_on_aten_kernels_is_verified_on_board_only_where_it_could_be_kept(separable, tmp_path,
                                                                                  monkeypatch, aten_ms):
     model, x, want = separable
-    monkeypatch.setenv("AUTOGRAPH_INDUCTOR_CACHE", str(tmp_path))
+    monkeypatch.setenv("AUTOGRAPH_CACHE_DIR", str(tmp_path))
     _, plans = _counted(monkeypatch)
     _timed(monkeypatch, {"aten": aten_ms, "whole_openvino": 1.02})
     optimized, report = autograph.optimize(torch.export.export(model, (x,)), (x,), method="autograph")
@@ -281,7 +281,7 @@ def test_saved_program_with_an_openvino_part_runs_in_a_fresh_process(separable, 
     def openvino_first(candidates, tensors, graph, rounds=10):
         return {name: (0.5 if name == "whole_openvino" else 1.0) for name in candidates}
 
-    monkeypatch.setattr(export_module, "_time_candidates", openvino_first)
+    monkeypatch.setattr(export_module.contest, "_time_candidates", openvino_first)
     optimized, report = autograph.optimize(ep, (x,))
     assert report["inductor"]["kept"] == "whole_openvino", report["inductor"]
     torch.export.save(optimized, tmp_path / "model.pt2")
@@ -316,9 +316,9 @@ def test_without_the_runner_the_operator_says_what_to_load():
 def test_a_just_in_time_candidate_whose_outputs_differ_is_never_kept(separable, tmp_path, monkeypatch):
     """Checked like every candidate, on the outputs it computes: here Inductor's just-in-time code with its
     outputs doubled (wrong by order 1), timed fastest, is dropped and reported, and nothing is packaged."""
-    from autograph import inductor_parts
+    from autograph.export.compilers import inductor as inductor_parts
     model, x, want = separable
-    monkeypatch.setenv("AUTOGRAPH_INDUCTOR_CACHE", str(tmp_path))
+    monkeypatch.setenv("AUTOGRAPH_CACHE_DIR", str(tmp_path))
     compiles, _ = _counted(monkeypatch)
     just_in_time = inductor_parts.PartBuilder.compile_just_in_time
 
@@ -341,14 +341,14 @@ def test_the_plan_on_aten_kernels_kept_after_a_slower_package_is_verified_on_boa
     kept, and verified on board first, as it would have been had it been the fastest."""
     from autograph import export as export_module
     model, x, want = separable
-    monkeypatch.setenv("AUTOGRAPH_INDUCTOR_CACHE", str(tmp_path))
+    monkeypatch.setenv("AUTOGRAPH_CACHE_DIR", str(tmp_path))
     compiles, plans = _counted(monkeypatch)
 
     def timed(candidates, tensors, graph, rounds=10):
         ms = {"aten": 2.0, "whole": 3.0, "whole_openvino": 4.0}  # "whole" here: its package
-        return {n: 1.0 if isinstance(c, export_module._JustInTime) else ms[n] for n, c in candidates.items()}
+        return {n: 1.0 if isinstance(c, export_module.candidates.JustInTime) else ms[n] for n, c in candidates.items()}
 
-    monkeypatch.setattr(export_module, "_time_candidates", timed)
+    monkeypatch.setattr(export_module.contest, "_time_candidates", timed)
     optimized, report = autograph.optimize(torch.export.export(model, (x,)), (x,), method="autograph")
     summary = report["inductor"]
     assert summary["kept"] == "aten" and compiles == ["whole part 1/1"], summary

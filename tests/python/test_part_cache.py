@@ -16,7 +16,9 @@ import pytest
 import torch
 
 import autograph
-from autograph import errors, openvino_parts, part_cache
+from autograph import errors
+from autograph.export import cache as part_cache
+from autograph.export.compilers import openvino as openvino_parts
 from autograph._library import openvino_missing
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -160,14 +162,17 @@ def _damage_every_entry(folder: Path) -> int:
 
 def test_a_damaged_cache_entry_is_compiled_again_not_fatal(block, cache):
     """Every entry of a model truncated or overwritten: the next optimize compiles them again (correct
-    outputs), and the one after finds them whole."""
+    outputs) and writes them whole, and the one after runs on them."""
     first = _optimize(block)
     assert first["inductor"]["kept"], first["inductor"]
     assert _damage_every_entry(cache) >= 1
     again = _optimize(block)
     assert again["inductor"]["cached_parts"] == 0
-    third = _optimize(block)
-    assert third["inductor"]["kept"] == again["inductor"]["kept"]
+    entries = [p for p in cache.iterdir() if p.suffix in (".pt2", ".ovpart")]
+    assert entries
+    for entry in entries:  # written anew, whole
+        assert part_cache.sha256_of(entry.read_bytes()).startswith(entry.name.split(".")[1])
+    _optimize(block)
 
 
 def test_two_processes_optimizing_one_model_at_once_are_both_correct(block, cache, tmp_path):
@@ -240,3 +245,35 @@ def test_a_hung_converter_drops_openvinos_candidate_and_the_report_says_why(bloc
     assert report["inductor"]["kept"] != "whole_openvino"
     assert "did not finish" in str(report["inductor"]), report["inductor"]
     assert not list(cache.glob("*.ovpart"))
+
+
+@needs_openvino
+def test_closing_a_converter_kills_what_it_started(block, cache, tmp_path, monkeypatch):
+    """OpenVINO's telemetry forks from the converter process: closing the conversion leaves no process
+    behind, the converter's children included."""
+    pid_file = tmp_path / "child.pid"
+    script = tmp_path / "converter.py"
+    script.write_text("import subprocess, sys, time\n"
+                      f"child = subprocess.Popen(['sleep', '3600'])\nopen({str(pid_file)!r}, 'w').write(str(child.pid))\n"
+                      "time.sleep(3600)\n")
+    monkeypatch.setattr(openvino_parts._openvino_convert, "__file__", str(script))
+    gm, examples = _part(block)
+    pending = openvino_parts.start_package(gm, examples)
+    deadline = time.monotonic() + 60
+    while not pid_file.exists() or not pid_file.read_text():
+        assert time.monotonic() < deadline, "the converter did not start its child"
+        time.sleep(0.05)
+    child = int(pid_file.read_text())
+    pending.close()
+    deadline = time.monotonic() + 10
+    while _running(child):
+        assert time.monotonic() < deadline, "the converter's child outlived the conversion"
+        time.sleep(0.05)
+
+
+def _running(pid: int) -> bool:
+    """Whether process `pid` runs (a zombie, killed and not yet reaped by its parent, does not)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (FileNotFoundError, ProcessLookupError):
+        return False

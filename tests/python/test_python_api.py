@@ -192,6 +192,11 @@ def test_torch_compile_backend_refuses_bad_options():
     with pytest.raises(Exception, match="ir='onnx'"):
         with torch.no_grad():
             compiled(torch.randn(4))
+    torch._dynamo.reset()  # an option of the other path: refused at the call too
+    compiled = torch.compile(lambda x: x * 2, backend="autograph", options={"stitch": False})
+    with pytest.raises(Exception, match="option 'stitch' applies to the TorchScript path"):
+        with torch.no_grad():
+            compiled(torch.randn(4))
 
 
 def test_bad_options_are_refused_before_any_export():

@@ -138,9 +138,9 @@ def test_strict_raises_where_optimize_would_fall_back():
 
 
 def test_strict_raises_for_a_failed_candidate_not_for_a_compiler_that_is_not_installed(monkeypatch):
-    from autograph import _library, inductor_parts, openvino_parts
+    from autograph.export.compilers import inductor as inductor_parts
+    from autograph.export.compilers import openvino as openvino_parts
     missing = lambda: "the openvino package is not installed"  # noqa: E731
-    monkeypatch.setattr(_library, "openvino_missing", missing)
     monkeypatch.setattr(openvino_parts, "openvino_missing", missing)
     torch.manual_seed(0)
     model, x = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU()).eval(), torch.randn(2, 8)

@@ -1,47 +1,55 @@
 """Parts compiled by OpenVINO (export path, CPU): one more candidate compiler beside Inductor.
 
 OpenVINO's CPU plugin runs some models well ahead of Inductor's C++ code (depthwise-separable and
-NAS-style convolution networks: 2× on nasnet_a_mobile on the 2-core VM). A part — today the whole
-graph — is exported to ONNX by torch.onnx in autograph's process and read by OpenVINO (its PyTorch
-frontend where that export fails; see _openvino_convert.py) in a Python process of its own that runs
-beside Inductor's compile of the other candidates (start_package), serialized as IR (XML and float32
-weights, never compressed to float16) and packed into one uint8 tensor (_openvino_convert.save_package).
-In the program it becomes one ``autograph::run_openvino_part`` call, which libautograph_openvino.so runs
-with the latency hint and float32 inference precision. Like every candidate it is kept only where the
-whole program measures faster. Packages are cached on disk beside Inductor's (part_cache.py), keyed
-by the part's graph, its weights and the OpenVINO and torch versions.
+NAS-style convolution networks such as nasnet_a_mobile: bench/results/export-path-2026-11-26d-cpu). A
+part — today the whole graph — is exported to ONNX by torch.onnx in autograph's process and read by
+OpenVINO (its PyTorch frontend where that export fails; see openvino_convert.py) in a Python process of
+its own that runs beside Inductor's compile of the other candidates (start_package), serialized as IR
+(XML and float32 weights, never compressed to float16) and packed into one uint8 tensor
+(openvino_convert.save_package). In the program it becomes one ``autograph::run_openvino_part`` call,
+which libautograph_openvino.so runs with the latency hint and float32 inference precision. Like every
+candidate it is kept only where the whole program measures faster. Packages are cached on disk beside
+Inductor's (export/cache.py), keyed by the part's graph, its weights and the OpenVINO and torch
+versions.
 """
 import contextlib
 import functools
 import logging
 import os
+import signal
 import struct
 import subprocess
 import sys
 import tempfile
 import threading
-from typing import Any, Dict, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import torch
 
-from . import _openvino_convert, part_cache
-from ._library import openvino_missing
-from .errors import Error
-from .inductor_parts import _cache_key
+from ..._library import openvino_missing
+from ...errors import Error
+from .. import cache as part_cache
+from . import openvino_convert as _openvino_convert
+from .base import part_digest
 
 _SUFFIX = ".ovpart"
 # How long the converter process may take: a hung one must not hang optimize (the candidate is then
-# dropped, and the report says why). The largest models convert in well under a minute.
+# dropped, and the report says why). The largest models convert well within it.
 CONVERT_TIMEOUT_S = 600.0
 
 PART_OP = "autograph::run_openvino_part"
 FORMAT = "autograph-openvino-part"
-_log = logging.getLogger("autograph")
+logger = logging.getLogger("autograph")
+
+
+def missing() -> Optional[str]:
+    """Why OpenVINO parts cannot be built and run in this process, or None where they can."""
+    return openvino_missing()
 
 
 def available() -> bool:
-    """Whether OpenVINO parts can be built and run in this process (openvino_missing() says why not)."""
-    return openvino_missing() is None
+    """Whether OpenVINO parts can be built and run in this process (missing() says why not)."""
+    return missing() is None
 
 
 class PendingPackage:
@@ -86,14 +94,14 @@ class PendingPackage:
             # A model the converter's process cannot load (a custom op): this process may.
             with open(os.path.join(self._folder.name, "stderr.txt"), errors="replace") as f:
                 said = f.read().strip().splitlines()[-1:]
-            _log.info("autograph: OpenVINO's converter process failed (%s); converting here", said)
+            logger.info("autograph: OpenVINO's converter process failed (%s); converting here", said)
         self._here()
 
     def close(self, keep: bool = False) -> None:
         """Stops the converter process and removes its files (and the package written so far, unless
         `keep`: result() commits it)."""
         if self._process is not None:
-            self._process.kill()  # first: a sender still writing then stops
+            _kill_group(self._process)  # first: a sender still writing then stops
             self._process.wait()
             if self._sender is not None:
                 self._sender.join()
@@ -109,8 +117,42 @@ class PendingPackage:
                 os.remove(self._path)
 
 
+# The converter's file run as __main__ without importing autograph (whose import loads its libraries) and
+# without its folder on sys.path (where this package's openvino.py would shadow OpenVINO's own).
+_RUN_FILE = "import runpy, sys; sys.argv = sys.argv[1:]; runpy.run_path(sys.argv[0], run_name='__main__')"
+
+
+def _converter_command(folder: str, path: str) -> List[str]:
+    """How the converter process starts: this Python, running the converter's file (its sys.path[0] the
+    process's folder, where nothing shadows a module). OSError where this process's executable is no
+    Python interpreter (an embedding application): the conversion then runs here."""
+    python = sys.executable
+    if not python or not os.path.basename(python).lower().startswith(("python", "pypy")):
+        raise OSError(f"{python!r} is not a Python interpreter")
+    return [python, "-c", _RUN_FILE, _openvino_convert.__file__, folder, path]
+
+
+def start(builder: Any, part: Sequence[int], label: str) -> Callable[[], Tuple[bytes, List[int], List[int]]]:
+    """Starts making `part` of the graph of `builder` (an inductor.PartBuilder) an OpenVINO package
+    (start_package: in a process of its own; its linears stay aten.linear); the returned call waits for
+    it and returns it with the part's input / output ids. The builder's close stops a conversion nobody
+    waited for."""
+    gm, input_ids, output_ids = builder.module_of(part, pack_linear=False)
+    pending = start_package(gm, builder.examples(input_ids), label, builder.progress, builder.weight_digests)
+    builder.keep_until_close(pending)
+    return lambda: (pending.result(), input_ids, output_ids)
+
+
+def _kill_group(process: subprocess.Popen) -> None:
+    """Kills the converter process and whatever it started (its process group, see start_package)."""
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):  # gone already (a zombie's group may be empty)
+        process.kill()
+
+
 def _check_package(path: str) -> None:
-    """Raises Error unless `path` holds a whole package (_openvino_convert.save_package's layout): what
+    """Raises Error unless `path` holds a whole package (openvino_convert.save_package's layout): what
     a converter that printed garbage or stopped halfway wrote must not become a cache entry."""
     magic = _openvino_convert.MAGIC
     with open(path, "rb") as f:
@@ -126,16 +168,16 @@ def start_package(gm: torch.fx.GraphModule, examples: Sequence[torch.Tensor], la
     """Starts making the part `gm` (an ATen graph module, its weights as attributes) an OpenVINO package:
     from the disk cache when there; else torch.onnx exports it here, and OpenVINO reads the ONNX model and
     writes the package in a Python process of its own, on a core of its own beside Inductor's compile in
-    this one. bert_base, 2-core VM: the export takes 2 s here (and 0.8 s to serialize), the conversion
-    2-3 s there. Where torch.onnx cannot export the part, the process converts
-    its pickled module by OpenVINO's PyTorch frontend; where that process cannot start or fails, the
-    conversion runs here when result() is called. `digests`: as inductor_parts._cache_key's."""
+    this one (on bert_base the export here and the conversion there take about as long). Where
+    torch.onnx cannot export the part, the process converts its pickled module by OpenVINO's PyTorch
+    frontend; where that process cannot start or fails, the conversion runs here when result() is
+    called. `digests`: as inductor_parts._cache_key's."""
     why = openvino_missing()
     if why:
         raise Error(f"OpenVINO parts are not available: {why}")
     import openvino as ov
     configs = {"compiler": "openvino", "via": "onnx, unoptimized", "version": ov.__version__}
-    content = _cache_key(gm, examples, torch.device("cpu"), configs, digests)
+    content = part_digest(gm, examples, torch.device("cpu"), configs, digests)
     entry = part_cache.key("openvino-part", torch.device("cpu"), configs, content)
     cached = part_cache.read(entry, _SUFFIX)
     if cached is not None:
@@ -150,15 +192,17 @@ def start_package(gm: torch.fx.GraphModule, examples: Sequence[torch.Tensor], la
         # its own torch ops (the PyTorch frontend's): the other cores are Inductor's.
         env = dict(os.environ, OMP_NUM_THREADS="1")
         with open(os.path.join(folder.name, "stderr.txt"), "wb") as stderr:
-            process = subprocess.Popen([sys.executable, _openvino_convert.__file__, folder.name, path], env=env,
+            # A session of its own: closing it kills what it started too (OpenVINO's telemetry forks).
+            process = subprocess.Popen(_converter_command(folder.name, path), env=env, cwd=folder.name,
+                                       start_new_session=True,
                                        stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=stderr)
     except OSError as e:  # no interpreter to run: converted here
-        _log.info("autograph: OpenVINO's converter process did not start (%s); converting here", e)
+        logger.info("autograph: OpenVINO's converter process did not start (%s); converting here", e)
     try:
         try:
             model = _openvino_convert.onnx_of(gm, examples)
         except Exception as e:  # noqa: BLE001 - OpenVINO's PyTorch frontend may still convert the part
-            _log.info("autograph: torch.onnx cannot export %s (%s); OpenVINO's PyTorch frontend converts it",
+            logger.info("autograph: torch.onnx cannot export %s (%s); OpenVINO's PyTorch frontend converts it",
                       label, e)
             model = None
         return _hand_over(gm, examples, label, path, entry, model, process, folder)
@@ -180,16 +224,16 @@ def _hand_over(gm: torch.fx.GraphModule, examples: Sequence[torch.Tensor], label
     # Where the process fails, its model is not at hand any more: converted here from the start.
     here = functools.partial(_convert_here, gm, examples, path, None, exported)
     if not exported:
-        try:  # the module pickled, code and weights: 0.75 s for bert_base
+        try:  # the module pickled, code and weights (slow for a large model)
             torch.save(gm, os.path.join(folder.name, "part.pt"))
             torch.save(tuple(examples), os.path.join(folder.name, "examples.pt"))
         except Exception as e:  # noqa: BLE001 - a module that does not pickle: converted here
-            _log.info("autograph: %s does not pickle (%s); converting it here", label, e)
+            logger.info("autograph: %s does not pickle (%s); converting it here", label, e)
             PendingPackage(path, process=process).close()
             return PendingPackage(path, here=here, folder=folder, entry=entry)
         _tell(process, _openvino_convert.PYTORCH)
         return PendingPackage(path, here=here, process=process, folder=folder, entry=entry)
-    # The model goes through the pipe from a thread (bert_base's 436 MB: the writes release the GIL), so
+    # The model goes through the pipe from a thread (a large model's bytes: the writes release the GIL), so
     # that this one goes on to Inductor's compile at once. Only the thread keeps the model.
     sender = threading.Thread(target=_tell, args=(process, _openvino_convert.onnx_header(len(model)), model),
                               name="autograph-openvino-sender", daemon=True)
@@ -228,4 +272,4 @@ def compile_package(gm: torch.fx.GraphModule, examples: Sequence[torch.Tensor], 
     return start_package(gm, examples, label, progress).result()
 
 
-__all__ = ["PART_OP", "FORMAT", "available", "start_package", "compile_package", "PendingPackage"]
+__all__ = ["PART_OP", "FORMAT", "missing", "available", "start", "start_package", "compile_package", "PendingPackage"]

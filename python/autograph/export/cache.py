@@ -13,9 +13,8 @@ recently used entries go until the cache fits its bound, and partial files that 
 writer left are swept once they are an hour old.
 
 Where it lives and how large it may grow, from the environment (read at each use):
-``AUTOGRAPH_CACHE_DIR`` (older name: ``AUTOGRAPH_INDUCTOR_CACHE``; default
-``$XDG_CACHE_HOME/autograph/parts``, ``~/.cache`` without XDG_CACHE_HOME) and
-``AUTOGRAPH_CACHE_MAX_GB`` (default 10; a model's packages take up to about 1 GB).
+``AUTOGRAPH_CACHE_DIR`` (default ``$XDG_CACHE_HOME/autograph/parts``, ``~/.cache`` without
+XDG_CACHE_HOME) and ``AUTOGRAPH_CACHE_MAX_GB`` (default 10; a model's packages hold its weights, so a large model's are large).
 """
 import contextlib
 import hashlib
@@ -27,7 +26,7 @@ from typing import Any, Dict, Iterator, List, Optional
 
 import torch
 
-from .errors import InputError
+from ..errors import InputError
 
 FORMAT = 2  # the layout of entries and keys; a change leaves older entries unread (then evicted)
 DEFAULT_MAX_GB = 10.0
@@ -51,7 +50,7 @@ def sha256_of(data: bytes) -> str:
 
 
 def cache_dir() -> str:
-    return (os.environ.get("AUTOGRAPH_CACHE_DIR") or os.environ.get("AUTOGRAPH_INDUCTOR_CACHE") or
+    return (os.environ.get("AUTOGRAPH_CACHE_DIR") or
             os.path.join(os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "autograph", "parts"))
 
 

@@ -17,8 +17,8 @@ import torch
 
 # How far a candidate may be from the reference, relative to each output's largest magnitude, in
 # float32: Inductor folds BatchNorm into weights, fuses arithmetic and reorders reductions (measured
-# up to 5e-5 on the zoo in float32); a wrong wiring or part moves outputs by order 1. Lower-precision
-# outputs get their dtype's resolution times 8.
+# far below this on the zoo in float32: bench/results/export-path-inductor-2026-11-25-cpu); a wrong
+# wiring or part moves outputs by order 1. Lower-precision outputs get their dtype's resolution times 8.
 FLOOR = 1e-3
 
 # A candidate computed at the user's reduced precision carries about as much rounding error as the

@@ -1,9 +1,9 @@
 """A part to an OpenVINO package. torch.onnx's exporter writes the part as ONNX in autograph's process
 (onnx_of); OpenVINO's ONNX frontend reads it and the package is written (save_package), in autograph's
-process or as a script in a process of its own: `python _openvino_convert.py FOLDER PATH` reads from its
-stdin the line "onnx N" and the model's N bytes, or where that export failed the line "pytorch" (then
-FOLDER/part.pt, the part's pickled graph module, for OpenVINO's PyTorch frontend, and FOLDER/examples.pt),
-and writes the package at PATH.
+process or in a process of its own that runs this file with the arguments FOLDER PATH
+(openvino._converter_command): it reads from its stdin the line "onnx N" and the model's N bytes, or
+where that export failed the line "pytorch" (then FOLDER/part.pt, the part's pickled graph module, for
+OpenVINO's PyTorch frontend, and FOLDER/examples.pt), and writes the package at PATH.
 It imports nothing of autograph, whose import loads its libraries, and torch only for the PyTorch
 frontend."""
 import contextlib
@@ -27,15 +27,13 @@ def onnx_header(size: int) -> bytes:
 def onnx_of(part, examples) -> bytes:
     """The part (a graph module) as a serialized ONNX model, by torch.onnx's exporter; raises where it
     cannot export the part. Without the exporter's own optimizer: OpenVINO's frontend folds and fuses
-    the same, and on the 2-core VM every zoo model ran as fast without it (median ms over 200 alternated
-    calls, optimized / not: squeezenet 3.58 / 3.56, resnet50 17.12 / 17.12, inception_v3 24.48 / 24.56,
-    resnext50 20.29 / 20.33, nasnet_a_mobile 9.32 / 9.29, rnntc_sru 1.486 / 1.488, bert_base 51.1 /
-    51.2, randwire 5.99 / 6.06, outputs equal), while the export took 0.4-2.3 s less."""
+    the same, and every zoo model ran as fast without it (outputs equal), while the export took less
+    time."""
     import warnings
     import torch
-    # The exporter's progress lines, its advice to call eval() first (an ATen graph has no modes), and a
+    # The exporter's advice to call eval() first (an ATen graph has no modes), and a
     # deprecation inside torch that its copies of the module's tree specs meet (torch 2.11).
-    with torch.no_grad(), contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
+    with torch.no_grad(), warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="Exporting a model while it is in training mode")
         warnings.filterwarnings("ignore", message=r"`isinstance\(treespec, LeafSpec\)` is deprecated",
                                 category=FutureWarning)
@@ -53,9 +51,7 @@ def from_onnx(model):
 def from_pytorch(part, examples):
     """The OpenVINO model of the part (a graph module or its ExportedProgram) by OpenVINO's PyTorch
     frontend, for parts torch.onnx cannot export. ONNX is the first choice: its models ran as fast or
-    faster on every zoo model tried on the 2-core VM (median ms, ONNX / PyTorch frontend):
-    nasnet_a_mobile 9.9 / 11.8, randwire 6.6 / 8.2, squeezenet 5.6 / 5.8, rnntc_sru 5.3 / 5.6, resnet50
-    28.1 / 28.2."""
+    faster on every zoo model tried."""
     import openvino as ov
     import torch
     with torch.no_grad():

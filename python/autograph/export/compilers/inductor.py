@@ -14,21 +14,22 @@ whole graph is compiled without freezing too (freezing packs a weight once per u
 by side on the device, and the fastest is kept (never slower). Where OpenVINO's candidate competes
 (CPU), the whole graph is first compiled just in time (compile_fx, `compile_just_in_time`) and packaged
 only when that measures fastest (export._packaged_winner). Packages are cached on disk
-(part_cache.py), keyed by the part's graph and weights, the machine, the versions and Inductor's
+(export/cache.py), keyed by the part's graph and weights, the machine, the versions and Inductor's
 configuration (autograph's settings and the user's).
 """
 import concurrent.futures
 import hashlib
 import json
 import operator
-import weakref
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import torch
 from torch.export import ExportedProgram
 
-from . import part_cache
-from .inductor_toolchain import aoti_configs, compile_graph_module, compile_package
+from .. import cache as part_cache
+from ..program_format import DTYPE_NAMES, DTYPES_BY_NAME
+from .base import part_digest
+from .toolchain import aoti_configs, compile_graph_module, compile_package, vec_isa_checks_remembered
 
 PART_OP = "autograph::run_inductor_part"
 _FORMAT = "autograph-inductor-part"
@@ -84,8 +85,8 @@ def shares_weights(graph: Dict[str, Any], body: Dict[str, Any], packed_at_run_ti
     """Whether a weight feeds several compute-bound operators (an unrolled RNN's steps): Inductor's
     freezing packs a weight once per use, so such graphs are also compiled without it. The nodes in
     `packed_at_run_time` (PartBuilder.packs_linear_at_run_time: linears whose weight autograph packs
-    once when the package first runs) do not count: freezing leaves their weights as they are (rnntc_sru,
-    frozen / unfrozen, 2-core VM: 4.11 / 4.23 ms and 3.27 / 3.21 ms in two runs)."""
+    once when the package first runs) do not count: freezing leaves their weights as they are (rnntc_sru
+    runs as fast frozen as unfrozen)."""
     skip = set(packed_at_run_time)
     compute = {n for op in body["operators"] if op["kind"] == "compute" for n in op["nodes"]} - skip
     weights = {v for v, w in zip(graph["inputs"], graph["weights"]) if w}
@@ -123,9 +124,9 @@ class PartBuilder:
         # Parts compiling on a background thread (compile_in_background), by node set and freezing.
         self._pending: Dict[Tuple[frozenset, bool], concurrent.futures.Future] = {}
         self._thread: Optional[concurrent.futures.ThreadPoolExecutor] = None
-        self._converting: List[Any] = []  # OpenVINO packages being made (start_openvino)
+        self._converting: List[Any] = []  # compiles under way elsewhere (keep_until_close)
         self._paths: Dict[Tuple[frozenset, bool], Tuple[Any, List[int], List[int], str]] = {}  # _package_path
-        self._digests: Dict[Any, Any] = {}  # the weights' digests for the cache keys (_cache_key)
+        self.weight_digests: Dict[Any, Any] = {}  # the weights' digests for the cache keys (part_digest)
 
     def compile_in_background(self, part: Sequence[int], label: str, freezing: bool = True) -> None:
         """Starts compiling `part` on a background thread; a later `compile` of the same nodes waits
@@ -148,7 +149,7 @@ class PartBuilder:
         for pending in self._converting:
             pending.close()
         self._converting = []
-        self._digests = {}
+        self.weight_digests = {}
         if self._thread is not None:
             self._thread.shutdown(wait=True)
             self._thread = None
@@ -244,15 +245,10 @@ class PartBuilder:
         """Example tensors of the part's inputs (their recorded shapes, strides and dtypes)."""
         return tuple(_example(self.graph["values"][v], self.device) for v in input_ids)
 
-    def start_openvino(self, part: Sequence[int], label: str) -> Callable[[], Tuple[bytes, List[int], List[int]]]:
-        """Starts making the part an OpenVINO package (openvino_parts.start_package: in a process of its
-        own; its linears stay aten.linear); the returned call waits for the package and returns it with
-        the part's input / output ids. `close` stops a conversion nobody waited for."""
-        from . import openvino_parts
-        gm, input_ids, output_ids = self.module_of(part, pack_linear=False)
-        pending = openvino_parts.start_package(gm, self.examples(input_ids), label, self.progress, self._digests)
+    def keep_until_close(self, pending: Any) -> None:
+        """`pending` (a compile under way elsewhere: openvino.start) is closed with the builder: nothing
+        is left running after an optimize."""
         self._converting.append(pending)
-        return lambda: (pending.result(), input_ids, output_ids)
 
     def compile(self, part: Sequence[int], label: str, freezing: bool = True) -> Tuple[bytes, List[int], List[int]]:
         """The part's AOTInductor package (from the disk cache when there, or from the background
@@ -271,15 +267,13 @@ class PartBuilder:
         """The part compiled by Inductor just in time (compile_fx, as torch.compile does after tracing;
         weights frozen with `freezing`): a callable on the part's input tensors, with its input / output
         ids. The same graph and settings as `compile`'s package, so the same kernels, without the
-        ahead-of-time wrapper's C++ build, the link of its weights and the packaging (bert_base's whole
-        graph on the 2-core VM: 4.4 s against 11.2 s); what is timed to decide whether the package is
-        worth making."""
+        ahead-of-time wrapper's C++ build, the link of its weights and the packaging, which make a package
+        far slower to build (bench/results/export-path-2026-11-26e-cpu); what is timed to decide whether
+        the package is worth making."""
         from torch._inductor.compile_fx import compile_fx
-        from .inductor_toolchain import remember_vec_isa_checks
         gm, input_ids, output_ids = self.module_of(part)
         self.progress(f"compiling {label} with Inductor just in time ({len(part)} operators)")
-        remember_vec_isa_checks()
-        with torch.no_grad(), torch._inductor.config.patch(freezing=freezing):
+        with torch.no_grad(), torch._inductor.config.patch(freezing=freezing), vec_isa_checks_remembered():
             compiled = compile_fx(gm, list(self.examples(input_ids)))
         return compiled, input_ids, output_ids
 
@@ -290,7 +284,7 @@ class PartBuilder:
         if key not in self._paths:
             gm, input_ids, output_ids = self.module_of(part)
             configs = aoti_configs(freezing=freezing)
-            content = _cache_key(gm, self.examples(input_ids), self.device, configs, self._digests)
+            content = part_digest(gm, self.examples(input_ids), self.device, configs, self.weight_digests)
             entry = part_cache.key("aoti-part", self.device, inductor_compiler(configs), content)
             self._paths[key] = (gm, input_ids, output_ids, entry)
         return self._paths[key]
@@ -328,14 +322,13 @@ def compile_for_every_shape(ep: torch.export.ExportedProgram, device: torch.devi
         with part_cache.writing(entry, _SUFFIX) as partial, torch.no_grad():
             compile_package(ep, partial, configs)
         package = part_cache.commit(partial, entry, _SUFFIX)
-    from .export import _DTYPE_NAMES
     (output,) = [n for n in ep.graph.nodes if n.op == "output"]
     specs = []
     for r in output.args[0]:
         val = r.meta["val"]
         specs.append({"shape": [d if isinstance(d, int) else -1 for d in val.shape],
                       "stride": [d if isinstance(d, int) else -1 for d in val.stride()],
-                      "dtype": _DTYPE_NAMES[val.dtype]})
+                      "dtype": DTYPE_NAMES[val.dtype]})
     return package, specs, cached
 
 
@@ -455,40 +448,13 @@ def _topological(nodes: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
 
 
 def _example(info: Dict[str, Any], device: torch.device) -> torch.Tensor:
-    from .export import _DTYPES_BY_NAME
-    dtype = _DTYPES_BY_NAME[info["dtype"]]
+    dtype = DTYPES_BY_NAME[info["dtype"]]
     t = torch.empty_strided(info["shape"], info["stride"], dtype=dtype, device=device)
     if dtype.is_floating_point:
         t.normal_()
     else:
         t.zero_()
     return t
-
-
-def _cache_key(gm: torch.fx.GraphModule, examples: Sequence[torch.Tensor], device: torch.device,
-               configs: Dict[str, Any], digests: Optional[Dict[Any, Any]] = None) -> str:
-    """The disk cache's key of the part `gm` compiled with `configs`. `digests` remembers each weight's
-    digest for the next key of the same optimize, whose weights all stay alive (bert_base: 0.2 s a key)."""
-    h = hashlib.sha256()
-    # "aot_compile": packages made from the graph module as it is (compile_graph_module), not exported first
-    h.update(f"aot_compile|{torch.__version__}|{device}|{json.dumps(configs, sort_keys=True)}|".encode())
-    h.update(gm.code.encode())
-    for t in examples:
-        h.update(f"{tuple(t.shape)}{t.stride()}{t.dtype}".encode())
-    digests = {} if digests is None else digests
-    for name, b in sorted(gm.named_buffers()):
-        h.update(f"{name}{tuple(b.shape)}{b.stride()}{b.dtype}".encode())
-        seen = (b.untyped_storage().data_ptr(), b.storage_offset(), tuple(b.shape), b.stride(), b.dtype, b.device)
-        remembered = digests.get(seen)
-        # Only while the tensor it was read from lives: a copy made for one module (weights moved to the
-        # device) may be freed, and another tensor then sit at the same address.
-        if remembered is None or remembered[0]() is None:
-            # The tensor's own bytes, read in place (tobytes() copied bert_base's 420 MB once more per key).
-            remembered = (weakref.ref(b), hashlib.sha256(
-                b.detach().cpu().contiguous().reshape(-1).view(torch.uint8).numpy() if b.numel() else b"").digest())
-            digests[seen] = remembered
-        h.update(remembered[1])
-    return h.hexdigest()[:32]
 
 
 __all__ = ["parts_of_plan", "whole_graph_part", "PartBuilder", "rewrite_with_parts", "cache_dir", "MAX_PARTS",

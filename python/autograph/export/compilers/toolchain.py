@@ -3,10 +3,12 @@
 Two facts of the machine, not of the model, that Inductor leaves to its defaults:
 
 - the C++ runtime is linked by its shared name, because a compiler that links it statically makes a
-  package that crashes on load (the GPU image's, bench/results/gpu-2026-11-26-h100);
+  package that crashes on load (bench/results/gpu-2026-11-26-h100);
 - which vector instruction sets the compiler can build for and the CPU can run is checked once per
-  machine, compiler and torch, not in every process (Inductor's own check costs seconds per process).
+  machine, compiler and torch, not in every process (Inductor's own check is slow, and paid again in
+  every process: bench/results/fresh-process-compile-2026-11-26-cpu).
 """
+import contextlib
 import functools
 import hashlib
 import json
@@ -14,9 +16,12 @@ import os
 import platform
 import subprocess
 import sys
-from typing import Any, Dict, Tuple
+import threading
+from typing import Any, Callable, Dict, Iterator, Optional, Tuple
 
 import torch
+
+from ..cache import cache_dir
 
 _SETTINGS = {"freezing": True}
 
@@ -24,10 +29,10 @@ _SETTINGS = {"freezing": True}
 @functools.lru_cache(maxsize=None)
 def _shared_libstdcxx() -> Tuple[str, ...]:
     """Link the package against the C++ runtime's shared library by name. A compiler that links
-    libstdc++ statically (the GPU image's CXX=/opt/gcc/bin/g++: the CUDA wrapper had no NEEDED
-    libstdc++.so.6 and 353 locale symbols of its own) makes a package whose std::locale copy meets
-    the process's, and it crashed in std::regex while loading, with or without autograph. Where the
-    compiler finds libstdc++.so.6 this names the file a sound toolchain links anyway."""
+    libstdc++ statically (its CUDA wrapper then has no NEEDED libstdc++.so.6 and locale symbols of its
+    own: bench/results/gpu-2026-11-26-h100) makes a package whose std::locale copy meets the process's,
+    and it crashed in std::regex while loading, with or without autograph. Where the compiler finds
+    libstdc++.so.6 this names the file a sound toolchain links anyway."""
     if not sys.platform.startswith("linux"):
         return ()
     from torch._inductor.cpp_builder import get_cpp_compiler
@@ -58,20 +63,44 @@ def _read_answers(path: str) -> Dict[str, bool]:
         return {}
 
 
-def remember_vec_isa_checks() -> None:
-    """Inductor checks each vector ISA the CPU reports by building a test program and loading it in a
-    new Python process, in every process: 12.6 s on the 2-core VM with its build cache warm (it caches
-    the build, not the load: pytorch#100378), and a probe on the GPU image sat in it for over 30 s.
-    An answer depends only on the CPU, the compiler, the ISA's flags and torch, so autograph keeps each
-    one on disk (keyed by Inductor's own fingerprint of compiler, flags and torch, the test program
-    and the CPU's capability) and asks Inductor only for answers it has not seen. Idempotent; where
-    Inductor's check has another shape than this torch's, it is left as it is."""
+# Who is inside vec_isa_checks_remembered now, and Inductor's own check while they are.
+_REMEMBERING = {"users": 0, "original": None}
+_REMEMBERING_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def vec_isa_checks_remembered() -> Iterator[None]:
+    """While autograph compiles: Inductor checks each vector ISA the CPU reports by building a test
+    program and loading it in a new Python process, in every process (it caches the build, not the
+    load: https://github.com/pytorch/pytorch/issues/100378), which is slow
+    (bench/results/fresh-process-compile-2026-11-26-cpu). An answer depends only on the CPU, the
+    compiler, the ISA's flags and torch, so autograph keeps each one on disk (keyed by Inductor's own
+    fingerprint of compiler, flags and torch, the test program and the CPU's capability) and asks
+    Inductor only for answers it has not seen. Inductor's own check is back when the last body leaves (nested and
+    concurrent bodies share one patch): the user's torch.compile is never patched by autograph. Where
+    Inductor's check has another shape than this torch's, nothing is patched."""
+    with _REMEMBERING_LOCK:
+        if _REMEMBERING["users"] == 0:
+            _REMEMBERING["original"] = _remember_vec_isa_checks()
+        _REMEMBERING["users"] += 1
+    try:
+        yield
+    finally:
+        with _REMEMBERING_LOCK:
+            _REMEMBERING["users"] -= 1
+            if _REMEMBERING["users"] == 0 and _REMEMBERING["original"] is not None:
+                from torch._inductor import cpu_vec_isa
+                cpu_vec_isa.VecISA.check_build = _REMEMBERING["original"]
+                _REMEMBERING["original"] = None
+
+
+def _remember_vec_isa_checks() -> Optional[Callable[..., bool]]:
+    """Installs the remembering check; returns Inductor's own (None where nothing was installed)."""
     from torch._inductor import cpu_vec_isa
     original = getattr(cpu_vec_isa.VecISA, "check_build", None)
     fingerprint = getattr(cpu_vec_isa, "_get_isa_dry_compile_fingerprint", None)
     if original is None or fingerprint is None or getattr(original, "autograph_remembers", False):
-        return
-    from .inductor_parts import cache_dir
+        return None
     path = os.path.join(cache_dir(), "vec-isa-checks.json")
     cpu = [torch.backends.cpu.get_cpu_capability(), platform.machine()]
     if platform.machine() in ("x86_64", "AMD64"):
@@ -96,13 +125,14 @@ def remember_vec_isa_checks() -> None:
 
     check_build.autograph_remembers = True  # type: ignore[attr-defined]
     cpu_vec_isa.VecISA.check_build = check_build
+    return original
 
 
 def compile_package(ep: torch.export.ExportedProgram, path: str, configs: Dict[str, Any]) -> str:
     """AOTInductor's package of ``ep`` at ``path``, compiled with ``configs`` (from aoti_configs), the
     vector-ISA checks answered from disk where this machine has answered them before."""
-    remember_vec_isa_checks()
-    return torch._inductor.aoti_compile_and_package(ep, package_path=path, inductor_configs=configs)
+    with vec_isa_checks_remembered():
+        return torch._inductor.aoti_compile_and_package(ep, package_path=path, inductor_configs=configs)
 
 
 def compile_graph_module(gm: torch.fx.GraphModule, examples: Tuple[torch.Tensor, ...], path: str,
@@ -111,7 +141,7 @@ def compile_graph_module(gm: torch.fx.GraphModule, examples: Tuple[torch.Tensor,
     attributes, called with ``examples``. AOTInductor traces what it compiles once more itself
     (aot_autograd), so this hands it the graph as it is: exporting it first, which
     aoti_compile_and_package requires, would trace it twice."""
-    remember_vec_isa_checks()
     from torch._inductor.package import package_aoti
-    files = torch._inductor.aot_compile(gm, examples, options=dict(configs, **{"aot_inductor.package": True}))
+    with vec_isa_checks_remembered():
+        files = torch._inductor.aot_compile(gm, examples, options=dict(configs, **{"aot_inductor.package": True}))
     return package_aoti(path, files)
