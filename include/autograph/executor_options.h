@@ -15,7 +15,7 @@ struct ExecutorOptions {
   // CUDA Graph mode: per input, whether the graph reads the caller's own tensor instead of a copy (an
   // exported program's weights and packages: the same tensors every call). Set by whoever knows which
   // inputs those are (AtenProgram, from its graph), not saved with a program.
-  std::vector<bool> bound_inputs;
+  std::vector<bool> bound_inputs{};  // ({}: ExecutorOptions{device, cuda_graph} leaves it empty, unwarned)
 };
 
 }  // namespace autograph
