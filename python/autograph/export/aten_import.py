@@ -16,7 +16,7 @@ from ..errors import UnsupportedModelError
 from .program_format import DTYPE_NAMES, LAYOUT_NAMES, MEMORY_FORMAT_NAMES
 
 TORCHSCRIPT_HINT = ("; the TorchScript path may take it: autograph.optimize(model, inputs) on the nn.Module "
-                     "(traced or scripted), or on a torch.jit module")
+                    "(traced or scripted), or on a torch.jit module")
 
 
 _WEIGHT_KINDS = (InputKind.PARAMETER, InputKind.BUFFER, InputKind.CONSTANT_TENSOR)

@@ -17,8 +17,9 @@ from .program_format import body_of
 from .progress import logger
 from .rewrites import fuse_conv_relu_cudnn
 
+
 def fused_for_cudnn(decomposed: ExportedProgram, target: torch.device,
-                     moved: Dict[Any, torch.Tensor]) -> Optional[Tuple[Dict[str, Any], List[torch.Tensor]]]:
+                    moved: Dict[Any, torch.Tensor]) -> Optional[Tuple[Dict[str, Any], List[torch.Tensor]]]:
     """On CUDA, the graph with convolution (+ add) + relu as cuDNN's fused operators
     (export_rewrites.fuse_conv_relu_cudnn) and its weights on `target`, where that changes anything;
     else None. Planned too, it competes as "aten_cudnn" beside the plan on ATen's kernels (the
@@ -67,7 +68,7 @@ def compile_before_search(builder: PartBuilder, graph: Dict[str, Any]) -> Dict[s
     if not builder.is_cached(part):
         try:
             ready["whole"] = JustInTime(*builder.compile_just_in_time(part, "whole part 1/1"), part, "whole part 1/1",
-                                         True)
+                                        True)
         except Exception as e:  # noqa: BLE001 - as above
             ready["whole"] = e
     return ready
@@ -169,12 +170,12 @@ def inductor_candidates(builder: PartBuilder, graph: Dict[str, Any], program: st
 
 
 def program_with_parts(builder: PartBuilder, graph: Dict[str, Any], weights: List[torch.Tensor],
-                        tensors: List[torch.Tensor], settings: Dict[str, Any], body: Dict[str, Any],
-                        parts: List[List[int]], compiled, **call) -> Program:
+                       tensors: List[torch.Tensor], settings: Dict[str, Any], body: Dict[str, Any],
+                       parts: List[List[int]], compiled, **call) -> Program:
     """The program with each of `parts` one call of its compiled package (rewrite_with_parts), planned
     again over the parts: (program, weights, report, number of parts)."""
     rewritten, kept_weights = inductor_parts.rewrite_with_parts(graph, weights, body, parts, compiled, builder.device,
-                                                              **call)
+                                                                **call)
     # One part leaves nothing to plan (the search and its on-board timing would take long on a large
     # graph for the same one-step schedule).
     part_settings = dict(settings, method="sequential") if len(parts) == 1 else settings

@@ -20,9 +20,10 @@ from .program_format import body_of
 from .progress import progress
 from .timing import RACE_MARGIN, time_callables
 
+
 def plan_and_compile(decomposed: ExportedProgram, graph: Dict[str, Any], imported: "Imported",
-                      weights: List[torch.Tensor], tensors: List[torch.Tensor], settings: Dict[str, Any],
-                      fused: Optional[Tuple[Dict[str, Any], List[torch.Tensor]]] = None):
+                     weights: List[torch.Tensor], tensors: List[torch.Tensor], settings: Dict[str, Any],
+                     fused: Optional[Tuple[Dict[str, Any], List[torch.Tensor]]] = None):
     """The plan of `graph` and, with option `inductor`, its Inductor candidates (_with_inductor_parts;
     where compiles_beside_search, the whole graph's compile starts before the search and runs beside it;
     where compiles_before_search, the whole graph's candidates are made first and the search's on-board
@@ -32,7 +33,7 @@ def plan_and_compile(decomposed: ExportedProgram, graph: Dict[str, Any], importe
     parts were wanted."""
     device = torch.device(settings["device"])
     builder = inductor_parts.PartBuilder(decomposed, graph, imported.value_of, imported.weights, device,
-                                       progress=progress)
+                                         progress=progress)
     ready: Dict[str, Any] = {}
     try:
         if settings["inductor"] and compiles_beside_search(device):
@@ -209,7 +210,7 @@ def _packaged_winner(name: str, candidates: Dict[str, Any], times: Dict[str, flo
         compiled = [builder.compile(jit.part, jit.label, freezing=jit.freezing)]
         body = body_of(program)
         candidates[name] = program_with_parts(builder, graph, weights, tensors, settings, body, [jit.part],
-                                               compiled)
+                                              compiled)
         error, why, _ = _judged({"aten": candidates["aten"], name: candidates[name]}, tensors, graph, reference,
                                 recorded)[name]
         if why:

@@ -24,6 +24,7 @@ from .runtime import ExecuteProgram, register_fake
 from .shapes import (dynamic_shapes_of, larger_shape, resized, shapes_of, specialized, with_graph_for_other_shapes,
                      with_plans_for_shapes)
 
+
 def optimize_exported(ep: ExportedProgram, *, method: str, device: Optional[str], options: Dict[str, Any],
                       example_inputs: Optional[Sequence[Any]] = None,
                       example_kwargs: Optional[Dict[str, Any]] = None) -> Tuple[ExportedProgram, Dict[str, Any]]:
@@ -62,7 +63,7 @@ def optimize_exported(ep: ExportedProgram, *, method: str, device: Optional[str]
     settings = plans.resolved(options, method, target)
     fused = fused_for_cudnn(decomposed, target, moved) if measures_rewrites(settings) else None
     program, weights, report, measure, compile_parts = plan_and_compile(decomposed, graph, imported, weights,
-                                                                         tensors, settings, fused)
+                                                                        tensors, settings, fused)
     extra: List[torch.Tensor] = []
     if dynamic:
         structured = pytree.tree_unflatten(tensors, in_spec)
@@ -70,11 +71,11 @@ def optimize_exported(ep: ExportedProgram, *, method: str, device: Optional[str]
         probes = [pytree.tree_unflatten([resized(t, s) for t, s in zip(tensors, shape)], in_spec)
                   for shape in probe_shapes]
         program, extra, other = with_graph_for_other_shapes(ep, program, weights, tensors, structured, target, moved,
-                                                             compile_parts=compile_parts, measure=measure, probes=probes)
+                                                            compile_parts=compile_parts, measure=measure, probes=probes)
         report["dynamic_shapes"] = dict(planned_for=[list(t.shape) for t in tensors], **other)
     if shapes:
         program, report["shape_plans"] = with_plans_for_shapes(ep, program, weights, tensors, extra, in_spec, shapes,
-                                                                target, moved, settings)
+                                                               target, moved, settings)
     module = ExecuteProgram(program, weights, in_spec, ep.call_spec.out_spec, extra)
     placed = tuple(t.to(target) if isinstance(t, torch.Tensor) else t for t in example_inputs)
     placed_kwargs = {k: (v.to(target) if isinstance(v, torch.Tensor) else v) for k, v in example_kwargs.items()}

@@ -8,6 +8,7 @@ import torch
 from ..errors import translate
 from ..settings import Settings
 
+
 class Program(NamedTuple):
     """A candidate that is a program: its text, the weights it is passed before the user's tensors, its
     planner's report and how many compiled parts it calls (0: ATen's kernels alone)."""
@@ -52,7 +53,7 @@ def measures_rewrites(settings: Dict[str, Any]) -> bool:
 
 
 def verified_plan(graph: Dict[str, Any], weights: List[torch.Tensor], tensors: List[torch.Tensor],
-              settings: Dict[str, Any]) -> Optional[Program]:
+                  settings: Dict[str, Any]) -> Optional[Program]:
     """The plan on ATen's kernels planned again with on-board verification (the search's best schedules
     and the one-stream and Nimble's, timed side by side), where the method verifies; else None."""
     if not verifies(settings):

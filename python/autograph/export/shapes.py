@@ -18,6 +18,7 @@ from .contest import mismatch, plan_and_compile
 from .progress import progress
 from .timing import time_callables
 
+
 def specialized(ep: ExportedProgram, example_inputs, example_kwargs) -> ExportedProgram:
     """`ep` exported again at the example inputs' shapes: what the plan is made for."""
     try:
@@ -88,9 +89,9 @@ def larger_shape(ep: ExportedProgram, tensors: List[torch.Tensor], factor: int =
 
 
 def with_plans_for_shapes(ep: ExportedProgram, program: str, weights: List[torch.Tensor],
-                           tensors: List[torch.Tensor], extra: List[torch.Tensor], in_spec, shapes,
-                           target: torch.device, moved: Dict[Any, torch.Tensor],
-                           settings: Dict[str, Any]) -> Tuple[str, List[Dict[str, Any]]]:
+                          tensors: List[torch.Tensor], extra: List[torch.Tensor], in_spec, shapes,
+                          target: torch.device, moved: Dict[Any, torch.Tensor],
+                          settings: Dict[str, Any]) -> Tuple[str, List[Dict[str, Any]]]:
     """The program with a plan of its own for each of `shapes` (`ep` exported again at that shape, planned
     and compiled as the example's shape is), which inputs of exactly that shape run; the weights those
     plans read that the program does not pass yet are appended to `extra`. Returns the program and the
@@ -132,9 +133,9 @@ def with_plans_for_shapes(ep: ExportedProgram, program: str, weights: List[torch
 
 
 def with_graph_for_other_shapes(ep: ExportedProgram, program: str, weights: List[torch.Tensor],
-                                 tensors: List[torch.Tensor], structured, target: torch.device,
-                                 moved: Dict[Any, torch.Tensor], compile_parts: bool,
-                                 measure: bool, probes: Sequence[Any] = ()) -> Tuple[str, List[torch.Tensor], Dict[str, Any]]:
+                                tensors: List[torch.Tensor], structured, target: torch.device,
+                                moved: Dict[Any, torch.Tensor], compile_parts: bool,
+                                measure: bool, probes: Sequence[Any] = ()) -> Tuple[str, List[torch.Tensor], Dict[str, Any]]:
     """The program with `ep`'s own graph (sizes computed) beside the plan, for inputs of other shapes;
     the tensors to pass after the user's (the weights that graph reads which the plan's inputs do not
     hold, or the package Inductor compiled for every shape, when that runs other shapes instead); and
@@ -203,19 +204,19 @@ def _every_shape_package(decomposed: ExportedProgram, graph: Dict[str, Any], str
         args, kwargs = structured
         with torch.no_grad():
             why = mismatch(pytree.tree_leaves(compiled(*args, **kwargs)), pytree.tree_leaves(eager(*args, **kwargs)),
-                            "the program")
+                           "the program")
             if why:
                 summary["error"] = why
                 return None
             if measure:
                 times = time_callables({"inductor": lambda: compiled(*args, **kwargs),
-                                         "aten": lambda: eager(*args, **kwargs)}, target)
+                                        "aten": lambda: eager(*args, **kwargs)}, target)
                 summary["median_ms"] = {k: round(v, 4) for k, v in times.items()}
                 if times["inductor"] >= times["aten"]:
                     return None
                 for probe_args, probe_kwargs in probes:
                     times = time_callables({"inductor": lambda: compiled(*probe_args, **probe_kwargs),
-                                             "aten": lambda: eager(*probe_args, **probe_kwargs)}, target)
+                                            "aten": lambda: eager(*probe_args, **probe_kwargs)}, target)
                     shapes = [list(t.shape) for t in pytree.tree_leaves((probe_args, probe_kwargs))]
                     summary.setdefault("median_ms_at", []).append(
                         {"shapes": shapes, **{k: round(v, 4) for k, v in times.items()}})

@@ -9,7 +9,7 @@ import torch
 
 
 def part_digest(gm: torch.fx.GraphModule, examples: Sequence[torch.Tensor], device: torch.device,
-               configs: Dict[str, Any], digests: Optional[Dict[Any, Any]] = None) -> str:
+                configs: Dict[str, Any], digests: Optional[Dict[Any, Any]] = None) -> str:
     """The digest of what the part `gm` (its code, its inputs' metadata, its weights' bytes) compiled with
     `configs` is made from: the content of its cache key (cache.key). `digests` remembers each weight's
     digest for the next key of the same optimize, whose weights all stay alive (hashing them again for

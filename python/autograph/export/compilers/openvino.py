@@ -203,7 +203,7 @@ def start_package(gm: torch.fx.GraphModule, examples: Sequence[torch.Tensor], la
             model = _openvino_convert.onnx_of(gm, examples)
         except Exception as e:  # noqa: BLE001 - OpenVINO's PyTorch frontend may still convert the part
             logger.info("autograph: torch.onnx cannot export %s (%s); OpenVINO's PyTorch frontend converts it",
-                      label, e)
+                        label, e)
             model = None
         return _hand_over(gm, examples, label, path, entry, model, process, folder)
     except BaseException:
