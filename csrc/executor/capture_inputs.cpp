@@ -10,7 +10,6 @@ int64_t VersionOf(const at::Tensor& t) { return t.is_inference() ? 0 : static_ca
 std::optional<CaptureKey> CaptureInputs::KeyOf(const std::vector<c10::IValue>& inputs) const {
   CaptureKey key;
   key.numbers.reserve(inputs.size() * 8);
-  std::ostringstream values;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const c10::IValue& v = inputs[i];
     if (v.isTensor()) {
@@ -28,12 +27,13 @@ std::optional<CaptureKey> CaptureInputs::KeyOf(const std::vector<c10::IValue>& i
     } else if (v.isNone() || v.isInt() || v.isDouble() || v.isBool() || v.isString() || v.isIntList() ||
                v.isDoubleList() || v.isBoolList()) {
       key.numbers.push_back(-1);  // where a value stands, so that it cannot pass for a tensor's numbers
-      values << i << ':' << v.tagKind() << '=' << v << ';';
+      std::ostringstream value;  // only here: a replay of tensors alone builds no stream
+      value << i << ':' << v.tagKind() << '=' << v << ';';
+      key.values += value.str();
     } else {
       return std::nullopt;
     }
   }
-  key.values = values.str();
   return key;
 }
 

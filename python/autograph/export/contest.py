@@ -43,9 +43,7 @@ def plan_and_compile(decomposed: ExportedProgram, graph: Dict[str, Any], importe
         # With candidates made first, the plan is verified on board only where it measures close to them
         # (_verified_if_close): the search alone times nothing on CPU, and runs while OpenVINO converts.
         planning = dict(settings, verify=0) if ready else settings
-        program, report = plans.plan(graph, weights + tensors, planning)
-        for key in plans.RESOLVED:  # what the planner says back of them, resolved here already (resolved)
-            report.pop(key, None)
+        program, report = plans.planned(graph, weights + tensors, planning)
         measure, compile_parts = settings["check_rewrites"], settings["inductor"]
         other_plans = {}
         if fused is not None and measure:

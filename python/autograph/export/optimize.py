@@ -18,7 +18,6 @@ from .aten_import import TORCHSCRIPT_HINT, functional, has_dynamic_shapes, impor
 from .candidates import fused_for_cudnn
 from .contest import plan_and_compile
 from . import plans
-from .plans import measures_rewrites
 from .rewrites import fold_batchnorm
 from .runtime import ExecuteProgram, register_fake
 from .shapes import (dynamic_shapes_of, larger_shape, resized, shapes_of, specialized, with_graph_for_other_shapes,
@@ -61,7 +60,7 @@ def optimize_exported(ep: ExportedProgram, *, method: str, device: Optional[str]
     weights = [to_device(w, target, moved) for w in weights]
     tensors = [t.to(target) for t in tensors]
     settings = plans.resolved(options, method, target)
-    fused = fused_for_cudnn(decomposed, target, moved) if measures_rewrites(settings) else None
+    fused = fused_for_cudnn(decomposed, target, moved) if settings["check_rewrites"] else None
     program, weights, report, measure, compile_parts = plan_and_compile(decomposed, graph, imported, weights,
                                                                         tensors, settings, fused)
     extra: List[torch.Tensor] = []

@@ -48,10 +48,6 @@ def resolved(options: Dict[str, Any], method: str, device: torch.device) -> Dict
     return settings
 
 
-def measures_rewrites(settings: Dict[str, Any]) -> bool:
-    return settings["check_rewrites"]
-
-
 def verified_plan(graph: Dict[str, Any], weights: List[torch.Tensor], tensors: List[torch.Tensor],
                   settings: Dict[str, Any]) -> Optional[Program]:
     """The plan on ATen's kernels planned again with on-board verification (the search's best schedules
@@ -67,4 +63,4 @@ def verifies(settings: Dict[str, Any]) -> bool:
     return settings["method"] == "autograph" and settings.get("verify", Settings.verify) > 0
 
 
-__all__ = ["Program", "RESOLVED", "resolved", "plan", "planned", "verified_plan", "verifies", "measures_rewrites"]
+__all__ = ["Program", "RESOLVED", "resolved", "plan", "planned", "verified_plan", "verifies"]
