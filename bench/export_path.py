@@ -77,8 +77,8 @@ def warm_isa_check() -> None:
 def warm_compilers() -> None:
     """Each compiler's one-time costs of a process (imports, Inductor's compile workers, the ONNX
     exporter, OpenVINO's converter process) paid on a tiny model before any model is timed, so that
-    whichever compiler runs first does not carry them (it took 6 s more than the same compile run
-    second, rnntc_sru). The compile times then compare the compilers themselves."""
+    whichever compiler runs first does not carry them (on rnntc_sru the first compile took far longer
+    than the same compile run second). The compile times then compare the compilers themselves."""
     model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU()).eval()
     x = torch.randn(2, 8)
     fresh_compile_caches()

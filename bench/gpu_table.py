@@ -17,8 +17,10 @@ the others. Per model, while the budget lasts:
   cli           `autograph bench` builds and times jit, jit_frozen, nimble and autograph_graph (its own
                 results.csv, kept as cli_median_ms) and saves the modules it built (--cache);
   main          one process: loads those modules (autograph.load), builds eager and torch.compile default
-                and reduce-overhead, times all of them side by side, round-robin (warm-up, then --runs
-                rounds; CUDA events on the current stream, as `autograph bench`), and only then checks
+                and reduce-overhead, times all of them side by side, round-robin, by autograph's one
+                timing policy (autograph.export.timing: warm-up, then --runs rounds; CUDA events on the
+                current stream, as `autograph bench`; on CPU untimed calls of the same method before
+                each timed one), and only then checks
                 outputs: on the timed input against jit and against eager with TF32 off, and on a SECOND
                 input (other tensors, another seed) against eager with TF32 off; then builds the export
                 path and does the same again with it among them (a crash there keeps the rest complete);

@@ -12,10 +12,9 @@ from gpu_table_rows import CAPTURE_FAILED, CLI_METHODS, PROG
 ROOT = Path(__file__).resolve().parents[1]
 DRIVER = ROOT / "bench" / "gpu_table.py"  # the steps' processes run the driver with --worker / --warm-only
 
-# Caps per step (seconds) and the least time worth starting one with. On an H100 (bench/results/gpu-2026-11-26b-h100):
-# torch.compile default 10-14 s per model, the export path 23 s (resnet50) to 77 s (squeezenet, with Inductor's
-# one-time 46 s CPU-ISA check, which the warm step pays instead); `autograph bench` of these methods a few seconds
-# of building per model.
+# Caps per step (seconds) and the least time worth starting one with, sized from what the steps took on an H100
+# (bench/results/gpu-2026-11-26b-h100; the main step's export path is the longest, and Inductor's one-time CPU-ISA
+# check, which the warm step pays instead, made it longer still there).
 CAPS = {"warm": 120, "cli": 90, "main": 240, "max_autotune": 180}
 LEAST = {"warm": 20, "cli": 20, "main": 45, "max_autotune": 40}
 RESERVE_S = 15  # for merging, the report and the summary

@@ -125,31 +125,15 @@ def build_method(method: str, ctx: dict) -> Tuple[Callable[[list], object], dict
     return run, info
 
 
-def time_side_by_side(calls: Dict[str, Callable[[], object]], warmup: int, runs: int,
-                      cuda: bool) -> Dict[str, List[float]]:
-    """Milliseconds per call, the methods in turn each round (as `autograph bench`): drifts of the clock or of
-    other load fall on every method alike. CUDA: events on the current stream around each call."""
-    import torch
-    for call in calls.values():
-        for _ in range(warmup):
-            call()
-    if cuda:
-        torch.cuda.synchronize()
-    samples: Dict[str, List[float]] = {name: [] for name in calls}
-    for _ in range(runs):
-        for name, call in calls.items():
-            if cuda:
-                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                start.record()
-                call()
-                end.record()
-                end.synchronize()
-                samples[name].append(start.elapsed_time(end))
-            else:
-                t0 = time.perf_counter()
-                call()
-                samples[name].append((time.perf_counter() - t0) * 1e3)
-    return samples
+def time_side_by_side(calls: Dict[str, Callable[[], object]], device, args) -> Dict[str, List[float]]:
+    """Milliseconds of each call per round, by autograph's one timing policy (autograph.export.timing, as
+    optimize's candidates, the .pt2 CLI's bench and bench/export_path.py): --warmup untimed calls of each
+    first, then --runs rounds with the methods in turn, so drifts of the clock or of other load fall on
+    every method alike; CUDA events on the current stream, and on CPU each timed call after untimed
+    calls of the same method (the others' thread pools go idle meanwhile). Not raced: every method runs
+    every round, as the table's p10 and p90 need."""
+    from autograph.export.timing import samples_side_by_side
+    return samples_side_by_side(calls, device, args.runs, warmup=args.warmup)
 
 
 def write_json(path: Path, value) -> None:
@@ -214,7 +198,7 @@ def build_and_time_alone(method: str, ctx: dict, args, base: dict, rows_dir: Pat
             run, info = build_method(method, ctx)
             x1 = ctx["x1"]
             with torch.inference_mode():
-                ms = time_side_by_side({method: lambda: run(x1)}, args.warmup, args.runs, cuda)[method]
+                ms = time_side_by_side({method: lambda: run(x1)}, ctx["device"], args)[method]
     except Exception as e:  # noqa: BLE001 - one method failing must not lose the others
         write_json(rows_dir / f"{method}.skipped.json", {"why": f"failed: {one_line(e)}"})
         print(f"{PROG}: {name} {method}: failed: {one_line(e)}", flush=True)
@@ -282,7 +266,7 @@ def time_built(ctx: dict, args, runs: Dict[str, Callable[[list], object]], rows:
     print(f"{PROG}: {ctx['name']}: timing {', '.join(calls)} side by side", flush=True)
     with warnings.catch_warnings(record=True) as caught, torch.inference_mode():
         warnings.simplefilter("always")
-        samples = time_side_by_side(calls, args.warmup, args.runs, ctx["device"].type == "cuda")
+        samples = time_side_by_side(calls, ctx["device"], args)
     log_warnings(f"{PROG}: {ctx['name']} (side by side)", caught)  # not attributable to one method
     for method, row in rows.items():
         row.update(timing_entries(samples[method]), timed=f"side by side ({len(calls)} methods)")
@@ -314,8 +298,8 @@ def check_outputs(ctx: dict, runs: Dict[str, Callable[[list], object]], rows: Di
 
 def warm(args) -> int:
     """The compilers' one-time costs, paid into the shared on-disk caches before any step is timed:
-    Inductor's check of the CPU's vector ISA (46 s in a fresh cache on the H100 machine, paid again by the
-    first export-path optimize otherwise) and a tiny torch.compile (Inductor's and Triton's start-up)."""
+    Inductor's check of the CPU's vector ISA (slow in a fresh cache, paid again by the first export-path
+    optimize otherwise) and a tiny torch.compile (Inductor's and Triton's start-up)."""
     import torch
     from torch._inductor import cpu_vec_isa
     start = time.perf_counter()

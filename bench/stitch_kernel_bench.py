@@ -137,7 +137,7 @@ def main():
     parser.add_argument("--compile-only", action="store_true",
                         help="only compile the Inductor packages into --packages (e.g. while the GPU is busy), no timing")
     parser.add_argument("--no-inductor", dest="inductor", action="store_false",
-                        help="without the Inductor column (each group compiled by AOTInductor, 5-10 s a group)")
+                        help="without the Inductor column (each group compiled by AOTInductor: slow)")
     args = parser.parse_args()
     autograph.load_library()
     stitched = torch.jit.script(stitched_op)  # after the library: the script compiler resolves the op

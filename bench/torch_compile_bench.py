@@ -207,8 +207,8 @@ def export_path_method(model, inputs):
 
 def warm_up_compiler(device) -> None:
     """Compile a trivial function once, so the first model's search_s does not carry the one-time cost
-    of importing inductor, probing the C++ compiler / CPU ISA and starting the compile workers (about
-    20 s on a small CPU box)."""
+    of importing inductor, probing the C++ compiler / CPU ISA and starting the compile workers (long on
+    a small CPU box)."""
     import torch
     torch._dynamo.reset()
     with torch.inference_mode():

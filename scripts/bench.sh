@@ -10,7 +10,7 @@
 #   (bench/torch_compile_bench.py): torch.compile default and with weight freezing (CUDA: default and
 #   max-autotune), ONNX Runtime and OpenVINO (CPU), and autograph's export path (torch.export +
 #   Inductor parts), each with its compile time. On a GPU machine whose python3 already has torch 2.11 (no
-#   network) that python is used directly (scripts/setup.sh); carry .deps/ (scripts/bundle_deps.sh)
+#   network) that python is used directly (scripts/setup.sh); copy .deps/ (scripts/bundle_deps.sh) there
 #   where the C++ dependencies are not installed.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)

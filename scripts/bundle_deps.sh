@@ -2,7 +2,7 @@
 # Bundle the C++ dependencies that are neither part of torch nor of the CUDA toolkit — nlohmann-json,
 # CLI11, the Boost headers (Boost.Graph), GoogleTest, GLPK and the shared libraries libglpk loads — as
 # Debian's own .deb files in the gitignored .deps/, for a machine with no apt and no network (the GPU
-# machine): carry .deps/ with the checkout. scripts/build.sh unpacks it on first use (see
+# machine): copy .deps/ there with the checkout. scripts/build.sh unpacks it on first use (see
 # scripts/deps_env.sh) and builds against it; nothing is copied into the repository.
 #
 # Run it on a Debian 12 (bookworm, amd64) machine: it needs apt-get's package lists, not root.
@@ -26,7 +26,7 @@ log() { echo "bundle_deps: $*" >&2; }
 # every program the scripts start.
 PACKAGES=(nlohmann-json3-dev libcli11-dev libboost1.74-dev libgtest-dev libglpk-dev
           libglpk40 libamd2 libcolamd2 libsuitesparseconfig5 libltdl7)
-# What may travel to the GPU machine in all is 64 MiB (checkout included); the bundle is ~13 MiB.
+# What may travel to the GPU machine in all is 64 MiB (checkout included): the bundle leaves room.
 MAX_MIB=48
 
 command -v apt-get >/dev/null && command -v dpkg-deb >/dev/null ||
@@ -76,6 +76,6 @@ fi
 mib=$(du -sm "$deps" | cut -f1)
 log "$deps: ${#PACKAGES[@]} packages, ${mib} MiB ($(du -sh "$deps" | cut -f1))"
 if [ "$mib" -gt "$MAX_MIB" ]; then
-  log "the bundle is over ${MAX_MIB} MiB: too big to carry with the checkout"
+  log "the bundle is over ${MAX_MIB} MiB: too big to copy with the checkout"
   exit 1
 fi

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The GPU check: one command for a borrowed GPU machine (torch preinstalled, no network, no apt; the
-# .deps/ of scripts/bundle_deps.sh carried with the checkout) that fits in one 10-minute call and
-# leaves everything in OUT_DIR. Steps, in order:
+# The GPU check: one command for a GPU machine that runs short commands only (torch preinstalled, no
+# network, no apt; the .deps/ of scripts/bundle_deps.sh copied with the checkout) that fits in 10
+# minutes and leaves everything in OUT_DIR. Steps, in order:
 #   env        GPU, driver, CUDA, cuDNN, torch, compilers, commit                      -> env.txt
 #   build      Release on all cores (scripts/build.sh); with .deps/, checks in CMakeCache.txt that
 #              every bundled dependency came from it, and that libautograph.so's libraries resolve
@@ -32,12 +32,12 @@
 #               CUDA-registration checks); the benchmark runs on CPU, squeezenet only, 3 timed runs;
 #               the table on CPU, squeezenet only, 2 runs, without max-autotune (minutes on 2 cores).
 #   --budget S  seconds for all the steps (default 540 on a GPU, leaving time to pack within a
-#               10-minute call; 5400 when rehearsing); each step's timeout comes out of what is left
+#               10-minute command; 5400 when rehearsing); each step's timeout comes out of what is left
 #   --steps     a subset of env,build,zoo,tests,sanitizer,bench,others,table
 #   --models    the models to benchmark (default: the whole zoo, smallest first)
 #   --verbose   each step's output on the console too, not only in OUT_DIR/logs/ (CI)
-# On the GPU machine (carry .deps):
-#   scripts/gpu_check.sh /tmp/gpu_out; cp /tmp/gpu_out/{summary.txt,gpu_check.tar.gz} "$OUT"/
+# On the GPU machine (.deps/ copied with the checkout), keeping /tmp/gpu_out/{summary.txt,gpu_check.tar.gz}:
+#   scripts/gpu_check.sh /tmp/gpu_out
 set -uo pipefail  # no -e: a failing step must not stop the later ones
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root" || exit 1
@@ -314,7 +314,7 @@ step_others() {
 }
 
 # The one-call GPU table (scripts/gpu_quick_check.sh with this build's binaries). Rehearsed on CPU so
-# that the one command a briefly lent GPU machine runs cannot rot: its driver fails the step when
+# that the one short command a GPU machine runs cannot rot: its driver fails the step when
 # results.csv lacks a column or a method's row.
 step_table() {
   local args=(--budget "$(run_time_left)" --bin "$GC_BUILD_DIR") rc
@@ -498,7 +498,7 @@ done
 
 # ------------------------------------------------------------------------------------------------
 # The tarball: OUT_DIR as it is, but for the optimized modules (large, and tied to this build), so
-# that unpacked into a folder carried to a fresh machine it resumes there too. Logs over 4 MiB (a
+# that unpacked into a folder copied to a fresh machine it resumes there too. Logs over 4 MiB (a
 # sanitizer reporting thousands of errors) are cut to their first and last 2 MiB.
 status=0
 for s in $steps; do

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Packs this machine's build for scripts/gpu_quick_check.sh on a GPU lease too short to build there
-# (15 device-minutes; a build on the GPU machine's 16 cores takes most of them): the libraries, the CLI,
+# Packs this machine's build for scripts/gpu_quick_check.sh on a GPU machine whose time is too short to
+# build there (a build on its 16 cores takes most of it): the libraries, the CLI,
 # the GoogleTest binary and serve_host without their debug sections, and the system libraries the GPU
-# image lacks (GLPK and its dependencies), into .gpu/ (git-ignored through .git/info/exclude). Carry `.gpu` in the
-# device call. The binaries link the torch of scripts/setup.sh's venv, the same torch 2.11 build as the
+# image lacks (GLPK and its dependencies), into .gpu/ (git-ignored through .git/info/exclude). Copy `.gpu` to the
+# GPU machine with the checkout. The binaries link the torch of scripts/setup.sh's venv, the same torch 2.11 build as the
 # GPU image's; gpu_quick_check.sh puts the image's torch and CUDA libraries first on LD_LIBRARY_PATH.
 # Usage: scripts/gpu_pack.sh   (after scripts/build.sh; AUTOGRAPH_BUILD_DIR as there)
 set -euo pipefail

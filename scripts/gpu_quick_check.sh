@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# The GPU table for a machine lent for one short command (about 9 minutes, no build there): the
+# The GPU table in one short command on a GPU machine (9 minutes by default, no build there): the
 # binaries scripts/gpu_pack.sh packed into .gpu/ on the CPU machine, timing first and checks after:
 #   env    GPU, driver, CUDA, cuDNN, torch, the packed commit, the command; every binary's libraries
 #          resolve                                                                      -> env.txt
 #   zoo    models/export.py of the --models only, while Inductor's one-time costs (its CPU vector-ISA
-#          check, 46 s in a fresh cache on the H100 machine) are paid into OUT_DIR/cache beside it
+#          check, slow in a fresh cache) are paid into OUT_DIR/cache beside it
 #   table  bench/gpu_table.py: per model, eager, torch.compile default / reduce-overhead / max-autotune,
 #          jit_frozen, nimble, autograph_graph and autograph_export built, timed side by side on the
 #          GPU alone, then checked on the timed input and on a second one against eager with TF32 off;
@@ -16,7 +16,7 @@
 # results.md and speedup.svg (bench/report.py, speedups over eager), summary.txt, env.txt and
 # logs.tar.gz (every step's log and its rows); the compile caches are removed unless --keep-cache.
 # Exit 0 when the table is complete (a row of every method for every model).
-# Usage (on the GPU machine, .gpu carried; or any GPU machine after scripts/build.sh with --bin build):
+# Usage (on the GPU machine, .gpu copied there; or any GPU machine after scripts/build.sh with --bin build):
 #   scripts/gpu_quick_check.sh [--budget S] [--models "a b c"] [--methods "m ..."] [--cache-dir DIR]
 #                              [--keep-cache] [--bin DIR] [--tests] [--rehearse] OUT_DIR
 #   --rehearse: on a machine without a GPU (scripts/gpu_check.sh --rehearse runs it in CI): CPU,
@@ -45,7 +45,7 @@ done
 if [ $rehearse -eq 1 ]; then
   budget=${budget:-300} models=${models:-squeezenet} bin=${bin:-${AUTOGRAPH_BUILD_DIR:-$root/build}} device=cpu
   # One intra-op thread: on 2 shared cores, ATen's, Inductor's and OpenVINO's thread pools spinning against
-  # each other made every call 50x slower and the rehearsal 138 s instead of 60 s.
+  # each other made every call many times slower.
   export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
 else
   budget=${budget:-540} models=${models:-squeezenet resnet50 bert_base} bin=${bin:-$root/.gpu/bin} device=cuda

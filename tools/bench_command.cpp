@@ -78,7 +78,7 @@ bool EndsWith(const std::string& s, const std::string& suffix) {
 //   taso_*: our substitutions first, sibling linears merged.
 // The searches rank stages by measured cost on CUDA (CUDA events, microseconds a stage). On CPU they
 // use the analytical model of the CPU: measuring every stage there takes too long (IOS on rnntc_sru
-// ran past 11 minutes on the 2-core VM), and AutoGraph still verifies its best candidates for real.
+// ran for many minutes on a 2-core CPU), and AutoGraph still verifies its best candidates for real.
 OptimizeOptions OptionsFor(const std::string& method, const c10::Device& device) {
   OptimizeOptions o;  // the defaults are autograph's whole product; the baselines switch parts off
   o.executor.device = device;

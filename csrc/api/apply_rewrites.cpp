@@ -116,8 +116,8 @@ std::vector<RewriteStep> RewriteSteps(const OptimizeOptions& options, bool searc
 
 // The graph without and with a rewrite, side by side, each run under the one-stream schedule and
 // under Nimble's: a rewrite that speeds up one stream may cost concurrency (stitching an RNN's
-// independent cells into one kernel serializes them: RNNTC-SRU ran 6.3 ms stitched under Nimble's
-// schedule, 4.4 ms unstitched), so each graph counts with the better of its two schedules, robust ms.
+// independent cells into one kernel serializes them: RNNTC-SRU ran slower stitched than unstitched
+// under Nimble's schedule), so each graph counts with the better of its two schedules, robust ms.
 // When the two are within 5 % of each other, 20 more rounds decide (a shared machine's noise is of
 // that order, and a rewrite kept on noise may be a loss).
 std::pair<double, double> TimeSideBySide(const GraphValues& without, const GraphValues& with,

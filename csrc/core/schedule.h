@@ -31,7 +31,7 @@ Schedule JoinOneGroupStages(const Schedule& schedule);
 // joined schedule (JoinOneGroupStages), except that a schedule whose joined form is one group (every
 // operator one after another on one stream) keys on its stream and its operators, sorted: orders of
 // one stream's kernels launch the same kernels one at a time, and measured within the device's noise
-// of each other (BERT-base's four such orders on the CPU: 86.4-88.0 ms).
+// of each other (BERT-base's four such orders on the CPU).
 std::string TimingKey(const Schedule& schedule);
 
 // {"version":1,"stages":[{"strategy":"concurrent","groups":[[0,1],[2]]}, ...]}

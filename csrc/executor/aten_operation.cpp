@@ -165,8 +165,8 @@ bool SameArgumentsWritingFirst(const c10::FunctionSchema& functional, const c10:
 // aten::linear with the input's leading dims folded into one: a 3-D input that cannot be viewed as
 // 2-D (a transposed [L, B, E], as nn.MultiheadAttention with batch_first makes) would run as a batched
 // GEMM over a broadcast weight — ATen's matmul folds it only when the weight requires grad, as a
-// Parameter does in eager mode. One copy into 2-D and one GEMM is what eager runs: 24 against 38 ms
-// for a 4-layer encoder's in-projections at 2x256 on the CPU.
+// Parameter does in eager mode. One copy into 2-D and one GEMM is what eager runs, and it measured
+// clearly faster than the batched GEMM for a small encoder's in-projections on the CPU.
 void FoldLinearInput(const c10::OperatorHandle& handle, torch::jit::Stack& stack) {
   c10::IValue& argument = stack[stack.size() - 3];
   if (!argument.isTensor() || argument.toTensor().dim() < 3) {

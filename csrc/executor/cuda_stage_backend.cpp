@@ -248,7 +248,7 @@ class CudaStageBackend : public StageBackend {
 
   // The memory pools of released graphs stay reserved by the caching allocator until it empties its
   // cache, which it cannot do during a capture (cudaFree is not allowed then). A search that captures
-  // thousands of stages one after another (nasnet_a_mobile on an H100: 76 GiB in freed pools) then
+  // thousands of stages one after another (nasnet_a_mobile's did, on a GPU's whole memory) then
   // fails its captures with "out of memory" although the memory is free for the taking. So the cache
   // is emptied before a capture once three quarters of the device are taken.
   void EmptyCacheIfTight() const {

@@ -5,7 +5,7 @@
 // memory-bound kernels and a round trip of the convolution's output through memory. Constant
 // biases are already in the convolution (frozen folding). Only for CUDA targets: those ops have no
 // CPU kernel, and on CPU oneDNN's fused convolution (mkldnn::_convolution_pointwise) was measured
-// slower than conv2d + relu without prepacked weights (1.89 vs 1.62 ms, 1x64x56x56, 3x3, 64 ch).
+// slower than conv2d + relu without prepacked weights (a ResNet-sized 3x3 convolution).
 #include <ATen/core/ivalue.h>
 
 #include "graph_pass/graph_values.h"

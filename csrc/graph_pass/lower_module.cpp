@@ -27,7 +27,7 @@ void LowerFrozenGraph(std::shared_ptr<torch::jit::Graph>& graph) {
     changed |= torch::jit::FoldFrozenLinearBatchnorm(graph);
   }
   // List mutation becomes functional; in-place tensor ops (relu_, add_) stay: on CPU their
-  // functional forms cost a fresh allocation each (measured ~10 % slower on ResNet-50), and the
+  // functional forms cost a fresh allocation each (ResNet-50 measured slower with them), and the
   // import orders every reader of a written tensor around the write (alias analysis), so they are
   // safe under any schedule.
   torch::jit::RemoveListMutation(graph);

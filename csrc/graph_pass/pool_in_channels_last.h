@@ -1,9 +1,8 @@
 #pragma once
 // Substitution for CPU targets: 2-d max and average pooling run on a channels-last copy of their
 // input, their output converted back to the usual (NCHW-contiguous) layout. ATen's CPU pooling
-// vectorizes across channels only in channels-last; on NCHW at batch 1 it is several times slower
-// (max_pool2d 3x3/2 on 1x96x109x109: 4.8 ms NCHW, 0.9 ms with both conversions, 2 threads; the
-// outputs are bit-identical). Pools inside oneDNN regions (prepack_onednn) are left to oneDNN.
+// vectorizes across channels only in channels-last; on NCHW at batch 1 it is several times slower,
+// even counting both layout conversions (the outputs are bit-identical). Pools inside oneDNN regions (prepack_onednn) are left to oneDNN.
 #include <ATen/core/ivalue.h>
 
 #include "graph_pass/graph_values.h"

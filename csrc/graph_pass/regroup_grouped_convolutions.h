@@ -2,7 +2,7 @@
 // Substitution (TASO's ResNeXt case): a grouped convolution with G groups is the same as one with
 // G / f groups whose weight is block-diagonal — each new group holds f old groups, the weights
 // between them zero. More multiply-adds, but libraries are often faster on fewer, wider groups
-// (TASO measured a 3x3 conv on 1x512x28x28: 0.304 ms with 32 groups, 0.112 ms with 8 on a V100).
+// (TASO's paper measured ResNeXt's 3x3 convolution faster with 8 groups than with 32 on a V100).
 // Whether it pays depends on the device and the shape, so each candidate is timed on the example
 // input, on the target device, and kept only when it is clearly faster.
 //

@@ -2,9 +2,10 @@
 // it is seen, for the faster of two GEMMs on this CPU, timed then on that first input: MKL's
 // (cblas_sgemm_pack, mkl::_mkl_linear, what Inductor's just-in-time freezing uses for float32) and
 // oneDNN's (mkldnn::_linear_pointwise on a reordered weight, what AOTInductor's freezing falls back to).
-// MKL's won on the Intel Xeon VM; on an AMD EPYC one it took 0.7 ms for a 128×768×768 linear where
-// oneDNN took 0.3 ms. Ahead-of-time compilation cannot pack — a packed matrix cannot be saved — but
-// a package can call this op: the pack is made when the package first runs and kept for that weight.
+// Which is faster depends on the CPU: MKL's won on an Intel Xeon, oneDNN's by a wide margin on an AMD
+// EPYC (bench/results/export-path-2026-11-26g-cpu). Ahead-of-time compilation cannot pack — a packed
+// matrix cannot be saved — but a package can call this op: the pack is made when the package first
+// runs and kept for that weight.
 // Elsewhere (not a float32 CPU matrix, neither library) it is at::linear.
 #include <ATen/Config.h>
 #include <ATen/core/dispatch/Dispatcher.h>

@@ -10,7 +10,8 @@
 //    (the expensive step with a measured model) and the test repeated with the true stage cost.
 //    Solved states are memoized, so each is expanded once. (A
 //    bound passed down into sub-states would prune more per visit but re-expands states reached
-//    again under looser bounds; on random blocks that cost 4x IOS's states, so it is not done.)
+//    again under looser bounds; on random blocks that expanded several times IOS's states, so it is not
+//    done.)
 //  - Exactness. A pruned ending costs at least the best found, so while the block stays within
 //    budget the result is exactly IOS's optimum over the same (r, s, merge) space. The lower bound
 //    needs each stage to cost at least the sum of OperatorMs over each of its groups — true of the

@@ -1,4 +1,4 @@
-"""Serving on an existing engine (issue 30 item 4): examples/serve/serve_model.py --quick starts a local
+"""Serving on an existing engine (Ray Serve): examples/serve/serve_model.py --quick starts a local
 Ray cluster, deploys the autograph-optimized program on 2 Ray Serve replicas (each loads the .pt2 once),
 sends requests from 3 client threads, checks every output against the unoptimized program, and stops
 cleanly; in a subprocess with a time bound. Skipped where Ray is not installed (the GPU machines have no

@@ -39,8 +39,8 @@ TEST(TimeRunsSideBySide, RacingStopsRunningAClearlySlowerPieceAndThenTheOneLeft)
 }
 
 TEST(TimeRunsSideBySide, RacingStopsAtTiesAndRunsOnWhenPiecesDiffer) {
-  // 100 ms sleeps: the 1% tie is 1 ms, which a loaded machine's oversleeping stays under (with 20 ms
-  // sleeps a loaded CI machine broke the 0.2 ms tie once).
+  // 100 ms sleeps: the 1% tie is 1 ms, which a loaded machine's oversleeping stays under (with shorter
+  // sleeps a loaded CI machine broke the tie).
   int a = 0, b = 0;
   auto tied = autograph::TimeRunsSideBySide(c10::kCPU, 0, 10, {Sleeping(100, &a), Sleeping(100, &b)}, nullptr,
                                             autograph::Racing{3});

@@ -55,7 +55,7 @@ void ExpectMatchesSeparate(const at::Tensor& x, const std::vector<Conv>& convs, 
   ASSERT_EQ(got.size(), convs.size()) << what;
   const double eps = std::numeric_limits<double>::epsilon() * (x.scalar_type() == torch::kFloat ? 1 << 29 : 1);
   for (size_t i = 0; i < convs.size(); ++i) {
-    // Reference and magnitude in one call (a new shape costs the library ~20 ms of setup): groups=2
+    // Reference and magnitude in one call (each new shape costs the library a setup): groups=2
     // over [x, |x|] with [w, |w|] gives conv(x, w) + b and conv(|x|, |w|) + |b| side by side.
     const at::Tensor& w = weights[i];
     const at::Tensor b = biases[i] ? *biases[i] : at::zeros({convs[i].out}, x.options());

@@ -1,7 +1,7 @@
 // Merged linears: sibling linears as one wider GEMM equal the separate ones; which linears of a
 // graph can merge, and why others cannot; a Merge stage of linears runs in the executor and gives
 // the sequential outputs; and the search decides by cost whether the merged GEMM or the same GEMMs
-// on streams is better (issue 5, item 4).
+// on streams is better.
 #include "merge/merged_linear.h"
 
 #include <gtest/gtest.h>
