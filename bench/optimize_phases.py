@@ -31,12 +31,12 @@ PHASES = (
     ("autograph.export.compilers.inductor", "PartBuilder.compile_just_in_time"),
     ("autograph.export.plans", "plan"),
     ("autograph.export.compilers.openvino", "PendingPackage.result"),
-    ("autograph.export.contest", "inductor_candidates"),
+    ("autograph.export.contest", "compiled_candidates"),
     ("autograph.export.compilers.inductor", "rewrite_with_parts"),
-    ("autograph.export.contest", "_reference"),
-    ("autograph.export.contest", "_judged"),
+    ("autograph.export.contest", "Contest._reference"),
+    ("autograph.export.contest", "Contest._check"),
     ("autograph.export.contest", "_time_candidates"),
-    ("autograph.export.contest", "_packaged_winner"),
+    ("autograph.export.contest", "Contest._packaged_winner"),
     ("autograph.export.compilers.inductor", "PartBuilder._compile_now"),
 )
 

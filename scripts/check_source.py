@@ -44,8 +44,9 @@ LAYERS = [
     "export.timing",                     # the one timing policy (optimize, the .pt2 CLI, the benchmarks)
     "export.check",                      # how candidates' outputs are judged
     "export.plans",                      # calls into the C++ planner
+    "export.candidate",                  # one candidate of the contest: what runs, its report entry, why it is out
     "export.compilers.toolchain",        # Inductor's toolchain settings
-    "export.compilers.base",             # what the compilers share: a part's content digest
+    "export.compilers.base",             # the compilers' protocol, the whole graph as a part, a part's digest
     "export.compilers.inductor",         # parts compiled by Inductor (AOTInductor packages)
     "export.compilers.openvino_convert", # a part to an OpenVINO package, in or out of process
     "export.compilers.openvino",         # parts compiled by OpenVINO (CPU)

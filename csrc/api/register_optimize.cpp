@@ -69,8 +69,10 @@ std::tuple<c10::IValue, std::string> DriverOp(c10::IValue module, std::vector<c1
   });
 }
 
-// The export path: an exported program's ATen graph (JSON, python/autograph/export.py) and its tensors
-// (weights, then example inputs) in; the program text for autograph::execute and the report JSON out.
+// The export path's planner: an exported program's ATen graph (AtenGraph JSON, written by the Python
+// package python/autograph/export/) and its tensors (weights, then example inputs) in; the program
+// text for autograph::execute and the plan's report JSON out. The options the Python side acts on
+// after planning (compiled parts) it resolves itself, so the report does not repeat them.
 std::tuple<std::string, std::string> OptimizeExportedOp(std::string graph_json, std::vector<at::Tensor> tensors,
                                                         std::string options_json) {
   return WithErrorKinds([&]() -> std::tuple<std::string, std::string> {
@@ -79,12 +81,7 @@ std::tuple<std::string, std::string> OptimizeExportedOp(std::string graph_json, 
     OptimizeReport report;
     const OptimizeOptions options = OptionsOf({}, options_json, ModelPath::Export);
     std::string program = OptimizeExported(graph, tensors, options, &report);
-    // The settings the Python side acts on after planning (Inductor parts), as resolved here.
-    nlohmann::json json = ReportToJson(report);
-    json["inductor"] = options.substitutions.inductor;
-    json["openvino"] = options.substitutions.openvino;
-    json["check_rewrites"] = options.substitutions.check_rewrites;
-    return {std::move(program), json.dump()};
+    return {std::move(program), ReportToJson(report).dump()};
   });
 }
 

@@ -81,23 +81,35 @@ std::unique_ptr<torch::inductor::AOTIModelPackageLoader> Load(const at::Tensor& 
 // outputs it promises, so a call costs a lookup by the spec's text, not a JSON parse.
 struct Part {
   std::string spec;  // the key of its entry (a view of this string: no copy per lookup)
+  std::string digest;
   std::shared_ptr<torch::inductor::AOTIModelPackageLoader> loader;
   std::shared_ptr<std::mutex> run_mutex;  // one per loader: its model instance runs one call at a time
   std::vector<std::vector<int64_t>> shapes;
   std::vector<c10::ScalarType> dtypes;
 };
 
-const Part& PartFor(const at::Tensor& package, std::string_view spec) {
-  static std::mutex mutex;
-  static std::unordered_map<std::string_view, std::shared_ptr<const Part>> parts;  // by spec text
-  struct Loaded {
+// The parts of this process. A call holds its Part (and so its loader) by shared_ptr, so a release
+// while it runs only drops the maps' references.
+struct LoadedParts {
+  struct Package {
     std::shared_ptr<torch::inductor::AOTIModelPackageLoader> loader;
-    std::shared_ptr<std::mutex> run_mutex = std::make_shared<std::mutex>();
+    std::shared_ptr<std::mutex> run_mutex;
   };
-  static std::map<std::string, Loaded> loaders;  // by digest
-  std::lock_guard<std::mutex> lock(mutex);
-  auto found = parts.find(spec);
-  if (found != parts.end()) return *found->second;
+  std::mutex mutex;
+  std::unordered_map<std::string_view, std::shared_ptr<const Part>> parts;  // by spec text
+  std::map<std::string, Package> loaders;  // by digest; every part's digest has its entry here
+};
+
+LoadedParts& ProcessParts() {
+  static LoadedParts loaded;
+  return loaded;
+}
+
+std::shared_ptr<const Part> PartFor(const at::Tensor& package, std::string_view spec) {
+  LoadedParts& loaded = ProcessParts();
+  std::lock_guard<std::mutex> lock(loaded.mutex);
+  auto found = loaded.parts.find(spec);
+  if (found != loaded.parts.end()) return found->second;
   const json parsed = ParseSpec(spec);
   auto part = std::make_shared<Part>();
   part->spec = std::string(spec);
@@ -108,24 +120,27 @@ const Part& PartFor(const at::Tensor& package, std::string_view spec) {
     if (!dtype) throw InputError("run_inductor_part: the spec names an unknown dtype '" + name + "'");
     part->dtypes.push_back(*dtype);
   }
-  const std::string digest = parsed["digest"].get<std::string>();
-  Loaded& loaded = loaders[digest];
-  if (!loaded.loader) {
+  part->digest = parsed["digest"].get<std::string>();
+  auto by_digest = loaded.loaders.find(part->digest);
+  if (by_digest == loaded.loaders.end()) {
     if (package.scalar_type() != at::kByte || package.dim() != 1 || !package.device().is_cpu() || !package.is_contiguous())
       throw InputError("run_inductor_part: the package must be a contiguous 1-d uint8 CPU tensor");
-    loaded.loader = Load(package, parsed.value("device", "cpu"));
+    // Entered only once loaded: a package that fails to load is not listed as loaded.
+    LoadedParts::Package fresh{Load(package, parsed.value("device", "cpu")), std::make_shared<std::mutex>()};
+    by_digest = loaded.loaders.emplace(part->digest, std::move(fresh)).first;
   }
-  part->loader = loaded.loader;
-  part->run_mutex = loaded.run_mutex;
+  part->loader = by_digest->second.loader;
+  part->run_mutex = by_digest->second.run_mutex;
   const std::string_view key = part->spec;
-  return *parts.emplace(key, std::move(part)).first->second;
+  return loaded.parts.emplace(key, std::move(part)).first->second;
 }
 
 }  // namespace
 
 std::vector<at::Tensor> RunInductorPart(const std::vector<at::Tensor>& inputs, const at::Tensor& package,
                                         std::string_view spec) {
-  const Part& part = PartFor(package, spec);
+  const std::shared_ptr<const Part> held = PartFor(package, spec);
+  const Part& part = *held;
   std::vector<at::Tensor> outputs;
   {
     std::lock_guard<std::mutex> lock(*part.run_mutex);
@@ -147,6 +162,28 @@ std::vector<at::Tensor> RunInductorPart(const std::vector<at::Tensor>& inputs, c
                   c10::toString(outputs[i].scalar_type()) + ", the spec says " +
                   c10::str(c10::IntArrayRef(part.shapes[i])) + " " + c10::toString(part.dtypes[i]));
   return outputs;
+}
+
+std::vector<std::string> LoadedInductorParts() {
+  LoadedParts& loaded = ProcessParts();
+  std::lock_guard<std::mutex> lock(loaded.mutex);
+  std::vector<std::string> digests;
+  for (const auto& [digest, _] : loaded.loaders) digests.push_back(digest);
+  return digests;
+}
+
+int64_t ReleaseInductorParts(const std::vector<std::string>& digests) {
+  LoadedParts& loaded = ProcessParts();
+  std::lock_guard<std::mutex> lock(loaded.mutex);
+  int64_t released = 0;
+  for (const std::string& digest : digests) released += static_cast<int64_t>(loaded.loaders.erase(digest));
+  for (auto it = loaded.parts.begin(); it != loaded.parts.end();) {
+    if (!loaded.loaders.count(it->second->digest))  // a part of a released digest
+      it = loaded.parts.erase(it);
+    else
+      ++it;
+  }
+  return released;
 }
 
 InductorPartCost InductorPartCostOf(std::string_view spec) {

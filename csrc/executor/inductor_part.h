@@ -3,9 +3,12 @@
 // that the executor calls like any operator, through autograph::run_inductor_part. The package
 // travels as a uint8 tensor among the program's weights, so saving the program (torch.export.save,
 // an AOTInductor package of it) carries it; it is loaded once per process, keyed by the digest its
-// spec names, with torch::inductor::AOTIModelPackageLoader (no Python at run time).
+// spec names, with torch::inductor::AOTIModelPackageLoader (no Python at run time), and stays loaded
+// until released (ReleaseInductorParts).
 #include <ATen/core/Tensor.h>
 
+#include <cstdint>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -18,6 +21,15 @@ namespace autograph {
 // for another torch or device) or returns other outputs than the spec lists. Thread-safe.
 std::vector<at::Tensor> RunInductorPart(const std::vector<at::Tensor>& inputs, const at::Tensor& package,
                                         std::string_view spec);
+
+// The digests of the packages loaded now, each once, sorted.
+std::vector<std::string> LoadedInductorParts();
+
+// Unloads the packages of these digests (a rejected candidate's: their model containers are large)
+// and returns how many were loaded; unknown digests are skipped. Releasing is always safe: a call
+// running one now finishes on it, and the next call of a released part loads it again from its
+// package tensor, which costs a reload and nothing else. Thread-safe.
+int64_t ReleaseInductorParts(const std::vector<std::string>& digests);
 
 // What ImportAtenGraph plans a compiled part with (Inductor's, or OpenVINO's: executor/openvino_part.h):
 // its FLOPs and whether it is compute-bound, from the spec.

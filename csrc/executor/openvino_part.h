@@ -7,7 +7,9 @@
 // installs the runner (SetOpenVinoPartRunner), so the runtime itself never links OpenVINO.
 #include <ATen/core/Tensor.h>
 
+#include <cstdint>
 #include <functional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -18,8 +20,14 @@ inline constexpr const char* kOpenVinoPartOp = "autograph::run_openvino_part";
 // Package layout: "AGOV1\n", the XML's byte count as 8 little-endian bytes, the XML, the weights.
 inline constexpr std::string_view kOpenVinoPackageMagic = "AGOV1\n";
 
-using OpenVinoPartRunner =
-    std::function<std::vector<at::Tensor>(const std::vector<at::Tensor>&, const at::Tensor&, std::string_view)>;
+// What libautograph_openvino.so provides: running a part, and listing and releasing the parts it
+// has compiled (by the digests their specs name), as LoadedInductorParts and ReleaseInductorParts
+// do for Inductor's (executor/inductor_part.h).
+struct OpenVinoPartRunner {
+  std::function<std::vector<at::Tensor>(const std::vector<at::Tensor>&, const at::Tensor&, std::string_view)> run;
+  std::function<std::vector<std::string>()> loaded;
+  std::function<int64_t(const std::vector<std::string>&)> release;
+};
 
 // Installed once by libautograph_openvino.so when it loads.
 void SetOpenVinoPartRunner(OpenVinoPartRunner runner);
@@ -29,5 +37,13 @@ void SetOpenVinoPartRunner(OpenVinoPartRunner runner);
 // when no runner is installed, and the runner's errors otherwise.
 std::vector<at::Tensor> RunOpenVinoPart(const std::vector<at::Tensor>& inputs, const at::Tensor& package,
                                         std::string_view spec);
+
+// The digests of the parts compiled now, each once, sorted; none where no runner is installed.
+std::vector<std::string> LoadedOpenVinoParts();
+
+// Drops the compiled models of these digests and returns how many were compiled (0 where no runner is
+// installed). As with Inductor's parts this is always safe: a call running one finishes on it, and
+// the next call compiles it again from its package tensor.
+int64_t ReleaseOpenVinoParts(const std::vector<std::string>& digests);
 
 }  // namespace autograph

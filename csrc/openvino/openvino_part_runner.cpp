@@ -1,6 +1,7 @@
 // libautograph_openvino.so: runs autograph::run_openvino_part with OpenVINO's CPU plugin. Loading the
 // library installs the runner (see executor/openvino_part.h); the runtime never links OpenVINO.
-// Each package is compiled once per process (keyed by the digest its spec names) with the latency
+// Each package is compiled once per process (keyed by its spec, which names its digest; released by
+// digest: ReleaseOpenVinoParts) with the latency
 // hint and float32 inference precision (on CPUs with bf16 units OpenVINO would otherwise compute in
 // bf16, ~1e-2 off); its one infer request runs one call at a time, on tensors that wrap the caller's
 // and the outputs' memory (no copies for static shapes).
@@ -15,6 +16,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -58,6 +60,7 @@ ov::Tensor Wrap(const at::Tensor& t) {
 }
 
 struct Compiled {
+  std::string digest;  // the package's, as its spec names it
   ov::CompiledModel model;
   ov::InferRequest request;
   std::mutex mutex;  // one call at a time on the request
@@ -71,18 +74,30 @@ ov::Core& TheCore() {
   return core;
 }
 
+// The parts compiled in this process. A call holds its part by shared_ptr, so a release while it
+// runs only drops the map's reference.
+struct CompiledParts {
+  std::mutex mutex;
+  std::map<std::string, std::shared_ptr<Compiled>> by_spec;  // by spec text
+};
+
+CompiledParts& ProcessParts() {
+  static CompiledParts parts;
+  return parts;
+}
+
 std::shared_ptr<Compiled> CompiledFor(const at::Tensor& package, std::string_view spec_text) {
-  static std::mutex mutex;
-  static std::map<std::string, std::shared_ptr<Compiled>> compiled;  // by spec text
-  std::lock_guard<std::mutex> lock(mutex);
+  CompiledParts& compiled = ProcessParts();
+  std::lock_guard<std::mutex> lock(compiled.mutex);
   std::string key(spec_text);
-  if (auto it = compiled.find(key); it != compiled.end()) return it->second;
+  if (auto it = compiled.by_spec.find(key); it != compiled.by_spec.end()) return it->second;
 
   const json spec = json::parse(spec_text, nullptr, /*allow_exceptions=*/false);
-  if (!spec.is_object() || spec.value("format", "") != kFormat || !spec.contains("outputs") ||
-      !spec["outputs"].is_array())
+  if (!spec.is_object() || spec.value("format", "") != kFormat || !spec.contains("digest") ||
+      !spec["digest"].is_string() || !spec.contains("outputs") || !spec["outputs"].is_array())
     throw InputError("run_openvino_part: the spec is not an autograph-openvino-part spec (format, digest, outputs)");
   auto part = std::make_shared<Compiled>();
+  part->digest = spec["digest"].get<std::string>();
   for (const json& output : spec["outputs"]) {
     part->shapes.push_back(output.value("shape", std::vector<int64_t>{}));
     for (int64_t d : part->shapes.back()) part->static_outputs = part->static_outputs && d >= 0;
@@ -117,8 +132,32 @@ std::shared_ptr<Compiled> CompiledFor(const at::Tensor& package, std::string_vie
   if (part->model.outputs().size() != part->shapes.size())
     throw Error("run_openvino_part: the package returns " + std::to_string(part->model.outputs().size()) +
                 " outputs, its spec lists " + std::to_string(part->shapes.size()));
-  compiled.emplace(std::move(key), part);
+  compiled.by_spec.emplace(std::move(key), part);
   return part;
+}
+
+std::vector<std::string> Loaded() {
+  CompiledParts& compiled = ProcessParts();
+  std::lock_guard<std::mutex> lock(compiled.mutex);
+  std::set<std::string> digests;
+  for (const auto& [_, part] : compiled.by_spec) digests.insert(part->digest);
+  return {digests.begin(), digests.end()};
+}
+
+int64_t Release(const std::vector<std::string>& digests) {
+  const std::set<std::string> released(digests.begin(), digests.end());
+  CompiledParts& compiled = ProcessParts();
+  std::lock_guard<std::mutex> lock(compiled.mutex);
+  std::set<std::string> found;
+  for (auto it = compiled.by_spec.begin(); it != compiled.by_spec.end();) {
+    if (released.count(it->second->digest)) {
+      found.insert(it->second->digest);
+      it = compiled.by_spec.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  return static_cast<int64_t>(found.size());
 }
 
 std::vector<at::Tensor> Run(const std::vector<at::Tensor>& inputs, const at::Tensor& package, std::string_view spec) {
@@ -165,7 +204,7 @@ std::vector<at::Tensor> Run(const std::vector<at::Tensor>& inputs, const at::Ten
 
 // Installs the runner when the library loads.
 const bool installed = [] {
-  SetOpenVinoPartRunner(Run);
+  SetOpenVinoPartRunner({Run, Loaded, Release});
   return true;
 }();
 

@@ -17,6 +17,7 @@ import torch
 import autograph
 from autograph.export import check as candidate_check
 from autograph import export as export_module
+from autograph.export.candidate import Candidate, JustInTime
 from autograph.export.plans import Program
 
 FLOOR, FACTOR = candidate_check.FLOOR, candidate_check.FACTOR
@@ -170,7 +171,7 @@ def _stand_ins(monkeypatch, ms, jit_warns=False):
     to build); each candidate's median ms from `ms`."""
 
     def candidates(builder, graph, program, weights, tensors, settings, ready=None):
-        plan, plan_report = export_module.plans.planned(graph, weights + tensors, dict(settings, method="sequential"))
+        plan, plan_report = export_module.plans.plan(graph, weights + tensors, dict(settings, method="sequential"))
         users = [v for v, is_weight in zip(graph["inputs"], graph["weights"]) if not is_weight]
         inputs = [v for v, is_weight in zip(graph["inputs"], graph["weights"]) if is_weight] + users
 
@@ -183,10 +184,12 @@ def _stand_ins(monkeypatch, ms, jit_warns=False):
         built = {"plan": Program(plan, weights, plan_report, 2),
                  "whole_unfrozen": Program(program, [2 * w for w in weights], {}, 1)}
         if "whole" in ms:
-            built["whole"] = export_module.candidates.JustInTime(call, inputs, list(graph["outputs"]), [], "whole part 1/1", True)
-        return built, {"whole_openvino": "RuntimeError: the stand-in conversion failed"}, 0
+            built["whole"] = JustInTime(call, inputs, list(graph["outputs"]), [], "whole part 1/1", True)
+        made = {name: Candidate.of(name, b) for name, b in built.items()}
+        made["whole_openvino"] = Candidate.failed("whole_openvino", RuntimeError("the stand-in conversion failed"))
+        return made, 0
 
-    monkeypatch.setattr(export_module.contest, "inductor_candidates", candidates)
+    monkeypatch.setattr(export_module.contest, "compiled_candidates", candidates)
     monkeypatch.setattr(export_module.contest, "_time_candidates",
                         lambda candidates, tensors, graph, rounds=10: {n: ms[n] for n in candidates})
 

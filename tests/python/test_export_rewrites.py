@@ -308,3 +308,23 @@ def test_the_fused_plan_competes_with_the_plan_and_is_kept_where_it_measures_fas
     _, report = autograph.optimize(model, inputs, ir="export", method="sequential", inductor=False,
                                    check_rewrites=False)
     assert "inductor" not in report or report["inductor"]["kept"] != "aten_cudnn"
+
+
+def test_each_listed_shape_s_plan_gets_the_fused_candidate_too(monkeypatch):
+    """A plan of its own for a listed shape (option shapes) is chosen as the example's is: the fused
+    plan competes there too, and is kept where it measures faster."""
+    _stand_in_fusion(monkeypatch)
+    model, _ = _conv_relus()
+    inputs = (torch.randn(2, 4, 6, 6), torch.randn(2, 4, 1, 1))  # a batch of 1 would be specialized
+    batch = torch.export.Dim("batch", min=1, max=8)
+    ep = torch.export.export(model, inputs, dynamic_shapes=({0: batch}, {0: batch}), strict=False)
+    optimized, report = autograph.optimize(ep, method="sequential", inductor=False, openvino=False,
+                                           shapes=[[(4, 4, 6, 6), (4, 4, 1, 1)]])
+    assert report["inductor"]["kept"] == "aten_cudnn"
+    (line,) = report["shape_plans"]
+    assert line["kept"] == "aten_cudnn", line
+    with torch.no_grad():
+        for n in (4, 2, 3):
+            xs = (torch.randn(n, 4, 6, 6), torch.randn(n, 4, 1, 1))
+            for got, want in zip(optimized.module()(*xs), model(*xs)):
+                _close(got, want)

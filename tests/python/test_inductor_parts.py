@@ -19,6 +19,7 @@ import autograph
 from autograph import export as export_module
 from autograph.export.compilers import inductor as inductor_parts
 from autograph.export.compilers.base import part_digest
+from autograph.export.candidate import Candidate
 from autograph.export.plans import Program
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -97,12 +98,19 @@ def test_a_list_return_is_read_inside_its_part_and_view_only_parts_go(block):
     assert not any(n.op == "get_attr" for n in module.graph.nodes if n.target not in dict(module.named_buffers()))
 
 
+def _built(builder, graph, program, weights, tensors, settings):
+    """The compiled candidates' programs by name, and the errors of those that could not be built."""
+    candidates, _ = export_module.candidates.compiled_candidates(builder, graph, program, weights, tensors, settings)
+    return ({name: c.built for name, c in candidates.items() if c.competing},
+            {name: c.error for name, c in candidates.items() if c.error})
+
+
 def test_every_candidate_program_matches_eager(block):
     _, x, want, ep = block
     decomposed, graph, weights, imported, builder = _builder(ep)
-    settings = {"method": "nimble", "device": "cpu", "openvino": False}  # Inductor's candidates alone
+    settings = {"method": "nimble", "device": "cpu", "inductor": True, "openvino": False}  # Inductor's alone
     program, report = export_module.plans.plan(graph, weights + [x], settings)
-    built, errors, _ = export_module.candidates.inductor_candidates(builder, graph, program, weights, [x], settings)
+    built, errors = _built(builder, graph, program, weights, [x], settings)
     assert not errors and set(built) == {"whole", "plan"}
     assert built["whole"][3] == 1 and built["plan"][3] >= 3  # the three branches are parts of their own
     for name, (text, kept_weights, rewritten_report, parts) in built.items():
@@ -198,9 +206,9 @@ def test_a_candidate_whose_outputs_differ_is_never_kept(block, monkeypatch):
     _, x, want, ep = block
 
     def wrong_candidates(builder, graph, program, weights, tensors, settings, ready=None):
-        return {"whole": Program(program, [w * 2 for w in weights], {}, 1)}, {}, 0
+        return {"whole": Candidate.of("whole", Program(program, [w * 2 for w in weights], {}, 1))}, 0
 
-    monkeypatch.setattr(export_module.contest, "inductor_candidates", wrong_candidates)
+    monkeypatch.setattr(export_module.contest, "compiled_candidates", wrong_candidates)
     optimized, report = autograph.optimize(ep, method="sequential")
     summary = report["inductor"]
     assert summary["kept"] == "aten" and "whole" not in summary["candidates"]
@@ -249,7 +257,7 @@ def test_a_weight_shared_by_several_operators_is_also_compiled_unfrozen(linear):
     with torch.no_grad():
         want = model(x)
     decomposed, graph, weights, imported, builder = _builder(torch.export.export(model, (x,)))
-    settings = {"method": "sequential", "device": "cpu", "openvino": False}
+    settings = {"method": "sequential", "device": "cpu", "inductor": True, "openvino": False}
     program, _ = export_module.plans.plan(graph, weights + [x], settings)
     body = json.loads(program[program.index("\n") + 1:])
     assert inductor_parts.shares_weights(graph, body)
@@ -258,7 +266,7 @@ def test_a_weight_shared_by_several_operators_is_also_compiled_unfrozen(linear):
     unfrozen_needed = not (linear and torch._C.has_mkl)
     assert len(packed) == (0 if unfrozen_needed else 4)
     assert inductor_parts.shares_weights(graph, body, packed) == unfrozen_needed
-    built, errors, _ = export_module.candidates.inductor_candidates(builder, graph, program, weights, [x], settings)
+    built, errors = _built(builder, graph, program, weights, [x], settings)
     assert not errors and set(built) == ({"whole", "whole_unfrozen"} if unfrozen_needed else {"whole"})
     for name, (text, kept_weights, _, _) in built.items():
         (got,) = torch.ops.autograph.execute(kept_weights + [x], text)

@@ -1,16 +1,16 @@
 """The contest: the plan on ATen's kernels and the other candidates (candidates.py) checked against a
 full-precision reference (check.py), timed side by side (timing.py) and the fastest kept, with the
 report's "inductor" entry saying what was compiled, checked, timed and kept, and why."""
-import math
 import time
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import torch
 from torch.export import ExportedProgram
 
 from .aten_import import Imported
-from .candidates import (JustInTime, NotAvailable, compile_before_search, compiles_before_search,
-                         compiles_beside_search, described, inductor_candidates, program_with_parts, why_of)
+from .candidate import Candidate, why_of
+from .candidates import (compile_before_search, compiles_before_search, compiles_beside_search, compiled_candidates,
+                         program_with_parts)
 from .check import RecordedWarnings, Reference, left_cuda_graph, reference_of, rounded
 from .compilers import inductor as inductor_parts
 from .compilers.inductor import PartBuilder
@@ -26,9 +26,10 @@ def plan_and_compile(decomposed: ExportedProgram, graph: Dict[str, Any], importe
                      fused: Optional[Tuple[Dict[str, Any], List[torch.Tensor]]] = None):
     """The plan of `graph` and, with option `inductor`, its Inductor candidates (_with_inductor_parts;
     where compiles_beside_search, the whole graph's compile starts before the search and runs beside it;
-    where compiles_before_search, the whole graph's candidates are made first and the search's on-board
-    verification waits until the plan on ATen's kernels could be kept). `fused` (fused_for_cudnn), where
-    rewrites are measured, is planned the same way and competes with them.
+    where compiles_before_search, the whole graph's candidates are made first and the plan on ATen's
+    kernels competes planned one operator at a time, searched for only where it could win:
+    Contest._searched_if_it_could_win). `fused` (fused_for_cudnn), where rewrites are measured, is
+    planned the same way and competes with them.
     Returns the program, its weights, the report, whether rewrites are measured and whether Inductor
     parts were wanted."""
     device = torch.device(settings["device"])
@@ -40,20 +41,22 @@ def plan_and_compile(decomposed: ExportedProgram, graph: Dict[str, Any], importe
             builder.compile_in_background(inductor_parts.every_node(graph), "whole part 1/1")
         elif settings["inductor"] and compiles_before_search(device, settings):
             ready = compile_before_search(builder, graph)
-        # With candidates made first, the plan is verified on board only where it measures close to them
-        # (_verified_if_close): the search alone times nothing on CPU, and runs while OpenVINO converts.
-        planning = dict(settings, verify=0) if ready else settings
-        program, report = plans.planned(graph, weights + tensors, planning)
+        # With candidates made first, the plan on ATen's kernels stands in planned one operator at a time;
+        # the search runs only where its plan could be kept (Contest._searched_if_it_could_win).
+        deferred = bool(ready) and settings["method"] == "autograph"
+        planning = dict(settings, method="sequential") if deferred else settings
+        program, report = plans.plan(graph, weights + tensors, planning)
         measure, compile_parts = settings["check_rewrites"], settings["inductor"]
         other_plans = {}
         if fused is not None and measure:
-            fused_program, fused_report = plans.planned(fused[0], fused[1] + tensors, planning)
+            fused_program, fused_report = plans.plan(fused[0], fused[1] + tensors, planning)
             other_plans["aten_cudnn"] = Program(fused_program, fused[1], fused_report, 0)
         if compile_parts or other_plans:
             program, weights, report = _with_inductor_parts(builder, graph, program, weights, tensors, settings,
-                                                            report, measure, ready, other_plans, compile_parts)
-        elif ready:  # planned without verification for candidates that are not wanted after all
-            program, _, report, _ = plans.verified_plan(graph, weights, tensors, settings) or (program, None, report, 0)
+                                                            report, measure, ready, other_plans, compile_parts,
+                                                            deferred)
+        elif deferred:  # planned for candidates that are not wanted after all
+            program, report = plans.plan(graph, weights + tensors, settings)
     finally:
         builder.close()
     return program, weights, report, measure, compile_parts
@@ -63,67 +66,30 @@ def _with_inductor_parts(builder: PartBuilder, graph: Dict[str, Any], program: s
                          weights: List[torch.Tensor], tensors: List[torch.Tensor], settings: Dict[str, Any],
                          report: Dict[str, Any], measure: bool,
                          ready: Optional[Dict[str, Any]] = None, other_plans: Optional[Dict[str, Any]] = None,
-                         compile_parts: bool = True) -> Tuple[str, List[torch.Tensor], Dict[str, Any]]:
-    """The plan with parts compiled by Inductor (compilers/inductor.py) where a candidate measures faster
-    than the plan on ATen's kernels (`measure`; else the finest candidate is kept unmeasured). A
-    candidate competes only with outputs close to the plan's in full float32 precision (_reference,
-    _judged). The report's "inductor" entry says what was compiled, checked, timed and kept: each
-    competing candidate's error and time ("candidates"), each other one's reason ("dropped"), the
-    reference ("reference"), how the kept program runs (its entry's "streams" and "cuda_graph") and the
-    warnings raised meanwhile ("warnings", shown as usual as well). A candidate compiled just in time
-    (JustInTime) that measures fastest is packaged then (_packaged_winner). `ready`: candidates made
-    before the search (compile_before_search). `other_plans`: other plans on ATen's kernels that compete
-    ({name: (program, weights, report, 0)}: "aten_cudnn"); without `compile_parts` they alone compete
-    with the plan."""
+                         compile_parts: bool = True,
+                         deferred: bool = False) -> Tuple[str, List[torch.Tensor], Dict[str, Any]]:
+    """The plan with parts compiled by the compilers (compilers/: Inductor's, OpenVINO's) where a
+    candidate measures faster than the plan on ATen's kernels (`measure`; else the finest candidate is
+    kept unmeasured): the candidates are built (compiled_candidates), then compete (Contest.compete).
+    The report's "inductor" entry says what was compiled, checked, timed and kept (Contest.summary) and
+    the rejected candidates' loaded packages are released. `ready`: candidates made before the search
+    (compile_before_search). `other_plans`: other plans on ATen's kernels that compete ({name: Program}:
+    "aten_cudnn"); without `compile_parts` they alone compete with the plan. `deferred`: `program` stands
+    in for the plan the settings ask for (planned one operator at a time), which is made only where it
+    could be kept."""
     start = time.perf_counter()
-    candidates, errors, cached = inductor_candidates(builder, graph, program, weights, tensors, settings,
-                                                     ready=ready) if compile_parts else ({}, {}, 0)
-    candidates.update(other_plans or {})
-    summary: Dict[str, Any] = {"compile_s": round(time.perf_counter() - start, 3), "cached_parts": cached,
-                               "errors": errors, "candidates": {name: described(c) for name, c in candidates.items()}}
-    dropped = {name: {"why": "not available" if isinstance(why, NotAvailable) else "not built", "detail": why}
-               for name, why in errors.items()}
-    not_available = sorted(name for name, why in errors.items() if isinstance(why, NotAvailable))
-    if not_available:
-        summary["not_available"] = not_available
-    candidates["aten"] = Program(program, weights, report, 0)
-    times: Dict[str, float] = {}
+    candidates, cached = compiled_candidates(builder, graph, program, weights, tensors, settings,
+                                             ready=ready) if compile_parts else ({}, 0)
+    compile_s = time.perf_counter() - start
+    candidates.update({name: Candidate.of(name, plan) for name, plan in (other_plans or {}).items()})
+    candidates["aten"] = Candidate.of("aten", Program(program, weights, report, 0))
     with RecordedWarnings() as recorded:
-        reference = _reference(candidates, tensors, graph, settings, recorded)
-        summary["reference"] = reference.summary()
-        summary["candidates"]["aten"] = {"error": summary["reference"]["user_error"]}
-        for name, (error, why, bound) in _judged(candidates, tensors, graph, reference, recorded).items():
-            if why:  # not kept, whatever its speed
-                errors[name] = why
-                failed = why.startswith(_RUN_FAILED)
-                dropped[name] = {"why": "failed to run" if failed else "wrong output", "error": rounded(error),
-                                 "bound": rounded(bound), "detail": why}
-                del candidates[name]
-                del summary["candidates"][name]
-            else:
-                summary["candidates"][name]["error"] = rounded(error)
-        verified = not ready  # the ATen plan is verified on board where it could be kept (_verified_if_close)
-        if measure and len(candidates) > 1:
-            times = _time_candidates(candidates, tensors, graph)
-            for name, ms in times.items():
-                summary["candidates"].setdefault(name, {})["median_ms"] = round(ms, 4)
-            if ready:
-                verified = _verified_if_close(candidates, times, summary, graph, weights, tensors, settings)
-            best = min(times, key=times.get)
-            if isinstance(candidates[best], JustInTime):
-                best = _packaged_winner(best, candidates, times, summary, builder, graph, program, weights, tensors,
-                                        settings, reference, recorded)
-        else:  # the finest packaged candidate
-            best = next(name for name in ("plan", "whole", "aten")
-                        if name in candidates and not isinstance(candidates[name], JustInTime))
-        if best == "aten" and not verified:  # kept (the fastest or the only one): verification picks its plan
-            candidates["aten"] = plans.verified_plan(graph, weights, tensors, settings) or candidates["aten"]
-    summary["kept"] = best
-    program, weights, chosen, _ = candidates[best]
-    summary["candidates"][best].update(_how_it_runs(program, chosen, recorded.of(best)))
-    summary["dropped"] = dict(dropped, **_not_kept(summary["candidates"], best, times))
-    if recorded.caught:
-        summary["warnings"] = recorded.listed()
+        contest = Contest(builder, graph, tensors, settings, recorded)
+        best = contest.compete(candidates, measure, deferred)
+    summary = contest.summary(candidates, best, round(compile_s + contest.compile_s, 3), cached)
+    _release_rejected(candidates, best)
+    kept = candidates[best].package
+    program, weights, chosen = kept.text, kept.weights, kept.report
     chosen = dict(chosen, inductor=summary)
     if best != "aten":  # what the user asked for, and the kept program's own measured time
         chosen["method"] = settings["method"]
@@ -137,7 +103,211 @@ def _with_inductor_parts(builder: PartBuilder, graph: Dict[str, Any], program: s
     return program, weights, chosen
 
 
+# How much faster the search (method autograph, verified on board) made a plan on ATen's kernels than the
+# same graph run one operator at a time, at most over the zoo on a CPU (bench/results/search-gain-2026-11-27-cpu),
+# with room to spare. A plan one operator at a time slower than a compiled candidate by more than this cannot
+# be made to win by the search (Contest._searched_if_it_could_win).
+SEARCH_GAIN_BOUND = 1.5
 _LABELS = {"whole_openvino": "openvino whole", "aten_cudnn": "aten with cuDNN's fused conv+relu"}
+# Why a candidate that ran right was not kept: it still has its entry among the report's candidates.
+_LOST = ("slower", "not timed", "not packaged")
+
+
+def _release_rejected(candidates: Dict[str, Candidate], best: str) -> None:
+    """Releases the packages that the candidates other than `best` loaded while they were checked and
+    timed (the runners keep what they load for the process's life); a part the kept program calls too
+    stays."""
+    rejected = set().union(*(c.part_digests() for name, c in candidates.items() if name != best))
+    rejected -= candidates[best].part_digests()
+    if rejected:
+        torch.ops.autograph.release_compiled_parts(sorted(rejected))
+
+
+class Contest:
+    """The candidates of one graph checked against a full-precision reference (check.py), timed side by
+    side (timing.py) and the fastest kept (compete); the report's "inductor" entry made from them
+    (summary). `builder` packages a candidate compiled just in time that wins; `recorded`
+    (check.RecordedWarnings) gives each run's warnings to its candidate."""
+
+    def __init__(self, builder: PartBuilder, graph: Dict[str, Any], tensors: List[torch.Tensor],
+                 settings: Dict[str, Any], recorded: RecordedWarnings):
+        self.builder, self.graph, self.tensors, self.settings = builder, graph, tensors, settings
+        self.recorded = recorded
+        self.reference: Optional[Reference] = None
+        self.compile_s = 0.0  # spent packaging a winner compiled just in time
+        self.timed: Dict[str, float] = {}
+        self.skipped: Dict[str, str] = {}  # work not done, and why
+
+    def compete(self, candidates: Dict[str, Candidate], measure: bool, deferred: bool) -> str:
+        """The name of the candidate kept among `candidates` ("aten" among them, the plan on ATen's
+        kernels): those whose outputs miss the reference's bound, or whose run fails, are out, whatever
+        their speed; with `measure` the rest are timed side by side and the fastest kept (a just-in-time
+        winner packaged first, _packaged_winner), else the finest packaged one. `deferred`: "aten" stands
+        in for the plan the settings ask for, which is made where it could win
+        (_searched_if_it_could_win) or is kept. Each candidate's entry and `out` say what happened to it."""
+        aten = candidates["aten"]
+        self.reference = self._reference(aten.package)
+        aten.entry["error"] = self.reference.summary()["user_error"]
+        self._check([c for name, c in candidates.items() if name != "aten" and c.competing], aten.package.weights)
+        competing = {name: c for name, c in candidates.items() if c.competing}
+        if measure and len(competing) > 1:
+            self.timed = self._time(competing)
+            for name, ms in self.timed.items():
+                competing[name].entry["median_ms"] = round(ms, 4)
+            if deferred:
+                deferred = not self._searched_if_it_could_win(competing)
+            best = min(self.timed, key=self.timed.get)
+            if competing[best].package is None:
+                best = self._packaged_winner(best, competing)
+        else:  # the finest packaged candidate
+            best = next(name for name in ("plan", "whole", "aten") if name in competing and competing[name].package)
+        if best == "aten" and deferred:  # kept (the fastest or the only one): planned as the settings ask
+            aten.built = self._planned_as_asked(aten.package)
+            self.skipped.pop("search", None)
+        for name, candidate in competing.items():
+            if name != best:
+                self._lost(candidate)
+        return best
+
+    def summary(self, candidates: Dict[str, Candidate], best: str, compile_s: float, cached: int) -> Dict[str, Any]:
+        """The report's "inductor" entry: the build's cost, each candidate that ran right with its error
+        and time ("candidates"), each other one's reason ("dropped", "errors"), the reference, the kept
+        one and how it runs (its entry's "streams" and "cuda_graph"), the warnings raised meanwhile."""
+        summary: Dict[str, Any] = {
+            "compile_s": compile_s, "cached_parts": cached,
+            "errors": {name: c.error for name, c in candidates.items() if c.error},
+            "candidates": {name: c.entry for name, c in candidates.items() if c.competing or c.out["why"] in _LOST}}
+        not_available = sorted(name for name, c in candidates.items() if c.out and c.out["why"] == "not available")
+        if not_available:
+            summary["not_available"] = not_available
+        summary["reference"] = self.reference.summary()
+        summary["kept"] = best
+        kept = candidates[best].package
+        summary["candidates"][best].update(_how_it_runs(kept.text, kept.report, self.recorded.of(best)))
+        summary["dropped"] = {name: c.out for name, c in candidates.items() if not c.competing}
+        if self.skipped:
+            summary["skipped"] = dict(self.skipped)
+        if self.recorded.caught:
+            summary["warnings"] = self.recorded.listed()
+        return summary
+
+    def _lost(self, candidate: Candidate) -> None:
+        """Why `candidate`, which ran right, was not kept."""
+        if candidate.name not in self.timed:
+            candidate.drop("not timed", "check_rewrites is off: the finest candidate is kept")
+        elif candidate.entry.get("packaged", "yes") != "yes":
+            candidate.drop("not packaged", candidate.entry["packaged"])
+        else:
+            candidate.drop("slower", median_ms=candidate.entry["median_ms"])
+
+    def _reference(self, aten: Program) -> Reference:
+        """What the candidates are judged against (check.Reference): the outputs of the plan on ATen's
+        kernels on the example inputs under the user's settings and, where those round float32
+        matmuls or convolutions on the device (TF32), the same graph run once more in full precision,
+        planned one operator at a time without a CUDA Graph (a graph would replay the kernels captured
+        under the user's settings). Timing keeps the user's settings."""
+        graph, settings, tensors = self.graph, self.settings, self.tensors
+
+        def in_full() -> List[torch.Tensor]:
+            plain, _ = plans.plan(graph, aten.weights + tensors, dict(settings, method="sequential", cuda_graph=False))
+            with torch.no_grad():
+                return list(torch.ops.autograph.execute(aten.weights + tensors, plain))
+
+        with torch.no_grad(), self.recorded.running("aten"):
+            user = list(torch.ops.autograph.execute(aten.weights + tensors, aten.text))
+        return reference_of(user, torch.device(settings["device"]), in_full)
+
+    def _check(self, candidates: List[Candidate], aten_weights: List[torch.Tensor]) -> None:
+        """Each of `candidates` run once on the example inputs and judged against the reference: one
+        whose run fails or whose outputs miss the bound is out (`fail`), the others' entries get their
+        error relative to each output's scale."""
+        with torch.no_grad():
+            for candidate in candidates:
+                try:
+                    with self.recorded.running(candidate.name):
+                        got = list(candidate.call(self.graph, aten_weights, self.tensors)())
+                except Exception as e:  # noqa: BLE001 - a package that does not load or run: out, the report says why
+                    candidate.fail("failed to run", f"{_RUN_FAILED}: {why_of(e, candidate.name)}", error=None,
+                                   bound=None)
+                    continue
+                error, why, bound = self.reference.judge(got, "the plan", candidate.output_positions(self.graph))
+                if why:
+                    candidate.fail("wrong output", why, error=rounded(error), bound=rounded(bound))
+                else:
+                    candidate.entry["error"] = rounded(error)
+
+    def _time(self, candidates: Dict[str, Candidate]) -> Dict[str, float]:
+        return _time_candidates(candidates, self.tensors, self.graph)
+
+    def _searched_if_it_could_win(self, competing: Dict[str, Candidate]) -> bool:
+        """Where the plan on ATen's kernels stands in planned one operator at a time (the candidates were
+        made before the search), the plan the settings ask for (the search, verified on board) is made
+        and timed once more beside the fastest compiled candidate only where it could win: where the
+        stand-in, made SEARCH_GAIN_BOUND times faster, comes within RACE_MARGIN of that candidate.
+        Elsewhere the search is skipped (self.skipped says why): it cannot win, and on a graph as
+        large as bert_base's its on-board verification times several schedules on ATen's kernels.
+        Returns whether the plan was made."""
+        times = self.timed
+        fastest = min((k for k in times if k != "aten"), key=times.get)
+        if times["aten"] / SEARCH_GAIN_BOUND > times[fastest] * (1 + RACE_MARGIN):
+            self.skipped["search"] = (
+                f"the plan on ATen's kernels one operator at a time measured {times['aten']:.4g} ms, "
+                f"{times['aten'] / times[fastest]:.3g}x {fastest}'s {times[fastest]:.4g} ms; the search has made such "
+                f"plans at most {SEARCH_GAIN_BOUND}x faster, so its plan could not be kept")
+            return False
+        aten = competing["aten"]
+        aten.built = self._planned_as_asked(aten.package)
+        again = self._time({"aten": aten, fastest: competing[fastest]})
+        times.update(again)
+        aten.entry["searched_ms"] = round(again["aten"], 4)
+        competing[fastest].entry["again_ms"] = round(again[fastest], 4)
+        return True
+
+    def _planned_as_asked(self, stand_in: Program) -> Program:
+        """The plan on ATen's kernels as the settings ask (the search, verified on board), in place of
+        `stand_in` (planned one operator at a time)."""
+        program, report = plans.plan(self.graph, stand_in.weights + self.tensors, self.settings)
+        return Program(program, stand_in.weights, report, 0)
+
+    def _packaged_winner(self, name: str, competing: Dict[str, Candidate]) -> str:
+        """Which candidate to keep when `name`, compiled just in time, measured fastest: `name` packaged by
+        AOTInductor (the same kernels) if that package, checked against the reference and timed once
+        more side by side with the fastest packaged candidate, is faster; else that runner-up. A
+        just-in-time lead under RACE_MARGIN keeps the runner-up without packaging: the package's own
+        calls can take it back (rnntc_sru: just in time it led OpenVINO's, packaged it did not), and a
+        package is slow to make."""
+        jit = competing[name]
+        entry, times = jit.entry, self.timed
+        packaged = {k: ms for k, ms in times.items() if competing[k].package is not None}
+        runner_up = min(packaged, key=packaged.get)  # "aten" at least
+        if times[name] >= packaged[runner_up] * (1 - RACE_MARGIN):
+            entry["packaged"] = f"no: tied with {runner_up}"
+            return runner_up
+        part = jit.built
+        start = time.perf_counter()
+        try:
+            compiled = [self.builder.compile(part.part, part.label, freezing=part.freezing)]
+            aten = competing["aten"].package
+            body = body_of(aten.text)
+            built = program_with_parts(self.builder, self.graph, aten.weights, self.tensors, self.settings, body,
+                                       [part.part], compiled)
+            with torch.no_grad(), self.recorded.running(name):
+                got = list(Candidate.of(name, built).call(self.graph, [], self.tensors)())
+            error, why, _ = self.reference.judge(got, "the plan")
+            if why:
+                raise ValueError(why)
+            jit.built = built
+            entry["packaged_error"] = rounded(error)
+        except Exception as e:  # noqa: BLE001 - the runner-up is kept and the report says why
+            entry["packaged"] = f"failed: {why_of(e, name + ' packaged')}"
+            return runner_up
+        finally:
+            self.compile_s += time.perf_counter() - start
+        again = self._time({k: competing[k] for k in (runner_up, name)})
+        entry["packaged"] = "yes"
+        entry["packaged_ms"] = round(again[name], 4)
+        competing[runner_up].entry["again_ms"] = round(again[runner_up], 4)
+        return name if again[name] < again[runner_up] else runner_up
 
 
 def _how_it_runs(program: str, report: Dict[str, Any], messages: List[str]) -> Dict[str, Any]:
@@ -149,155 +319,23 @@ def _how_it_runs(program: str, report: Dict[str, Any], messages: List[str]) -> D
     return {"streams": report.get("streams"), "cuda_graph": graph_mode}
 
 
-def _not_kept(competing: Dict[str, Dict[str, Any]], best: str, times: Dict[str, float]) -> Dict[str, Dict[str, Any]]:
-    """Why each of the `competing` candidates (their report entries) other than `best` was not kept."""
-    why: Dict[str, Dict[str, Any]] = {}
-    for name, entry in competing.items():
-        if name == best:
-            continue
-        if name not in times:
-            why[name] = {"why": "not timed", "detail": "check_rewrites is off: the finest candidate is kept"}
-        elif entry.get("packaged", "yes") != "yes":
-            why[name] = {"why": "not packaged", "detail": entry["packaged"]}
-        else:
-            why[name] = {"why": "slower", "median_ms": entry["median_ms"]}
-    return why
-
-
-def _verified_if_close(candidates: Dict[str, Any], times: Dict[str, float], summary: Dict[str, Any],
-                       graph: Dict[str, Any], weights: List[torch.Tensor], tensors: List[torch.Tensor],
-                       settings: Dict[str, Any]) -> bool:
-    """Where the plan on ATen's kernels was planned without on-board verification (the candidates were
-    made before the search) and measures within RACE_MARGIN of the fastest compiled candidate (so it
-    could be kept), it is verified now and timed once more beside that candidate (`candidates` and
-    `times` updated); returns whether it was. Elsewhere verifying it would be slow for a plan that is
-    not kept: on bert_base it times five schedules on ATen's kernels, which run far slower than the
-    compiled candidates."""
-    fastest = min((k for k in times if k != "aten"), key=times.get)
-    if times["aten"] > times[fastest] * (1 + RACE_MARGIN):
-        return False
-    again_planned = plans.verified_plan(graph, weights, tensors, settings)
-    if again_planned is None:
-        return True  # the method does not verify: the plan is as it would be
-    candidates["aten"] = again_planned
-    again = _time_candidates({"aten": again_planned, fastest: candidates[fastest]}, tensors, graph)
-    times.update(again)
-    summary["candidates"]["aten"]["verified_ms"] = round(again["aten"], 4)
-    summary["candidates"][fastest]["again_ms"] = round(again[fastest], 4)
-    return True
-
-
-def _packaged_winner(name: str, candidates: Dict[str, Any], times: Dict[str, float], summary: Dict[str, Any],
-                     builder: PartBuilder, graph: Dict[str, Any], program: str, weights: List[torch.Tensor],
-                     tensors: List[torch.Tensor], settings: Dict[str, Any], reference, recorded) -> str:
-    """Which candidate to keep when `name`, compiled just in time, measured fastest: `name` packaged by
-    AOTInductor (the same kernels) if that package, checked against `reference` (_judged, `recorded`
-    as there) and timed once more side by side with the fastest packaged candidate, is faster; else
-    that runner-up. A just-in-time lead under RACE_MARGIN keeps the runner-up without packaging: the
-    package's own calls can take it back (rnntc_sru: just in time it led OpenVINO's, packaged it did
-    not), and a package is slow to make."""
-    entry = summary["candidates"][name]
-    packaged = {k: ms for k, ms in times.items() if not isinstance(candidates[k], JustInTime)}
-    runner_up = min(packaged, key=packaged.get)  # "aten" at least
-    if times[name] >= packaged[runner_up] * (1 - RACE_MARGIN):
-        entry["packaged"] = f"no: tied with {runner_up}"
-        return runner_up
-    jit = candidates[name]
-    start = time.perf_counter()
-    try:
-        compiled = [builder.compile(jit.part, jit.label, freezing=jit.freezing)]
-        body = body_of(program)
-        candidates[name] = program_with_parts(builder, graph, weights, tensors, settings, body, [jit.part],
-                                              compiled)
-        error, why, _ = _judged({"aten": candidates["aten"], name: candidates[name]}, tensors, graph, reference,
-                                recorded)[name]
-        if why:
-            raise ValueError(why)
-        entry["packaged_error"] = rounded(error)
-    except Exception as e:  # noqa: BLE001 - the runner-up is kept and the report says why
-        entry["packaged"] = f"failed: {why_of(e, name + ' packaged')}"
-        return runner_up
-    finally:
-        summary["compile_s"] = round(summary["compile_s"] + time.perf_counter() - start, 3)
-    again = _time_candidates({k: candidates[k] for k in (runner_up, name)}, tensors, graph)
-    entry["packaged"] = "yes"
-    entry["packaged_ms"] = round(again[name], 4)
-    summary["candidates"][runner_up]["again_ms"] = round(again[runner_up], 4)
-    return name if again[name] < again[runner_up] else runner_up
-
-
 def mismatch(got: Sequence[torch.Tensor], want: Sequence[torch.Tensor], what: str) -> Optional[str]:
     """How `got` differs from `want` (the outputs of `what`) beyond the float32 floor of each output's
-    scale (candidate_check.floor_of; exactly, for integer outputs), or None when they agree."""
+    scale (check.floor_of; exactly, for integer outputs), or None when they agree."""
     return Reference(want).judge(got, what)[1]
-
-
-def _call_of(candidate, graph: Optional[Dict[str, Any]], aten_weights: Optional[List[torch.Tensor]],
-             tensors: List[torch.Tensor]) -> Callable[[], Any]:
-    """A candidate as a call without arguments: a program run on its own weights and the user's
-    `tensors`, or a JustInTime callable on its inputs among those of the ATen plan's program
-    (`aten_weights`, then `tensors`), which `graph` places."""
-    if isinstance(candidate, JustInTime):
-        inputs = candidate.inputs(graph, aten_weights + tensors)
-        return lambda: candidate.call(*inputs)
-    program, passed = candidate.text, candidate.weights + tensors
-    return lambda: torch.ops.autograph.execute(passed, program)
-
-
-def _reference(candidates, tensors: List[torch.Tensor], graph: Dict[str, Any], settings: Dict[str, Any],
-               recorded) -> Any:
-    """What the candidates are judged against (candidate_check.Reference): the outputs of the plan on
-    ATen's kernels ("aten") on the example inputs under the user's settings and, where those round
-    float32 matmuls or convolutions on the device (TF32), the same graph run once more in full
-    precision, planned one operator at a time without a CUDA Graph (a graph would replay the kernels
-    captured under the user's settings). Timing keeps the user's settings. `recorded`: as _judged's."""
-    program, weights = candidates["aten"].text, candidates["aten"].weights
-
-    def in_full() -> List[torch.Tensor]:
-        plain, _ = plans.planned(graph, weights + tensors, dict(settings, method="sequential", cuda_graph=False))
-        with torch.no_grad():
-            return list(torch.ops.autograph.execute(weights + tensors, plain))
-
-    with torch.no_grad(), recorded.running("aten"):
-        user = list(torch.ops.autograph.execute(weights + tensors, program))
-    return reference_of(user, torch.device(settings["device"]), in_full)
 
 
 _RUN_FAILED = "its run failed"
 
 
-def _judged(candidates, tensors: List[torch.Tensor], graph: Dict[str, Any], reference,
-            recorded) -> Dict[str, Tuple[float, Optional[str], Optional[float]]]:
-    """Each candidate but "aten" run once on the example inputs (a JustInTime's outputs are some of
-    the program's, which `graph` places) and judged against `reference` (_reference): {name: (largest
-    error relative to each output's scale, why its outputs are wrong or None, the bound missed)}. A
-    wrong candidate is not kept, whatever its speed. `recorded` (candidate_check.RecordedWarnings)
-    gives each run's warnings to its candidate."""
-    aten_weights = candidates["aten"].weights
-    judged = {}
-    with torch.no_grad():
-        for name, candidate in candidates.items():
-            if name == "aten":
-                continue
-            try:
-                with recorded.running(name):
-                    got = list(_call_of(candidate, graph, aten_weights, tensors)())
-            except Exception as e:  # noqa: BLE001 - a package that does not load or run: dropped, the report says why
-                judged[name] = (math.nan, f"{_RUN_FAILED}: {why_of(e, name)}", None)
-                continue
-            positions = ([graph["outputs"].index(v) for v in candidate.output_ids]
-                         if isinstance(candidate, JustInTime) else None)
-            judged[name] = reference.judge(got, "the plan", positions)
-    return judged
-
-
-def _time_candidates(candidates, tensors: List[torch.Tensor], graph: Dict[str, Any],
+def _time_candidates(candidates: Dict[str, Candidate], tensors: List[torch.Tensor], graph: Dict[str, Any],
                      rounds: int = 10) -> Dict[str, float]:
-    """Median ms of each candidate (a program, or a JustInTime callable on the inputs of the program
+    """Median ms of each candidate (a program, or a JustInTime callable on the inputs of the program of
     `candidates["aten"]`), run in alternation on the device (time_callables)."""
     device = tensors[0].device if tensors else torch.device("cpu")
-    aten_weights = candidates["aten"].weights if "aten" in candidates else None  # what a JustInTime reads
-    calls = {name: _call_of(c, graph, aten_weights, tensors) for name, c in candidates.items()}
+    aten = candidates.get("aten")
+    aten_weights = aten.package.weights if aten is not None else []  # what a JustInTime reads
+    calls = {name: c.call(graph, aten_weights, tensors) for name, c in candidates.items()}
     return time_callables(calls, device, rounds)
 
 

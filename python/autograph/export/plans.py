@@ -1,7 +1,7 @@
 """Calls into the C++ planner (torch.ops.autograph.optimize_exported): an AtenGraph and its tensors in,
 the program text and the report out."""
 import json
-from typing import Any, Dict, List, NamedTuple, Optional, Tuple
+from typing import Any, Dict, List, NamedTuple, Tuple
 
 import torch
 
@@ -19,19 +19,14 @@ class Program(NamedTuple):
 
 
 def plan(graph: Dict[str, Any], tensors: List[torch.Tensor], settings: Dict[str, Any]) -> Tuple[str, Dict[str, Any]]:
+    """The program text of `graph` planned with `settings` on `tensors` (its weights, then the user's),
+    and the plan's report (the plan alone: the options of RESOLVED come from resolved, never from the
+    planner)."""
     try:
         program, report = torch.ops.autograph.optimize_exported(json.dumps(graph), tensors, json.dumps(settings))
     except (RuntimeError, ValueError) as e:
         raise translate(e) from None
     return program, json.loads(report)
-
-
-def planned(graph: Dict[str, Any], tensors: List[torch.Tensor], settings: Dict[str, Any]) -> Tuple[str, Dict[str, Any]]:
-    """plan, its report without the resolved options that only the first plan passes on."""
-    program, report = plan(graph, tensors, settings)
-    for key in RESOLVED:
-        report.pop(key, None)
-    return program, report
 
 
 # The options the export path reads itself, resolved once (resolved) to their values.
@@ -48,19 +43,4 @@ def resolved(options: Dict[str, Any], method: str, device: torch.device) -> Dict
     return settings
 
 
-def verified_plan(graph: Dict[str, Any], weights: List[torch.Tensor], tensors: List[torch.Tensor],
-                  settings: Dict[str, Any]) -> Optional[Program]:
-    """The plan on ATen's kernels planned again with on-board verification (the search's best schedules
-    and the one-stream and Nimble's, timed side by side), where the method verifies; else None."""
-    if not verifies(settings):
-        return None
-    program, report = planned(graph, weights + tensors, settings)
-    return Program(program, weights, report, 0)
-
-
-def verifies(settings: Dict[str, Any]) -> bool:
-    """Whether the method verifies its plan on board (autograph, with option verify above 0)."""
-    return settings["method"] == "autograph" and settings.get("verify", Settings.verify) > 0
-
-
-__all__ = ["Program", "RESOLVED", "resolved", "plan", "planned", "verified_plan", "verifies"]
+__all__ = ["Program", "RESOLVED", "resolved", "plan"]

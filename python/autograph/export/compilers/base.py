@@ -1,11 +1,50 @@
-"""What the compilers of the export path share: the digest of a part's content, which their disk
-cache keys are made from."""
+"""What the compilers of the export path share: the protocol each one follows (Compiler), the whole
+graph as a part, and the digest of a part's content, which their disk cache keys are made from."""
 import hashlib
 import json
 import weakref
-from typing import Any, Dict, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional, Protocol, Sequence, Tuple
 
 import torch
+
+# A compiled part: its package's bytes and its input / output value ids in the graph.
+CompiledPart = Tuple[bytes, List[int], List[int]]
+
+
+class Compiler(Protocol):
+    """A compiler of the export path's candidates. A new compiler is one module with one such object,
+    listed in compilers/__init__.py: the contest (candidates.compiled_candidates) asks each compiler
+    whose option is on which candidates it offers, starts them all, then waits for each."""
+
+    name: str  # as messages name it
+    option: str  # the option (a key of the resolved settings) that asks for its candidates
+    part_call: Dict[str, str]  # how a program calls one of its parts: rewrite_with_parts' `op` and `fmt`
+
+    def missing(self) -> Optional[str]:
+        """Why its candidates cannot be built and run in this process (its package is not installed),
+        or None where they can."""
+
+    def offers(self, builder: Any, graph: Dict[str, Any], body: Dict[str, Any], settings: Dict[str, Any],
+               plan_unverified: bool) -> Dict[str, List[List[int]]]:
+        """The candidates it offers for the plan `body` of `graph` on the builder's device: each
+        candidate's name and its parts (lists of node ids). `plan_unverified`: the plan is the
+        analytical model's guess, to be verified later."""
+
+    def start(self, builder: Any, name: str, parts: List[List[int]],
+              labels: List[str]) -> Callable[[], List[CompiledPart]]:
+        """Starts compiling candidate `name`'s `parts` (work that can run beside the others' starts
+        now); the returned call finishes it and returns each part compiled."""
+
+
+def whole_graph_part(body: Dict[str, Any]) -> List[List[int]]:
+    """The plan `body`'s graph as one part, its nodes in the plan's order."""
+    return [[n for stage in body["schedule"]["stages"] for group in stage["groups"]
+             for op in group for n in body["operators"][op]["nodes"]]]
+
+
+def every_node(graph: Dict[str, Any]) -> List[int]:
+    """The whole graph as one part, known before any plan."""
+    return list(range(len(graph["nodes"])))
 
 
 def part_digest(gm: torch.fx.GraphModule, examples: Sequence[torch.Tensor], device: torch.device,
@@ -36,4 +75,4 @@ def part_digest(gm: torch.fx.GraphModule, examples: Sequence[torch.Tensor], devi
     return h.hexdigest()[:32]
 
 
-__all__ = ["part_digest"]
+__all__ = ["CompiledPart", "Compiler", "every_node", "part_digest", "whole_graph_part"]

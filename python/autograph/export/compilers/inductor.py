@@ -28,7 +28,7 @@ from torch.export import ExportedProgram
 
 from .. import cache as part_cache
 from ..program_format import DTYPE_NAMES, DTYPES_BY_NAME
-from .base import part_digest
+from .base import CompiledPart, every_node, part_digest, whole_graph_part
 from .toolchain import aoti_configs, compile_graph_module, compile_package, vec_isa_checks_remembered
 
 PART_OP = "autograph::run_inductor_part"
@@ -69,16 +69,6 @@ def parts_of_plan(body: Dict[str, Any]) -> List[List[int]]:
     if run:
         parts.append(run)
     return parts
-
-
-def whole_graph_part(body: Dict[str, Any]) -> List[List[int]]:
-    return [[n for stage in body["schedule"]["stages"] for group in stage["groups"]
-             for op in group for n in body["operators"][op]["nodes"]]]
-
-
-def every_node(graph: Dict[str, Any]) -> List[int]:
-    """The whole graph as one part, known before any plan."""
-    return list(range(len(graph["nodes"])))
 
 
 def shares_weights(graph: Dict[str, Any], body: Dict[str, Any], packed_at_run_time: Sequence[int] = ()) -> bool:
@@ -457,5 +447,38 @@ def _example(info: Dict[str, Any], device: torch.device) -> torch.Tensor:
     return t
 
 
-__all__ = ["parts_of_plan", "whole_graph_part", "PartBuilder", "rewrite_with_parts", "cache_dir", "MAX_PARTS",
-           "compile_for_every_shape", "package_graph"]
+class InductorCompiler:
+    """Inductor's candidates (compilers/base.Compiler): "whole" (the graph as one part), "plan" (the
+    plan's parts, where it runs groups side by side and was verified), "whole_unfrozen" (the whole graph
+    without freezing, where a weight feeds several compute-bound operators: shares_weights)."""
+    name = "Inductor"
+    option = "inductor"
+    part_call: Dict[str, str] = {}  # the default: run_inductor_part
+
+    def missing(self) -> Optional[str]:
+        return None  # part of torch
+
+    def offers(self, builder: "PartBuilder", graph: Dict[str, Any], body: Dict[str, Any], settings: Dict[str, Any],
+               plan_unverified: bool) -> Dict[str, List[List[int]]]:
+        cuts = {"whole": whole_graph_part(body)}
+        plan_parts = builder.closed(parts_of_plan(body))
+        # Not from a plan that is to be verified later: its concurrency is the analytical model's guess.
+        # resnext50's unverified plan had several parts, each a long compile, and ran no faster than the
+        # whole graph's; the verified plan left no parts to compile.
+        if 1 < len(plan_parts) <= MAX_PARTS and not plan_unverified:
+            cuts["plan"] = plan_parts
+        if shares_weights(graph, body, builder.packs_linear_at_run_time()):
+            cuts["whole_unfrozen"] = cuts["whole"]
+        return cuts
+
+    def start(self, builder: "PartBuilder", name: str, parts: List[List[int]],
+              labels: List[str]) -> Callable[[], List[CompiledPart]]:
+        # In this process: compiled when waited for (a part compiling in the background is waited for).
+        return lambda: [builder.compile(p, label, freezing=name != "whole_unfrozen") for p, label in zip(parts, labels)]
+
+
+COMPILER = InductorCompiler()
+
+
+__all__ = ["COMPILER", "InductorCompiler", "parts_of_plan", "whole_graph_part", "every_node", "PartBuilder",
+           "rewrite_with_parts", "cache_dir", "MAX_PARTS", "compile_for_every_shape", "package_graph"]

@@ -30,7 +30,7 @@ from ..._library import openvino_missing
 from ...errors import Error
 from .. import cache as part_cache
 from . import openvino_convert as _openvino_convert
-from .base import part_digest
+from .base import CompiledPart, part_digest, whole_graph_part
 
 _SUFFIX = ".ovpart"
 # How long the converter process may take: a hung one must not hang optimize (the candidate is then
@@ -272,4 +272,27 @@ def compile_package(gm: torch.fx.GraphModule, examples: Sequence[torch.Tensor], 
     return start_package(gm, examples, label, progress).result()
 
 
-__all__ = ["PART_OP", "FORMAT", "missing", "available", "start", "start_package", "compile_package", "PendingPackage"]
+class OpenVinoCompiler:
+    """OpenVINO's candidate (compilers/base.Compiler): "whole_openvino", the graph as one part, on CPU;
+    each part converted in a process of its own (start), beside the other compilers' work."""
+    name = "OpenVINO"
+    option = "openvino"
+    part_call = {"op": PART_OP, "fmt": FORMAT}
+
+    def missing(self) -> Optional[str]:
+        return missing()
+
+    def offers(self, builder: Any, graph: Dict[str, Any], body: Dict[str, Any], settings: Dict[str, Any],
+               plan_unverified: bool) -> Dict[str, List[List[int]]]:
+        return {"whole_openvino": whole_graph_part(body)} if builder.device.type == "cpu" else {}
+
+    def start(self, builder: Any, name: str, parts: List[List[int]],
+              labels: List[str]) -> Callable[[], List[CompiledPart]]:
+        started = [start(builder, p, label) for p, label in zip(parts, labels)]
+        return lambda: [result() for result in started]
+
+
+COMPILER = OpenVinoCompiler()
+
+
+__all__ = ["COMPILER", "OpenVinoCompiler", "PART_OP", "FORMAT", "missing", "available", "start", "start_package", "compile_package", "PendingPackage"]

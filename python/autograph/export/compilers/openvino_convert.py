@@ -14,6 +14,7 @@ import shutil
 import struct
 import sys
 import tempfile
+from typing import Optional
 
 MAGIC = b"AGOV1\n"  # csrc/executor/openvino_part.h: kOpenVinoPackageMagic
 PYTORCH = b"pytorch\n"  # on the script's stdin once FOLDER/part.pt and FOLDER/examples.pt are written
@@ -69,12 +70,13 @@ def convert(part, examples):
         return from_pytorch(part, examples)
 
 
-def save_package(model, path: str) -> None:
+def save_package(model, path: str, inside: Optional[str] = None) -> None:
     """`model` as the package run_openvino_part reads, at `path`, atomically: MAGIC, the IR's XML length
     (8 bytes, little-endian), its XML, then its weights (float32, as the program's: never compressed to
-    float16)."""
+    float16). The IR is written first in a folder made `inside` the given one (the conversion's own,
+    which its owner removes even when this process is killed while saving), else in TMPDIR."""
     import openvino as ov
-    with tempfile.TemporaryDirectory(prefix="autograph-openvino-") as folder:
+    with tempfile.TemporaryDirectory(prefix="autograph-openvino-save-", dir=inside) as folder:
         xml_path = os.path.join(folder, "part.xml")
         ov.save_model(model, xml_path, compress_to_fp16=False)
         with open(xml_path, "rb") as f:
@@ -108,7 +110,7 @@ def main(folder: str, path: str) -> int:
     else:
         print("the part was not written", file=sys.stderr)
         return 1
-    save_package(model, path)
+    save_package(model, path, inside=folder)
     return 0
 
 

@@ -113,7 +113,7 @@ def _remember_vec_isa_checks() -> Optional[Callable[..., bool]]:
         if isinstance(known.get(key), bool):
             return known[key]
         known[key] = ok = bool(original(self, code))
-        partial = f"{path}.{os.getpid()}"
+        partial = f"{path}.{os.getpid()}.partial"  # an interrupted write is swept like the cache's (cache.trim)
         try:
             os.makedirs(os.path.dirname(path), exist_ok=True)
             with open(partial, "w") as f:
