@@ -175,6 +175,16 @@ std::vector<OptionSpec> MakeTable() {
                            "the whole graph compiled by OpenVINO's CPU plugin is one more candidate, kept where the "
                            "whole program measures faster (needs the openvino package and libautograph_openvino.so)",
                            [](auto& o) -> auto& { return o.substitutions.openvino; }));
+  t.push_back(Option<std::string>(
+      "precision", "export path",
+      "the lowest precision a candidate may compute in: fp32 (float32 throughout) or bf16 (on CPU, OpenVINO's "
+      "candidate with bfloat16 inference precision beside its float32 one); a lowered candidate is kept only where "
+      "its outputs stay within tolerance of float32's and it measures faster; inputs and outputs keep their dtypes",
+      [](auto& o) -> auto& { return o.numerics.precision; }, std::nullopt, std::nullopt, {"fp32", "bf16"}));
+  t.push_back(Option<double>("tolerance", "export path",
+                             "the largest error a lowered candidate may have on the example inputs: per output, "
+                             "relative to the float32 output's largest magnitude",
+                             [](auto& o) -> auto& { return o.numerics.tolerance; }, 0.0, 1.0));
   t.push_back(Option<bool>("check_rewrites", "all",
                            "each rewrite (and Inductor candidate) is timed on the whole graph and kept only if faster",
                            [](auto& o) -> auto& { return o.substitutions.check_rewrites; }));

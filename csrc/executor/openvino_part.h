@@ -33,7 +33,8 @@ struct OpenVinoPartRunner {
 void SetOpenVinoPartRunner(OpenVinoPartRunner runner);
 
 // Runs the part. `spec` is JSON: {"format": "autograph-openvino-part", "digest", "outputs":
-// [{"shape", "stride", "dtype"}...], "flops", "compute_bound"}. Throws Error naming what to load
+// [{"shape", "stride", "dtype"}...], "flops", "compute_bound", optionally "precision": "fp32" (the
+// default) or "bf16", the inference precision OpenVINO compiles it with}. Throws Error naming what to load
 // when no runner is installed, and the runner's errors otherwise.
 std::vector<at::Tensor> RunOpenVinoPart(const std::vector<at::Tensor>& inputs, const at::Tensor& package,
                                         std::string_view spec);

@@ -96,6 +96,13 @@ std::shared_ptr<Compiled> CompiledFor(const at::Tensor& package, std::string_vie
   if (!spec.is_object() || spec.value("format", "") != kFormat || !spec.contains("digest") ||
       !spec["digest"].is_string() || !spec.contains("outputs") || !spec["outputs"].is_array())
     throw InputError("run_openvino_part: the spec is not an autograph-openvino-part spec (format, digest, outputs)");
+  // The precision the part computes in: float32 unless its spec says bf16 (the candidate the option
+  // precision lowers, kept only where its outputs met the tolerance). OpenVINO's own default on a CPU with
+  // bf16 instructions is bf16, so float32 is asked for explicitly.
+  const std::string precision_name = spec.value("precision", "fp32");
+  if (precision_name != "fp32" && precision_name != "bf16")
+    throw InputError("run_openvino_part: the spec's precision is '" + precision_name + "'; expected fp32 or bf16");
+  const ov::element::Type precision = precision_name == "bf16" ? ov::element::bf16 : ov::element::f32;
   auto part = std::make_shared<Compiled>();
   part->digest = spec["digest"].get<std::string>();
   for (const json& output : spec["outputs"]) {
@@ -123,7 +130,7 @@ std::shared_ptr<Compiled> CompiledFor(const at::Tensor& package, std::string_vie
   try {
     std::shared_ptr<ov::Model> model = TheCore().read_model(xml, weights);
     part->model = TheCore().compile_model(model, "CPU", ov::hint::performance_mode(ov::hint::PerformanceMode::LATENCY),
-                                          ov::hint::inference_precision(ov::element::f32));
+                                          ov::hint::inference_precision(precision));
     part->request = part->model.create_infer_request();
   } catch (const ov::Exception& e) {
     throw Error(std::string("run_openvino_part: OpenVINO cannot compile the part (damaged, or made by another "

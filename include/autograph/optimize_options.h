@@ -72,6 +72,14 @@ struct CostOptions {
   std::string cache;         // measured: disk cache file; "" = ~/.cache/autograph/costs/<device>.json, "none" = off
 };
 
+// Export path: how far below float32 a candidate may compute. A lowered candidate is kept only where
+// each of its outputs stays within `tolerance` of float32's (relative to that output's largest
+// magnitude) and it measures faster; the user's inputs and outputs keep their dtypes.
+struct NumericsOptions {
+  std::string precision = "fp32";  // fp32 | bf16 (CPU: OpenVINO's bf16 inference precision)
+  double tolerance = 1e-2;
+};
+
 struct OptimizeOptions {
   // One per forward() argument, of any TorchScript structure (tensors, tuples, lists, dicts with
   // string keys, numbers, bools, None); the tensors inside are moved to executor.device.
@@ -88,6 +96,7 @@ struct OptimizeOptions {
   SubstitutionOptions substitutions;
   SearchOptions search;
   CostOptions cost;
+  NumericsOptions numerics;
 };
 
 }  // namespace autograph

@@ -41,8 +41,9 @@ def optimize(model: Model, example_inputs: Union[Sequence[Any], torch.Tensor, No
     does one given for the other path alone ("applies"; e.g. openvino here, stitch on the export path).
     strict=True raises where autograph would otherwise fall back quietly: a model the TorchScript path
     cannot take apart (report["fallback"]), a compiled candidate or the every-shape package that failed
-    (report["inductor"]["errors"], report["dynamic_shapes"]["error"]); not an optional compiler that is
-    not installed (report["inductor"]["not_available"] names it).
+    (report["inductor"]["errors"], report["dynamic_shapes"]["error"]), or, with option precision below
+    fp32, no lowered candidate within option tolerance (report["inductor"]["precision"]); not an optional
+    compiler that is not installed (report["inductor"]["not_available"] names it).
 
     Returns the optimized ScriptModule (save it with torch.jit.save, load it with autograph.load) and the
     report as a dict (the keys of `autograph optimize --json`). report["timeline"] is the kept schedule in
@@ -109,6 +110,12 @@ def _raise_on_fallback(report: Dict[str, Any]) -> None:
     contest = report.get("inductor") or {}
     # An optional compiler that is not installed (OpenVINO) is not a failure: the report says it is missing.
     errors = {k: v for k, v in (contest.get("errors") or {}).items() if k not in contest.get("not_available", ())}
+    precision = contest.get("precision") or {}
+    if precision.get("lowered") and not precision.get("met"):
+        raise Error(f"strict: no candidate in {precision['asked']} met the tolerance {precision['tolerance']:g}: "
+                    + "; ".join(f"{k}: {errors[k]}" for k in precision["lowered"] if k in errors)
+                    + " (a larger tolerance, or precision fp32)")
+    errors = {k: v for k, v in errors.items() if k not in precision.get("lowered", ())}
     if errors:
         raise Error("strict: Inductor candidates failed: " + "; ".join(f"{k}: {v}" for k, v in errors.items()))
     dynamic = report.get("dynamic_shapes") or {}

@@ -106,6 +106,8 @@ class Settings:
     stitch: bool = True
     inductor: bool = True
     openvino: bool = True
+    precision: str = "fp32"
+    tolerance: float = 0.01
     check_rewrites: bool = True
     merge: bool = True
     alpha: float = 1.0

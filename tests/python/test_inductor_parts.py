@@ -108,7 +108,7 @@ def _built(builder, graph, program, weights, tensors, settings):
 def test_every_candidate_program_matches_eager(block):
     _, x, want, ep = block
     decomposed, graph, weights, imported, builder = _builder(ep)
-    settings = {"method": "nimble", "device": "cpu", "inductor": True, "openvino": False}  # Inductor's alone
+    settings = export_module.plans.resolved({"openvino": False}, "nimble", torch.device("cpu"))  # Inductor's alone
     program, report = export_module.plans.plan(graph, weights + [x], settings)
     built, errors = _built(builder, graph, program, weights, [x], settings)
     assert not errors and set(built) == {"whole", "plan"}
@@ -257,7 +257,7 @@ def test_a_weight_shared_by_several_operators_is_also_compiled_unfrozen(linear):
     with torch.no_grad():
         want = model(x)
     decomposed, graph, weights, imported, builder = _builder(torch.export.export(model, (x,)))
-    settings = {"method": "sequential", "device": "cpu", "inductor": True, "openvino": False}
+    settings = export_module.plans.resolved({"openvino": False}, "sequential", torch.device("cpu"))
     program, _ = export_module.plans.plan(graph, weights + [x], settings)
     body = json.loads(program[program.index("\n") + 1:])
     assert inductor_parts.shares_weights(graph, body)
@@ -346,3 +346,47 @@ def test_a_cache_key_reuses_a_weight_s_digest_only_while_that_weight_lives():
     assert part_digest(module, examples, cpu, {}, digests) == alone
     digests[seen] = (weakref.ref(weight), b"remembered")  # a live entry is used as it is
     assert part_digest(module, examples, cpu, {}, digests) != alone
+
+
+class _StandInCompiler:
+    """A third compiler behind compilers/base.Compiler: it offers the whole graph as "whole_stand_in",
+    compiled by Inductor's builder (the same package as "whole"'s: read from the disk cache); `missing`
+    says why it is not installed, or None."""
+    name = "Stand-in"
+    option = "inductor"
+    part_call = {}
+
+    def __init__(self, missing=None):
+        self._missing = missing
+
+    def missing(self):
+        return self._missing
+
+    def offers(self, builder, graph, body, settings, plan_unverified):
+        from autograph.export.compilers.base import whole_graph_part
+        return {"whole_stand_in": whole_graph_part(body)}
+
+    def lowered(self, device, precision):
+        return []
+
+    def start(self, builder, name, parts, labels):
+        return lambda: [builder.compile(p, label) for p, label in zip(parts, labels)]
+
+
+@pytest.mark.parametrize("missing", [None, "the stand-in package is not installed"])
+def test_a_third_compiler_is_one_object_behind_the_protocol(block, monkeypatch, missing):
+    """Listed beside Inductor's and OpenVINO's, a compiler's candidates are built, checked, timed and
+    reported like theirs; where it is not installed, the report says why and strict does not raise."""
+    _, x, want, ep = block
+    monkeypatch.setattr(export_module.candidates, "COMPILERS",
+                        export_module.compilers.COMPILERS + (_StandInCompiler(missing),))
+    optimized, report = autograph.optimize(ep, method="sequential", openvino=False, strict=True)
+    summary = report["inductor"]
+    if missing:
+        assert summary["not_available"] == ["whole_stand_in"] and "whole_stand_in" not in summary["candidates"]
+        assert summary["errors"]["whole_stand_in"] == f"Stand-in's candidate is not available: {missing}"
+    else:
+        entry = summary["candidates"]["whole_stand_in"]
+        assert entry["parts"] == 1 and entry["error"] <= TOL and entry["median_ms"] > 0
+        assert summary["kept"] == "whole_stand_in" or summary["dropped"]["whole_stand_in"]["why"] == "slower"
+    _close(optimized.module()(x), want)

@@ -52,19 +52,26 @@ PART_OPS = ("autograph::run_inductor_part", "autograph::run_openvino_part")
 class Candidate:
     """`built`: what runs (None where it could not be built). `entry`: its report entry while it
     competes (error, median_ms...). `out`: why it left the contest ({"why", "detail", ...}), None while
-    it competes. `error` / `traceback`: the one-line error and the traceback of a failure."""
+    it competes. `error` / `traceback`: the one-line error and the traceback of a failure. `precision`:
+    what its compiled parts compute in (below fp32: it must meet the option tolerance)."""
     name: str
     built: Union[Program, JustInTime, None] = None
     entry: Dict[str, Any] = field(default_factory=dict)
     out: Optional[Dict[str, Any]] = None
     error: Optional[str] = None
     traceback: Optional[str] = None
+    precision: str = "fp32"
 
     @classmethod
-    def of(cls, name: str, built: Union[Program, JustInTime]) -> "Candidate":
+    def of(cls, name: str, built: Union[Program, JustInTime], precision: str = "fp32") -> "Candidate":
         if isinstance(built, JustInTime):
             return cls(name, built, {"parts": 1, "compiled": "just in time"})
-        return cls(name, built, {"parts": built.parts})
+        entry = {"parts": built.parts} if precision == "fp32" else {"parts": built.parts, "precision": precision}
+        return cls(name, built, entry, precision=precision)
+
+    @property
+    def lowered(self) -> bool:
+        return self.precision != "fp32"
 
     @classmethod
     def failed(cls, name: str, e: BaseException, why: str = "not built") -> "Candidate":

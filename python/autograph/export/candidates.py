@@ -129,7 +129,27 @@ def compiled_candidates(builder: PartBuilder, graph: Dict[str, Any], program: st
                                                               compiled, **compiler.part_call))
         except Exception as e:  # noqa: BLE001 - the candidate is out and the report says why
             out[name] = Candidate.failed(name, e)
+            continue
+        out.update(_lowered(compiler, name, builder, graph, weights, tensors, settings, body, parts, compiled))
     return out, builder.cached
+
+
+def _lowered(compiler: Any, name: str, builder: PartBuilder, graph: Dict[str, Any], weights: List[torch.Tensor],
+             tensors: List[torch.Tensor], settings: Dict[str, Any], body: Dict[str, Any], parts: List[List[int]],
+             compiled) -> Dict[str, Candidate]:
+    """Candidate `name` once more in each precision below float32 its compiler lowers its parts to, down to
+    option precision (compiler.lowered): "<name>_<precision>", the same packages, the precision in their
+    specs."""
+    out = {}
+    for precision in compiler.lowered(builder.device, settings["precision"]):
+        lowered = f"{name}_{precision}"
+        try:
+            out[lowered] = Candidate.of(lowered, program_with_parts(
+                builder, graph, weights, tensors, settings, body, parts, compiled, precision=precision,
+                **compiler.part_call), precision=precision)
+        except Exception as e:  # noqa: BLE001 - the candidate is out and the report says why
+            out[lowered] = Candidate.failed(lowered, e)
+    return out
 
 
 def program_with_parts(builder: PartBuilder, graph: Dict[str, Any], weights: List[torch.Tensor],

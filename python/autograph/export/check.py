@@ -163,12 +163,15 @@ class Reference:
             else [0.0] * len(self.outputs)
         self.bounds = [bound_of(r.dtype, e) for r, e in zip(self.outputs, self.user_errors)]
 
-    def judge(self, got: Sequence[torch.Tensor], what: str, positions: Optional[Sequence[int]] = None
-              ) -> Tuple[float, Optional[str], Optional[float]]:
+    def judge(self, got: Sequence[torch.Tensor], what: str, positions: Optional[Sequence[int]] = None,
+              tolerance: Optional[float] = None) -> Tuple[float, Optional[str], Optional[float]]:
         """How `got` (the outputs of `what`; `positions`: which of the reference's outputs they are,
         all by default) compares: its largest relative error over the outputs, why it is wrong (None
-        where every output is within its bound) and the bound of the output that is not."""
+        where every output is within its bound) and the bound of the output that is not. `tolerance`:
+        the user's bound for a candidate computing below float32 (option tolerance), in place of each
+        floating-point output's own; integer outputs stay exact."""
         positions = range(len(self.outputs)) if positions is None else positions
+        bounds = self.bounds if tolerance is None else [tolerance if b > 0 else b for b in self.bounds]
         worst, why, missed = 0.0, None, None
         for k, (g, p) in enumerate(zip(got, positions)):
             e = self.outputs[p]
@@ -177,8 +180,8 @@ class Reference:
             diff, scale = _deviation(g, e)
             err = _relative(diff, scale)
             worst = err if math.isnan(err) or math.isnan(worst) else max(worst, err)
-            if why is None and not err <= self.bounds[p]:  # also catches NaN
-                missed = self.bounds[p]
+            if why is None and not err <= bounds[p]:  # also catches NaN
+                missed = bounds[p]
                 why = (f"output {k} differs from {what}'s" if missed == 0.0 else
                        f"output {k} is {diff:.3g} from {what}'s (scale {scale:.3g}; "
                        f"tolerance {missed:.3g} of the scale)")

@@ -93,7 +93,9 @@ def _with_inductor_parts(builder: PartBuilder, graph: Dict[str, Any], program: s
     chosen = dict(chosen, inductor=summary)
     if best != "aten":  # what the user asked for, and the kept program's own measured time
         chosen["method"] = settings["method"]
-        label = _LABELS.get(best, f"inductor {best}")
+        kept_in = candidates[best].precision
+        base = best[:-len(kept_in) - 1] if candidates[best].lowered else best
+        label = _LABELS.get(base, f"inductor {base}") + (f" in {kept_in}" if candidates[best].lowered else "")
         chosen["chosen"] = label + (f" ({chosen['chosen']})" if chosen.get("chosen") else "")
         measured = summary["candidates"].get(best, {})
         if "median_ms" in measured:
@@ -185,11 +187,26 @@ class Contest:
         kept = candidates[best].package
         summary["candidates"][best].update(_how_it_runs(kept.text, kept.report, self.recorded.of(best)))
         summary["dropped"] = {name: c.out for name, c in candidates.items() if not c.competing}
+        if self.settings["precision"] != "fp32":
+            summary["precision"] = self._precision(candidates, best)
         if self.skipped:
             summary["skipped"] = dict(self.skipped)
         if self.recorded.caught:
             summary["warnings"] = self.recorded.listed()
         return summary
+
+    def _precision(self, candidates: Dict[str, Candidate], best: str) -> Dict[str, Any]:
+        """The report's word on option precision: what was asked, the tolerance, the candidates lowered
+        below float32 and those of them that met the tolerance, what the kept one computes in, and why
+        nothing was lowered where nothing was."""
+        lowered = sorted(name for name, c in candidates.items() if c.lowered)
+        met = [name for name in lowered if candidates[name].competing or candidates[name].out["why"] in _LOST]
+        entry = {"asked": self.settings["precision"], "tolerance": self.settings["tolerance"], "lowered": lowered,
+                 "met": met, "kept": candidates[best].precision}
+        if not lowered:
+            entry["note"] = (f"no compiler here lowers to {self.settings['precision']} on "
+                             f"{self.settings['device']} (OpenVINO's candidate does, on CPU): everything ran in fp32")
+        return entry
 
     def _lost(self, candidate: Candidate) -> None:
         """Why `candidate`, which ran right, was not kept."""
@@ -230,9 +247,12 @@ class Contest:
                     candidate.fail("failed to run", f"{_RUN_FAILED}: {why_of(e, candidate.name)}", error=None,
                                    bound=None)
                     continue
-                error, why, bound = self.reference.judge(got, "the plan", candidate.output_positions(self.graph))
+                tolerance = self.settings["tolerance"] if candidate.lowered else None
+                error, why, bound = self.reference.judge(got, "the plan", candidate.output_positions(self.graph),
+                                                         tolerance)
                 if why:
-                    candidate.fail("wrong output", why, error=rounded(error), bound=rounded(bound))
+                    candidate.fail("beyond tolerance" if candidate.lowered else "wrong output", why,
+                                   error=rounded(error), bound=rounded(bound))
                 else:
                     candidate.entry["error"] = rounded(error)
 

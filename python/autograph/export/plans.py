@@ -29,8 +29,8 @@ def plan(graph: Dict[str, Any], tensors: List[torch.Tensor], settings: Dict[str,
     return program, json.loads(report)
 
 
-# The options the export path reads itself, resolved once (resolved) to their values.
-RESOLVED = ("inductor", "openvino", "check_rewrites")
+# The options the export path reads itself, resolved once (resolved) to their values, and their types.
+RESOLVED = {"inductor": bool, "openvino": bool, "check_rewrites": bool, "precision": str, "tolerance": float}
 
 
 def resolved(options: Dict[str, Any], method: str, device: torch.device) -> Dict[str, Any]:
@@ -38,8 +38,8 @@ def resolved(options: Dict[str, Any], method: str, device: torch.device) -> Dict
     device, and each of RESOLVED with its value (the declared default where not given; Settings mirrors
     the C++ table). Every later step reads them from here; none is read back from the planner."""
     settings = dict(options, method=method, device=str(device))
-    for name in RESOLVED:
-        settings[name] = bool(settings.get(name, getattr(Settings, name)))
+    for name, kind in RESOLVED.items():
+        settings[name] = kind(settings.get(name, getattr(Settings, name)))
     return settings
 
 

@@ -30,6 +30,11 @@ class Compiler(Protocol):
         candidate's name and its parts (lists of node ids). `plan_unverified`: the plan is the
         analytical model's guess, to be verified later."""
 
+    def lowered(self, device: torch.device, precision: str) -> List[str]:
+        """The precisions below float32, down to `precision` (option precision), its parts can compute in
+        on `device`: each candidate of its offers competes once more in each (the same packages, the
+        precision in their specs)."""
+
     def start(self, builder: Any, name: str, parts: List[List[int]],
               labels: List[str]) -> Callable[[], List[CompiledPart]]:
         """Starts compiling candidate `name`'s `parts` (work that can run beside the others' starts

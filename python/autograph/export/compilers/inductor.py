@@ -344,11 +344,12 @@ def package_graph(package: bytes, specs: List[Dict[str, Any]], input_values: Lis
 
 def rewrite_with_parts(graph: Dict[str, Any], weight_tensors: List[torch.Tensor], body: Dict[str, Any],
                        parts: List[List[int]], compiled: List[Tuple[bytes, List[int], List[int]]],
-                       device: torch.device, op: str = PART_OP,
-                       fmt: str = _FORMAT) -> Tuple[Dict[str, Any], List[torch.Tensor]]:
+                       device: torch.device, op: str = PART_OP, fmt: str = _FORMAT,
+                       precision: str = "fp32") -> Tuple[Dict[str, Any], List[torch.Tensor]]:
     """`graph` with each part replaced by one call of `op` (run_inductor_part, or run_openvino_part with
     its `fmt`; the package a new weight input) and the weights no node reads any more dropped; returns
-    the new graph and its weight tensors."""
+    the new graph and its weight tensors. `precision` other than fp32 goes in each part's spec (the
+    runner computes the part in it)."""
     values = [dict(v) for v in graph["values"]]
     in_part = {n: k for k, part in enumerate(parts) for n in part}
     replaced: List[Tuple[float, List[Dict[str, Any]]]] = []  # (position, nodes)
@@ -361,6 +362,8 @@ def rewrite_with_parts(graph: Dict[str, Any], weight_tensors: List[torch.Tensor]
         spec = {"format": fmt, "digest": part_cache.sha256_of(package), "device": str(device),
                 "outputs": [{key: values[v][key] for key in ("shape", "stride", "dtype")} for v in output_ids],
                 "flops": flops, "compute_bound": compute_bound}
+        if precision != "fp32":  # the runner compiles the package to compute in it
+            spec["precision"] = precision
         values.append({"tensor": True, "shape": [len(package)], "stride": [1], "dtype": "Byte"})
         package_id = len(values) - 1
         packages.append((package_id, torch.frombuffer(bytearray(package), dtype=torch.uint8)))
@@ -470,6 +473,9 @@ class InductorCompiler:
         if shares_weights(graph, body, builder.packs_linear_at_run_time()):
             cuts["whole_unfrozen"] = cuts["whole"]
         return cuts
+
+    def lowered(self, device: torch.device, precision: str) -> List[str]:
+        return []  # its packages compute in float32: lowering them is compiling them again
 
     def start(self, builder: "PartBuilder", name: str, parts: List[List[int]],
               labels: List[str]) -> Callable[[], List[CompiledPart]]:

@@ -1,0 +1,162 @@
+#!/usr/bin/env python3
+"""autograph's option precision against the rivals at the same precision, model by model, side by side.
+
+    python bench/precision.py [--models a,b] [--repeats N] [--out DIR] [--tolerance T]
+
+For each zoo model on this machine's CPU: eager float32 (the reference every error is measured against,
+relative to the output's scale); autograph's export path at its default (fp32) and with precision="bf16"
+(option tolerance as given, the default otherwise); OpenVINO at f32, with its own defaults (on a CPU with
+bf16 units its default inference precision is bf16) and with the bf16 hint; torch.compile with freezing
+under CPU autocast to bfloat16. All timed in alternation (autograph.export.timing: warm-up, then each
+method once per round), median ms. ONNX Runtime's CPU provider has no bf16 path: not in the table. Writes
+DIR/results.csv and DIR/README.md. Long: a benchmark, never a timed test.
+"""
+import argparse
+import csv
+import math
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT), str(ROOT / "python"), str(ROOT / "bench")]
+import autograph  # noqa: E402
+import rivals  # noqa: E402  (bench/rivals.py)
+from autograph.export.timing import samples_side_by_side  # noqa: E402
+from export_path import rel_err  # noqa: E402
+from models import registry  # noqa: E402
+
+DEFAULT_MODELS = "squeezenet,resnet50,inception_v3,resnext50_32x4d,nasnet_a_mobile,rnntc_sru,bert_base,randwire"
+METHODS = ("eager", "autograph_fp32", "autograph_bf16", "openvino_f32", "openvino_default", "openvino_bf16",
+           "compile_autocast_bf16")
+
+
+def _autograph(model, inputs, row, key, **options):
+    start = time.perf_counter()
+    optimized, report = autograph.optimize(torch.export.export(model, inputs, strict=False), inputs, **options)
+    row[f"{key}_optimize_s"] = round(time.perf_counter() - start, 2)
+    contest = report.get("inductor") or {}
+    row[f"{key}_kept"] = contest.get("kept", "aten")
+    if "precision" in contest:
+        row[f"{key}_lowered"] = ",".join(contest["precision"]["lowered"]) or "-"
+        row[f"{key}_met"] = ",".join(contest["precision"]["met"]) or "-"
+    module = optimized.module()
+    return lambda: module(*inputs)
+
+
+def _compile_autocast(model, inputs):
+    import torch._inductor.config as inductor_config
+    with inductor_config.patch(freezing=True):
+        compiled = torch.compile(model)
+
+        def run():
+            with torch.autocast("cpu", dtype=torch.bfloat16):
+                return compiled(*inputs)
+        with torch.no_grad():
+            run()
+    return run
+
+
+def _openvino(model, inputs, workdir):
+    path = Path(workdir) / "model.onnx"
+    rivals.export_onnx(model, inputs, path)
+    return {f"openvino_{name}": rivals.openvino_runner(path, inputs, precision)[0]
+            for name, precision in (("f32", "f32"), ("default", None), ("bf16", "bf16"))}
+
+
+def measure(name: str, args) -> dict:
+    torch.manual_seed(0)
+    model = registry.build(name)
+    inputs = tuple(registry.make_inputs(name))
+    with torch.no_grad():
+        want = model(*inputs)
+    row = {"model": name}
+    runs = {"eager": lambda: model(*inputs)}
+    tolerance = {} if args.tolerance is None else {"tolerance": args.tolerance}
+    for key, options in (("autograph_fp32", {}), ("autograph_bf16", dict(precision="bf16", **tolerance))):
+        try:
+            runs[key] = _autograph(model, inputs, row, key, **options)
+        except Exception as e:  # noqa: BLE001 - the row says what failed
+            row[f"{key}_error"] = str(e).splitlines()[0][:200]
+    try:
+        with tempfile.TemporaryDirectory() as workdir:
+            runs.update(_openvino(model, inputs, workdir))
+    except Exception as e:  # noqa: BLE001 - as above
+        row["openvino_error"] = str(e).splitlines()[0][:200]
+    try:
+        runs["compile_autocast_bf16"] = _compile_autocast(model, inputs)
+    except Exception as e:  # noqa: BLE001 - as above
+        row["compile_autocast_bf16_error"] = str(e).splitlines()[0][:200]
+    with torch.no_grad():
+        for method, run in runs.items():
+            row[f"{method}_rel_err"] = rel_err(run(), want)
+        samples = samples_side_by_side(runs, torch.device("cpu"), args.repeats, warmup=3)
+    for method, xs in samples.items():
+        row[f"{method}_median_ms"] = statistics.median(xs)
+    return row
+
+
+def _ratio(row, over, under):
+    a, b = row.get(f"{over}_median_ms"), row.get(f"{under}_median_ms")
+    return a / b if a and b else math.nan
+
+
+def write(rows, args) -> None:
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    fields = sorted({k for r in rows for k in r}, key=lambda k: (k != "model", k))
+    with open(out / "results.csv", "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=fields)
+        writer.writeheader()
+        writer.writerows(rows)
+    head = ("| model | " + " | ".join(METHODS)
+            + " | kept (bf16) | bf16 ÷ fp32 | vs OpenVINO default | vs best bf16 rival |")
+    lines = [head, "|---|" + "---:|" * len(METHODS) + "---|---:|---:|---:|"]
+    speedups = {"fp32": [], "default": [], "rival": []}
+    for r in rows:
+        cells = []
+        for m in METHODS:
+            ms, err = r.get(f"{m}_median_ms"), r.get(f"{m}_rel_err")
+            cells.append(f"{ms:.2f} ({err:.1e})" if ms else "—")
+        best_rival = min((r[f"{m}_median_ms"] for m in ("openvino_default", "openvino_bf16", "compile_autocast_bf16")
+                          if f"{m}_median_ms" in r), default=None)
+        ratios = (_ratio(r, "autograph_fp32", "autograph_bf16"), _ratio(r, "openvino_default", "autograph_bf16"),
+                  best_rival / r["autograph_bf16_median_ms"] if best_rival and "autograph_bf16_median_ms" in r
+                  else math.nan)
+        for key, value in zip(speedups, ratios):
+            if value == value:
+                speedups[key].append(value)
+        lines.append(f"| {r['model']} | " + " | ".join(cells) + f" | {r.get('autograph_bf16_kept', '—')} | "
+                     + " | ".join(f"{x:.2f}×" for x in ratios) + " |")
+    geo = {k: math.exp(sum(map(math.log, v)) / len(v)) if v else math.nan for k, v in speedups.items()}
+    lines.append(f"\nGeometric means: bf16 ÷ fp32 {geo['fp32']:.2f}×, vs OpenVINO's defaults {geo['default']:.2f}×, "
+                 f"vs the best bf16 rival {geo['rival']:.2f}×.")
+    (out / "README.md").write_text(
+        f"`python bench/precision.py --models {args.models} --repeats {args.repeats}"
+        + (f" --tolerance {args.tolerance}" if args.tolerance is not None else "")
+        + f"` ({torch.get_num_threads()} threads, torch {torch.__version__}). Median ms (error against float32 "
+          "eager, relative to the output's scale); ratios: the other's time ÷ autograph bf16's.\n\n"
+        + "\n".join(lines) + "\n")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", default=DEFAULT_MODELS)
+    parser.add_argument("--repeats", type=int, default=10)
+    parser.add_argument("--tolerance", type=float, default=None)
+    parser.add_argument("--out", default="bench/results/precision-cpu")
+    args = parser.parse_args()
+    rows = []
+    for name in args.models.split(","):
+        rows.append(measure(name, args))
+        print({k: v for k, v in rows[-1].items() if "median" in k or "err" in k or "kept" in k}, flush=True)
+    write(rows, args)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

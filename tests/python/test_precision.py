@@ -1,0 +1,160 @@
+"""Option precision and its accuracy gate (option tolerance) on the export path.
+
+Bad values are InputErrors before any work; with precision="bf16" on CPU, OpenVINO's candidate competes
+once more computing in bfloat16 (the same package, the precision in its spec), kept only where each
+output stays within the tolerance of float32's and it measures faster; a candidate beyond the tolerance
+stays out and the program keeps float32; a saved program keeps its precision.
+
+Tolerances: the float32 candidates are judged as everywhere (check.py's float32 floor); the bfloat16
+candidate's error on this small network is of the order of bfloat16's resolution (2^-8 = 3.9e-3) relative
+to the output's scale, so 0.1 admits it with room, and 1e-6 (far below bfloat16's resolution) cannot."""
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+import autograph
+from autograph._library import openvino_missing
+
+ROOT = Path(__file__).resolve().parents[2]
+needs_openvino = pytest.mark.skipif(openvino_missing() is not None, reason=f"no OpenVINO parts: {openvino_missing()}")
+
+
+class Block(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 16, 3, padding=1)
+        self.pointwise = torch.nn.Conv2d(16, 32, 1)
+        self.head = torch.nn.Linear(32, 10)
+
+    def forward(self, x):
+        y = torch.relu(self.pointwise(torch.relu(self.conv(x))))
+        return self.head(y.mean((2, 3)))
+
+
+@pytest.fixture(scope="module")
+def block():
+    torch.manual_seed(0)
+    model = Block().eval()
+    x = torch.randn(1, 3, 24, 24)
+    with torch.no_grad():
+        want = model(x)
+    return model, x, want, torch.export.export(model, (x,))
+
+
+@pytest.fixture(autouse=True)
+def cache(tmp_path_factory, monkeypatch):
+    monkeypatch.setenv("AUTOGRAPH_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "precision-cache"))
+
+
+def _error(got, want):
+    return ((got - want).abs().max() / want.abs().max()).item()
+
+
+def _timed(monkeypatch, ms):
+    """The contest's timing replaced: each candidate's median is ms.get(name, 2.0)."""
+    from autograph import export as export_module
+    monkeypatch.setattr(export_module.contest, "_time_candidates",
+                        lambda candidates, tensors, graph, rounds=10: {n: ms.get(n, 2.0) for n in candidates})
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"precision": "fp8"}, "option 'precision'"),
+    ({"precision": 16}, "option 'precision'"),
+    ({"tolerance": -0.1}, "option 'tolerance'"),
+    ({"tolerance": "small"}, "option 'tolerance'"),
+])
+def test_bad_precision_options_are_input_errors_before_any_work(block, monkeypatch, options, message):
+    from autograph.export import optimize as export_optimize
+    monkeypatch.setattr(export_optimize, "import_graph", lambda *a, **k: pytest.fail("work began"))
+    _, _, _, ep = block
+    with pytest.raises(autograph.InputError, match=message):
+        autograph.optimize(ep, **options)
+    with pytest.raises(autograph.InputError, match=message):
+        autograph.Settings(**options)
+
+
+def test_the_torchscript_path_refuses_precision(block):
+    model, x, _, _ = block
+    with pytest.raises(autograph.InputError, match="option 'precision' applies to the export path"):
+        autograph.optimize(model, [x], precision="bf16")
+
+
+def test_fp32_by_default_offers_nothing_lowered(block):
+    _, x, want, ep = block
+    optimized, report = autograph.optimize(ep, method="sequential")
+    contest = report["inductor"]
+    assert "precision" not in contest and not any(name.endswith("_bf16") for name in contest["candidates"])
+    assert all(entry.get("precision", "fp32") == "fp32" for entry in contest["candidates"].values())
+
+
+@needs_openvino
+def test_a_bf16_candidate_within_the_tolerance_and_faster_is_kept_and_reported(block, monkeypatch):
+    _, x, want, ep = block
+    _timed(monkeypatch, {"whole_openvino_bf16": 1.0})
+    optimized, report = autograph.optimize(ep, method="sequential", precision="bf16", tolerance=0.1)
+    contest = report["inductor"]
+    entry = contest["candidates"]["whole_openvino_bf16"]
+    assert contest["kept"] == "whole_openvino_bf16" and entry["precision"] == "bf16"
+    assert 0 < entry["error"] <= 0.1  # bfloat16 rounds: an error, and within the bound
+    assert contest["precision"] == {"asked": "bf16", "tolerance": 0.1, "lowered": ["whole_openvino_bf16"],
+                                    "met": ["whole_openvino_bf16"], "kept": "bf16"}
+    assert report["chosen"].startswith("openvino whole in bf16")
+    with torch.no_grad():
+        got = optimized.module()(x)
+    assert got.dtype == want.dtype and 0 < _error(got, want) <= 0.1
+
+
+@needs_openvino
+def test_a_bf16_candidate_beyond_the_tolerance_stays_out_and_the_program_keeps_fp32(block, monkeypatch):
+    _, x, want, ep = block
+    _timed(monkeypatch, {"whole_openvino_bf16": 0.5, "whole_openvino": 1.0})  # lowered: fastest, but wrong
+    optimized, report = autograph.optimize(ep, method="sequential", precision="bf16", tolerance=1e-6)
+    contest = report["inductor"]
+    dropped = contest["dropped"]["whole_openvino_bf16"]
+    assert dropped["why"] == "beyond tolerance" and dropped["bound"] == 1e-6 and dropped["error"] > 1e-6
+    assert contest["kept"] == "whole_openvino" and contest["precision"]["met"] == []
+    assert contest["precision"]["kept"] == "fp32"
+    with torch.no_grad():
+        assert _error(optimized.module()(x), want) <= 1e-4  # float32's
+    with pytest.raises(autograph.Error, match="no candidate in bf16 met the tolerance"):
+        autograph.optimize(ep, method="sequential", precision="bf16", tolerance=1e-6, strict=True)
+
+
+def test_where_no_compiler_lowers_the_report_says_so(block):
+    _, x, want, ep = block
+    _, report = autograph.optimize(ep, method="sequential", precision="bf16", openvino=False)
+    precision = report["inductor"]["precision"]
+    assert precision["lowered"] == [] and precision["kept"] == "fp32" and "no compiler here lowers" in precision["note"]
+
+
+@needs_openvino
+def test_a_saved_bf16_program_keeps_its_precision_in_a_fresh_process(block, monkeypatch, tmp_path):
+    model, x, want, ep = block
+    _timed(monkeypatch, {"whole_openvino_bf16": 1.0})
+    optimized, report = autograph.optimize(ep, method="sequential", precision="bf16", tolerance=0.1)
+    assert report["inductor"]["kept"] == "whole_openvino_bf16"
+    with torch.no_grad():
+        here = optimized.module()(x)
+    torch.export.save(optimized, tmp_path / "model.pt2")
+    torch.save({"x": x, "here": here, "want": want}, tmp_path / "io.pt")
+    script = (
+        "import torch, autograph\n"
+        f"program = torch.export.load({str(tmp_path / 'model.pt2')!r})\n"
+        f"io = torch.load({str(tmp_path / 'io.pt')!r})\n"
+        "(call,) = [n for n in program.graph.nodes if n.target == torch.ops.autograph.execute.default]\n"
+        "assert 'precision' in call.args[1] and 'bf16' in call.args[1], 'the spec lost its precision'\n"
+        "with torch.no_grad():\n"
+        "    got = program.module()(io['x'])\n"
+        "def error(a, b):\n"
+        "    return ((a - b).abs().max() / b.abs().max()).item()\n"
+        "# as in the optimizing process (bf16), not float32's output\n"
+        "assert error(got, io['here']) <= 1e-6 < 1e-5 < error(got, io['want']), (error(got, io['here']), "
+        "error(got, io['want']))\n"
+        "print('ok')\n")
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
+                       env=dict(os.environ, PYTHONPATH=str(ROOT / "python")))
+    assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stderr[-2000:]
