@@ -38,6 +38,7 @@ LAYERS = [
     "settings",                          # the typed options (Settings), resolved once
     "export.program_format",             # the program text's header/body and the AtenGraph JSON's names (dtypes...)
     "export.progress",                   # the "autograph" logger and optimize's progress lines
+    "export.calibration",                # calibration inputs, checked and flattened before any work
     "export.aten_import",                # ExportedProgram -> AtenGraph JSON (imports only errors and program_format)
     "export.rewrites",                   # ExportedProgram rewrites before the import (BatchNorm folding, cuDNN fusions)
     "export.cache",                      # the disk cache of compiled parts

@@ -15,7 +15,8 @@ Model = Union[torch.nn.Module, torch.jit.ScriptModule, str, "os.PathLike[str]"]
 
 def optimize(model: Model, example_inputs: Union[Sequence[Any], torch.Tensor, None] = None, *,
              method: Optional[str] = None, device: Optional[Union[str, torch.device]] = None, ir: Optional[str] = None,
-             dynamic_shapes: Any = None, settings: Optional[Settings] = None, strict: bool = False, **options: Any):
+             dynamic_shapes: Any = None, settings: Optional[Settings] = None, strict: bool = False,
+             calibration: Optional[Sequence[Any]] = None, **options: Any):
     """Optimizes `model` for inference on `example_inputs` (one per forward() argument: tensors, or tuples,
     lists and dicts of them, numbers, bools, None).
 
@@ -28,7 +29,9 @@ def optimize(model: Model, example_inputs: Union[Sequence[Any], torch.Tensor, No
     TorchScript substitutions or stitching; the search's cost models as on the TorchScript path (cost=
     "measured" runs the exported graph's stages on the device), on-board verification measures.
     A program with dynamic dims is planned at the example's shapes and runs other shapes in its range
-    on its own graph (report["dynamic_shapes"]).
+    on its own graph (report["dynamic_shapes"]). `calibration`: more inputs (a list of input tuples with
+    the example's dtypes and shapes) on which a candidate computing below float32 (option precision)
+    must meet option tolerance too.
 
     The TorchScript path (ir=None or "torchscript"):
     `model` is an nn.Module (traced in eval mode with the example inputs; scripted when tracing fails), a
@@ -66,21 +69,12 @@ def optimize(model: Model, example_inputs: Union[Sequence[Any], torch.Tensor, No
     from torch.export import ExportedProgram
     path = "export" if isinstance(model, ExportedProgram) or ir == "export" else "torchscript"
     check_options_apply(list(given) + list(settings.options() if settings is not None else ()), path)  # set
+    if calibration is not None and path != "export":
+        raise InputError("calibration applies to the export path (option precision), not the TorchScript path this "
+                         "model takes: drop it, or optimize an ExportedProgram (or ir=\"export\")")
     if path == "export":
-        from .export import optimize_exported
-        kwargs = None
-        if isinstance(example_inputs, dict):
-            kwargs, example_inputs = example_inputs, ()
-        elif isinstance(example_inputs, torch.Tensor):
-            example_inputs = (example_inputs,)
-        if not isinstance(model, ExportedProgram):
-            model = export_module(model, example_inputs, dynamic_shapes)
-        elif dynamic_shapes is not None:
-            raise InputError("dynamic_shapes applies when autograph exports the model (ir='export' on an nn.Module); "
-                             "this program is exported already")
-        optimized, report = optimize_exported(model, method=method, device=device, options=options,
-                                              example_inputs=None if example_inputs is None else tuple(example_inputs),
-                                              example_kwargs=kwargs)
+        optimized, report = _optimized_on_the_export_path(model, example_inputs, dynamic_shapes, method, device,
+                                                          options, calibration)
         if strict:
             _raise_on_fallback(report)
         return optimized, report
@@ -93,6 +87,30 @@ def optimize(model: Model, example_inputs: Union[Sequence[Any], torch.Tensor, No
         title = f"{_name_of(model)}: {report['method']} schedule on {report['device']}"
         report["timeline"]["svg"] = torch.ops.autograph.timeline_svg(json.dumps(report["timeline"]), title)
     return module, report
+
+
+def _optimized_on_the_export_path(model: Model, example_inputs: Any, dynamic_shapes: Any, method: str,
+                                  device: Optional[str], options: Dict[str, Any], calibration: Optional[Sequence[Any]]):
+    """optimize's export path: `model` exported where it is an nn.Module (after the calibration inputs are
+    checked against the example's), then optimize_exported."""
+    from torch.export import ExportedProgram
+    from .export import optimize_exported
+    from .export.calibration import calibration_sets
+    kwargs = None
+    if isinstance(example_inputs, dict):
+        kwargs, example_inputs = example_inputs, ()
+    elif isinstance(example_inputs, torch.Tensor):
+        example_inputs = (example_inputs,)
+    examples = model.example_inputs if isinstance(model, ExportedProgram) and example_inputs is None else None
+    checks = calibration_sets(calibration, *(examples or (example_inputs or (), kwargs)))  # before any work
+    if not isinstance(model, ExportedProgram):
+        model = export_module(model, example_inputs, dynamic_shapes)
+    elif dynamic_shapes is not None:
+        raise InputError("dynamic_shapes applies when autograph exports the model (ir='export' on an nn.Module); "
+                         "this program is exported already")
+    return optimize_exported(model, method=method, device=device, options=options,
+                             example_inputs=None if example_inputs is None else tuple(example_inputs),
+                             example_kwargs=kwargs, calibration=checks)
 
 
 def substitute(model: Model, example_inputs: Union[Sequence[Any], torch.Tensor], *,

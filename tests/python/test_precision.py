@@ -158,3 +158,64 @@ def test_a_saved_bf16_program_keeps_its_precision_in_a_fresh_process(block, monk
     r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
                        env=dict(os.environ, PYTHONPATH=str(ROOT / "python")))
     assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stderr[-2000:]
+
+
+@pytest.mark.parametrize("calibration, message", [
+    (torch.randn(1, 3, 24, 24), "calibration: a list of input tuples"),
+    ([(torch.randn(1, 3, 24, 24), torch.randn(1))], "not structured like the example inputs"),
+    ([(torch.randn(2, 3, 24, 24),)], r"calibration\[0\], input 0: torch.float32 \(2, 3, 24, 24\)"),
+    ([(torch.randn(1, 3, 24, 24).double(),)], "takes? the example's dtypes and shapes"),
+    ([3.0], r"calibration\[0\]: a tuple of inputs"),
+])
+def test_bad_calibration_inputs_are_input_errors_before_any_work(block, monkeypatch, calibration, message):
+    from autograph.export import optimize as export_optimize
+    monkeypatch.setattr(export_optimize, "import_graph", lambda *a, **k: pytest.fail("work began"))
+    model, x, _, ep = block
+    with pytest.raises(autograph.InputError, match=message):
+        autograph.optimize(ep, precision="bf16", calibration=calibration)
+    with pytest.raises(autograph.InputError, match=message):  # before the export of an nn.Module too
+        autograph.optimize(model, (x,), ir="export", precision="bf16", calibration=calibration)
+
+
+def test_the_torchscript_path_refuses_calibration(block):
+    model, x, _, _ = block
+    with pytest.raises(autograph.InputError, match="calibration applies to the export path"):
+        autograph.optimize(model, [x], calibration=[(x,)])
+
+
+class Cancelling(torch.nn.Module):
+    """Two linears of nearly the same weights, subtracted, beside a passthrough: computed in bfloat16 the
+    difference is lost in their rounding. Where the linears' input is small and the passthrough large (the
+    example) that error is small beside the output's scale; the other way round (the calibration input)
+    it is of the output's own order."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = torch.nn.Linear(64, 64, bias=False)
+        self.b = torch.nn.Linear(64, 64, bias=False)
+        with torch.no_grad():
+            self.b.weight.copy_(self.a.weight + 1e-4 * torch.randn_like(self.a.weight))
+
+    def forward(self, x, passthrough):
+        return self.a(x) - self.b(x) + passthrough
+
+
+@needs_openvino
+def test_a_bf16_candidate_within_the_tolerance_on_the_example_but_not_on_a_calibration_input_stays_out(monkeypatch):
+    torch.manual_seed(0)
+    model = Cancelling().eval()
+    example = (0.01 * torch.randn(1, 64), 100 * torch.randn(1, 64))
+    calibration = [(100 * torch.randn(1, 64), 0.01 * torch.randn(1, 64))]
+    _timed(monkeypatch, {"whole_openvino_bf16": 1.0})
+    ep = torch.export.export(model, example)
+    _, report = autograph.optimize(ep, method="sequential", precision="bf16", tolerance=0.02)
+    assert report["inductor"]["kept"] == "whole_openvino_bf16"  # on the example alone: within
+    optimized, report = autograph.optimize(ep, method="sequential", precision="bf16", tolerance=0.02,
+                                           calibration=calibration)
+    contest = report["inductor"]
+    dropped = contest["dropped"]["whole_openvino_bf16"]
+    assert dropped["why"] == "beyond tolerance" and "calibration input 0" in dropped["detail"]
+    assert contest["kept"] != "whole_openvino_bf16" and contest["precision"]["met"] == []
+    with torch.no_grad():
+        got, want = optimized.module()(*calibration[0]), model(*calibration[0])
+    assert _error(got, want) <= 1e-3  # float32's floor (check.py), on an output that is a small difference

@@ -74,9 +74,9 @@ class Candidate:
         return self.precision != "fp32"
 
     @classmethod
-    def failed(cls, name: str, e: BaseException, why: str = "not built") -> "Candidate":
+    def failed(cls, name: str, e: BaseException, why: str = "not built", precision: str = "fp32") -> "Candidate":
         """A candidate that could not be built (`e`), or whose compiler is not installed (NotAvailable)."""
-        candidate = cls(name)
+        candidate = cls(name, precision=precision)
         candidate.fail(why, e)
         return candidate
 

@@ -148,7 +148,7 @@ def _lowered(compiler: Any, name: str, builder: PartBuilder, graph: Dict[str, An
                 builder, graph, weights, tensors, settings, body, parts, compiled, precision=precision,
                 **compiler.part_call), precision=precision)
         except Exception as e:  # noqa: BLE001 - the candidate is out and the report says why
-            out[lowered] = Candidate.failed(lowered, e)
+            out[lowered] = Candidate.failed(lowered, e, precision=precision)
     return out
 
 

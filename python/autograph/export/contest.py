@@ -23,13 +23,15 @@ from .timing import RACE_MARGIN, time_callables
 
 def plan_and_compile(decomposed: ExportedProgram, graph: Dict[str, Any], imported: "Imported",
                      weights: List[torch.Tensor], tensors: List[torch.Tensor], settings: Dict[str, Any],
-                     fused: Optional[Tuple[Dict[str, Any], List[torch.Tensor]]] = None):
+                     fused: Optional[Tuple[Dict[str, Any], List[torch.Tensor]]] = None,
+                     calibration: Sequence[List[torch.Tensor]] = ()):
     """The plan of `graph` and, with option `inductor`, its Inductor candidates (_with_inductor_parts;
     where compiles_beside_search, the whole graph's compile starts before the search and runs beside it;
     where compiles_before_search, the whole graph's candidates are made first and the plan on ATen's
     kernels competes planned one operator at a time, searched for only where it could win:
     Contest._searched_if_it_could_win). `fused` (fused_for_cudnn), where rewrites are measured, is
-    planned the same way and competes with them.
+    planned the same way and competes with them. `calibration`: more inputs (flat tensor lists, on the
+    device) on which a lowered candidate must meet option tolerance too.
     Returns the program, its weights, the report, whether rewrites are measured and whether Inductor
     parts were wanted."""
     device = torch.device(settings["device"])
@@ -54,7 +56,7 @@ def plan_and_compile(decomposed: ExportedProgram, graph: Dict[str, Any], importe
         if compile_parts or other_plans:
             program, weights, report = _with_inductor_parts(builder, graph, program, weights, tensors, settings,
                                                             report, measure, ready, other_plans, compile_parts,
-                                                            deferred)
+                                                            deferred, calibration)
         elif deferred:  # planned for candidates that are not wanted after all
             program, report = plans.plan(graph, weights + tensors, settings)
     finally:
@@ -66,8 +68,9 @@ def _with_inductor_parts(builder: PartBuilder, graph: Dict[str, Any], program: s
                          weights: List[torch.Tensor], tensors: List[torch.Tensor], settings: Dict[str, Any],
                          report: Dict[str, Any], measure: bool,
                          ready: Optional[Dict[str, Any]] = None, other_plans: Optional[Dict[str, Any]] = None,
-                         compile_parts: bool = True,
-                         deferred: bool = False) -> Tuple[str, List[torch.Tensor], Dict[str, Any]]:
+                         compile_parts: bool = True, deferred: bool = False,
+                         calibration: Sequence[List[torch.Tensor]] = ()
+                         ) -> Tuple[str, List[torch.Tensor], Dict[str, Any]]:
     """The plan with parts compiled by the compilers (compilers/: Inductor's, OpenVINO's) where a
     candidate measures faster than the plan on ATen's kernels (`measure`; else the finest candidate is
     kept unmeasured): the candidates are built (compiled_candidates), then compete (Contest.compete).
@@ -84,7 +87,7 @@ def _with_inductor_parts(builder: PartBuilder, graph: Dict[str, Any], program: s
     candidates.update({name: Candidate.of(name, plan) for name, plan in (other_plans or {}).items()})
     candidates["aten"] = Candidate.of("aten", Program(program, weights, report, 0))
     with RecordedWarnings() as recorded:
-        contest = Contest(builder, graph, tensors, settings, recorded)
+        contest = Contest(builder, graph, tensors, settings, recorded, calibration)
         best = contest.compete(candidates, measure, deferred)
     summary = contest.summary(candidates, best, round(compile_s + contest.compile_s, 3), cached)
     _release_rejected(candidates, best)
@@ -129,12 +132,15 @@ class Contest:
     """The candidates of one graph checked against a full-precision reference (check.py), timed side by
     side (timing.py) and the fastest kept (compete); the report's "inductor" entry made from them
     (summary). `builder` packages a candidate compiled just in time that wins; `recorded`
-    (check.RecordedWarnings) gives each run's warnings to its candidate."""
+    (check.RecordedWarnings) gives each run's warnings to its candidate; `calibration`: more inputs on
+    which a lowered candidate must meet option tolerance."""
 
     def __init__(self, builder: PartBuilder, graph: Dict[str, Any], tensors: List[torch.Tensor],
-                 settings: Dict[str, Any], recorded: RecordedWarnings):
+                 settings: Dict[str, Any], recorded: RecordedWarnings, calibration: Sequence[List[torch.Tensor]] = ()):
         self.builder, self.graph, self.tensors, self.settings = builder, graph, tensors, settings
-        self.recorded = recorded
+        self.recorded, self.calibration = recorded, list(calibration)
+        self._aten: Optional[Program] = None  # the plan on ATen's kernels the references come from
+        self._references: Dict[int, Reference] = {}  # its reference on each calibration input
         self.reference: Optional[Reference] = None
         self.compile_s = 0.0  # spent packaging a winner compiled just in time
         self.timed: Dict[str, float] = {}
@@ -148,6 +154,7 @@ class Contest:
         in for the plan the settings ask for, which is made where it could win
         (_searched_if_it_could_win) or is kept. Each candidate's entry and `out` say what happened to it."""
         aten = candidates["aten"]
+        self._aten, self._references = aten.package, {}  # the stand-in's references on calibration inputs
         self.reference = self._reference(aten.package)
         aten.entry["error"] = self.reference.summary()["user_error"]
         self._check([c for name, c in candidates.items() if name != "aten" and c.competing], aten.package.weights)
@@ -217,13 +224,13 @@ class Contest:
         else:
             candidate.drop("slower", median_ms=candidate.entry["median_ms"])
 
-    def _reference(self, aten: Program) -> Reference:
+    def _reference(self, aten: Program, inputs: Optional[List[torch.Tensor]] = None) -> Reference:
         """What the candidates are judged against (check.Reference): the outputs of the plan on ATen's
-        kernels on the example inputs under the user's settings and, where those round float32
+        kernels on the example inputs (or `inputs`) under the user's settings and, where those round float32
         matmuls or convolutions on the device (TF32), the same graph run once more in full precision,
         planned one operator at a time without a CUDA Graph (a graph would replay the kernels captured
         under the user's settings). Timing keeps the user's settings."""
-        graph, settings, tensors = self.graph, self.settings, self.tensors
+        graph, settings, tensors = self.graph, self.settings, self.tensors if inputs is None else inputs
 
         def in_full() -> List[torch.Tensor]:
             plain, _ = plans.plan(graph, aten.weights + tensors, dict(settings, method="sequential", cuda_graph=False))
@@ -250,11 +257,34 @@ class Contest:
                 tolerance = self.settings["tolerance"] if candidate.lowered else None
                 error, why, bound = self.reference.judge(got, "the plan", candidate.output_positions(self.graph),
                                                          tolerance)
+                if not why and candidate.lowered and self.calibration:
+                    error, why, bound = self._calibrated(candidate, aten_weights, error)
                 if why:
                     candidate.fail("beyond tolerance" if candidate.lowered else "wrong output", why,
                                    error=rounded(error), bound=rounded(bound))
                 else:
                     candidate.entry["error"] = rounded(error)
+
+    def _calibrated(self, candidate: Candidate, aten_weights: List[torch.Tensor],
+                    error: float) -> Tuple[float, Optional[str], Optional[float]]:
+        """`candidate` (lowered; within the tolerance on the example inputs, `error`) judged on each
+        calibration input as on the example's, against the plan on ATen's kernels run there in full
+        precision: (its largest error over all of them, why it is beyond the tolerance or None, the bound)."""
+        aten = self._aten
+        worst: Tuple[float, Optional[str], Optional[float]] = (error, None, None)
+        for k, inputs in enumerate(self.calibration):
+            reference = self._references.get(k)
+            if reference is None:
+                reference = self._references[k] = self._reference(aten, inputs)
+            with torch.no_grad(), self.recorded.running(candidate.name):
+                got = list(candidate.call(self.graph, aten_weights, inputs)())
+            judged = reference.judge(got, f"the plan on calibration input {k}", candidate.output_positions(self.graph),
+                                     self.settings["tolerance"])
+            if judged[1]:
+                return judged
+            worst = (max(worst[0], judged[0]), None, None)
+        candidate.entry["calibration_inputs"] = len(self.calibration)
+        return worst
 
     def _time(self, candidates: Dict[str, Candidate]) -> Dict[str, float]:
         return _time_candidates(candidates, self.tensors, self.graph)

@@ -26,8 +26,10 @@ from .shapes import (dynamic_shapes_of, larger_shape, resized, shapes_of, specia
 
 def optimize_exported(ep: ExportedProgram, *, method: str, device: Optional[str], options: Dict[str, Any],
                       example_inputs: Optional[Sequence[Any]] = None,
-                      example_kwargs: Optional[Dict[str, Any]] = None) -> Tuple[ExportedProgram, Dict[str, Any]]:
-    """Plans `ep` and returns the optimized ExportedProgram and the report (the keys of optimize --json)."""
+                      example_kwargs: Optional[Dict[str, Any]] = None,
+                      calibration: Sequence[List[torch.Tensor]] = ()) -> Tuple[ExportedProgram, Dict[str, Any]]:
+    """Plans `ep` and returns the optimized ExportedProgram and the report (the keys of optimize --json).
+    `calibration`: calibration.calibration_sets of the user's calibration inputs."""
     load_library()
     register_fake()
     if example_inputs is None:
@@ -61,8 +63,9 @@ def optimize_exported(ep: ExportedProgram, *, method: str, device: Optional[str]
     tensors = [t.to(target) for t in tensors]
     settings = plans.resolved(options, method, target)
     fused = fused_for_cudnn(decomposed, target, moved) if settings["check_rewrites"] else None
+    checks = [[t.to(target) for t in inputs] for inputs in calibration]
     program, weights, report, measure, compile_parts = plan_and_compile(decomposed, graph, imported, weights,
-                                                                        tensors, settings, fused)
+                                                                        tensors, settings, fused, checks)
     extra: List[torch.Tensor] = []
     if dynamic:
         structured = pytree.tree_unflatten(tensors, in_spec)
