@@ -1,6 +1,7 @@
 // Runs AOTInductor packages carried as tensors; see inductor_part.h.
 #include "executor/inductor_part.h"
 
+#include <c10/core/Device.h>
 #include <torch/csrc/inductor/aoti_package/model_package_loader.h>
 
 #include <nlohmann/json.hpp>
@@ -94,6 +95,7 @@ struct LoadedParts {
   struct Package {
     std::shared_ptr<torch::inductor::AOTIModelPackageLoader> loader;
     std::shared_ptr<std::mutex> run_mutex;
+    bool on_cuda = false;  // never released: a captured CUDA Graph may replay its kernels (ReleaseInductorParts)
   };
   std::mutex mutex;
   std::unordered_map<std::string_view, std::shared_ptr<const Part>> parts;  // by spec text
@@ -126,7 +128,9 @@ std::shared_ptr<const Part> PartFor(const at::Tensor& package, std::string_view 
     if (package.scalar_type() != at::kByte || package.dim() != 1 || !package.device().is_cpu() || !package.is_contiguous())
       throw InputError("run_inductor_part: the package must be a contiguous 1-d uint8 CPU tensor");
     // Entered only once loaded: a package that fails to load is not listed as loaded.
-    LoadedParts::Package fresh{Load(package, parsed.value("device", "cpu")), std::make_shared<std::mutex>()};
+    const std::string device = parsed.value("device", "cpu");
+    LoadedParts::Package fresh{Load(package, device), std::make_shared<std::mutex>(),
+                               c10::Device(device).is_cuda()};
     by_digest = loaded.loaders.emplace(part->digest, std::move(fresh)).first;
   }
   part->loader = by_digest->second.loader;
@@ -176,7 +180,15 @@ int64_t ReleaseInductorParts(const std::vector<std::string>& digests) {
   LoadedParts& loaded = ProcessParts();
   std::lock_guard<std::mutex> lock(loaded.mutex);
   int64_t released = 0;
-  for (const std::string& digest : digests) released += static_cast<int64_t>(loaded.loaders.erase(digest));
+  for (const std::string& digest : digests) {
+    auto it = loaded.loaders.find(digest);
+    // A CUDA Graph captured from a program that calls a CUDA part replays the part's kernels on its
+    // container's memory without calling the operator again: unloading it would leave the graph reading
+    // freed memory. CPU parts (no graphs) are released.
+    if (it == loaded.loaders.end() || it->second.on_cuda) continue;
+    loaded.loaders.erase(it);
+    ++released;
+  }
   for (auto it = loaded.parts.begin(); it != loaded.parts.end();) {
     if (!loaded.loaders.count(it->second->digest))  // a part of a released digest
       it = loaded.parts.erase(it);

@@ -26,9 +26,11 @@ std::vector<at::Tensor> RunInductorPart(const std::vector<at::Tensor>& inputs, c
 std::vector<std::string> LoadedInductorParts();
 
 // Unloads the packages of these digests (a rejected candidate's: their model containers are large)
-// and returns how many were loaded; unknown digests are skipped. Releasing is always safe: a call
-// running one now finishes on it, and the next call of a released part loads it again from its
-// package tensor, which costs a reload and nothing else. Thread-safe.
+// and returns how many were released; unknown digests are skipped, and so are CUDA packages, which
+// stay loaded: a CUDA Graph captured from a program calling one replays its kernels on the container's
+// memory. Releasing is always safe: a call running one now finishes on it, and the next call of a
+// released part loads it again from its package tensor, which costs a reload and nothing else.
+// Thread-safe.
 int64_t ReleaseInductorParts(const std::vector<std::string>& digests);
 
 // What ImportAtenGraph plans a compiled part with (Inductor's, or OpenVINO's: executor/openvino_part.h):
