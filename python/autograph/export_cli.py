@@ -283,15 +283,17 @@ def _bench(args) -> int:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    # torch's own deprecation and packaging notices are not the user's business on a command line
-    warnings.filterwarnings("ignore", category=FutureWarning, module=r"torch(\.|$)")
-    warnings.filterwarnings("ignore", category=UserWarning, module=r"torch(\.|$)")
     args = _parser().parse_args(argv)
-    try:
-        return {"optimize": _optimize, "inspect": _inspect, "bench": _bench}[args.command](args)
-    except Error as e:  # InputError, UnsupportedModelError: what, where, what to do
-        print(f"autograph: error: {e}", file=sys.stderr)
-        return 2
+    # torch's own deprecation and packaging notices are not the user's business on a command line; the
+    # filters last for the command alone (a caller's own filters are as they were after it)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", category=FutureWarning, module=r"torch(\.|$)")
+        warnings.filterwarnings("ignore", category=UserWarning, module=r"torch(\.|$)")
+        try:
+            return {"optimize": _optimize, "inspect": _inspect, "bench": _bench}[args.command](args)
+        except Error as e:  # InputError, UnsupportedModelError: what, where, what to do
+            print(f"autograph: error: {e}", file=sys.stderr)
+            return 2
 
 
 if __name__ == "__main__":

@@ -111,3 +111,11 @@ def test_a_pt2_with_dynamic_shapes_is_optimized_for_its_example_and_runs_others(
         x = torch.randn(5, 4, 8, 8)
         want = model(x)
         assert (optimized.module()(x) - want).abs().max().item() <= 1e-5 * want.abs().max().item()
+
+
+def test_the_cli_called_in_process_leaves_the_callers_warning_filters_as_they_were(tmp_path):
+    import warnings
+    from autograph import export_cli
+    before = list(warnings.filters)
+    assert export_cli.main(["inspect", str(tmp_path / "missing.pt2")]) == 2  # an error, reported
+    assert warnings.filters == before
