@@ -61,9 +61,20 @@ TEST(OptimizeOptionsFromJson, SubstitutionsSwitchesTheSixRewritesOfTheGraph) {
 
 TEST(OptimizeOptionsFromJson, EveryKeyIsKnownAndTheTableHasNoDuplicates) {
   std::vector<std::string> keys = autograph::OptimizeOptionKeys();
-  EXPECT_EQ(keys.size(), 32u);
+  EXPECT_EQ(keys.size(), 34u);
   std::sort(keys.begin(), keys.end());
   EXPECT_EQ(std::adjacent_find(keys.begin(), keys.end()), keys.end());
+}
+
+TEST(OptimizeOptionsFromJson, PrecisionTakesItsChoicesAndToleranceItsRange) {
+  const autograph::OptimizeOptions o =
+      autograph::OptimizeOptionsFromJson(json::parse(R"({"precision": "bf16", "tolerance": 0.05})"));
+  EXPECT_EQ(o.numerics.precision, "bf16");
+  EXPECT_DOUBLE_EQ(o.numerics.tolerance, 0.05);
+  EXPECT_EQ(autograph::OptimizeOptions{}.numerics.precision, "fp32");  // today's behaviour by default
+  EXPECT_THROW(autograph::OptimizeOptionsFromJson(json::parse(R"({"precision": "fp8"})")), autograph::InputError);
+  EXPECT_THROW(autograph::OptimizeOptionsFromJson(json::parse(R"({"tolerance": -1})")), autograph::InputError);
+  EXPECT_THROW(autograph::OptimizeOptionsFromJson(json::parse(R"({"tolerance": 2})")), autograph::InputError);
 }
 
 TEST(OptimizeOptionsToJson, ListsWhatDiffersFromTheDefaultsAndReadsBack) {
