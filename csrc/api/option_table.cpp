@@ -182,8 +182,9 @@ std::vector<OptionSpec> MakeTable() {
       "its outputs stay within tolerance of float32's and it measures faster; inputs and outputs keep their dtypes",
       [](auto& o) -> auto& { return o.numerics.precision; }, std::nullopt, std::nullopt, {"fp32", "bf16"}));
   t.push_back(Option<double>("tolerance", "export path",
-                             "the largest error a lowered candidate may have on the example inputs: per output, "
-                             "relative to the float32 output's largest magnitude",
+                             "the largest error a lowered candidate may have on the example inputs (and on "
+                             "optimize's calibration inputs): per output, relative to the float32 output's largest "
+                             "magnitude",
                              [](auto& o) -> auto& { return o.numerics.tolerance; }, 0.0, 1.0));
   t.push_back(Option<bool>("check_rewrites", "all",
                            "each rewrite (and Inductor candidate) is timed on the whole graph and kept only if faster",
