@@ -1,10 +1,10 @@
 // libautograph_openvino.so: runs autograph::run_openvino_part with OpenVINO's CPU plugin. Loading the
 // library installs the runner (see executor/openvino_part.h); the runtime never links OpenVINO.
 // Each package is compiled once per process (keyed by its spec, which names its digest; released by
-// digest: ReleaseOpenVinoParts) with the latency
-// hint and float32 inference precision (on CPUs with bf16 units OpenVINO would otherwise compute in
-// bf16, ~1e-2 off); its one infer request runs one call at a time, on tensors that wrap the caller's
-// and the outputs' memory (no copies for static shapes).
+// digest: ReleaseOpenVinoParts) with the latency hint and the inference precision its spec names
+// (float32 unless it says bf16: on CPUs with bf16 units OpenVINO's own default would be bf16); its one
+// infer request runs one call at a time, on tensors that wrap the caller's and the outputs' memory (no
+// copies for static shapes).
 #include <openvino/openvino.hpp>
 
 #include <ATen/ATen.h>

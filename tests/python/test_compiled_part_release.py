@@ -14,18 +14,9 @@ import torch
 
 import autograph
 from autograph._library import openvino_missing
+from test_part_cache import Block  # the same small model
 
 TOL = 1e-4
-
-
-class Block(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.conv = torch.nn.Conv2d(3, 8, 3, padding=1)
-        self.head = torch.nn.Linear(8, 4)
-
-    def forward(self, x):
-        return self.head(torch.relu(self.conv(x)).mean((2, 3)))
 
 
 @pytest.fixture(scope="module")
