@@ -10,7 +10,10 @@ Usage: bench/gpu_table.py --out DIR [--models squeezenet resnet50 bert_base] [--
 Methods (the CSV's `method`): eager, torch_compile_default, torch_compile_reduce_overhead,
 torch_compile_max_autotune, jit_frozen, nimble, autograph_graph (the TorchScript path replayed as a CUDA
 Graph), autograph_export (torch.export, then autograph.optimize: the export path), and jit (the zoo's
-TorchScript module as loaded: the reference of max_abs_err / max_rel_err, as in `autograph bench`).
+TorchScript module as loaded: the reference of max_abs_err / max_rel_err, as in `autograph bench`). Below
+float32: autograph_export_bf16 / _fp16 (option precision; the row's `precision` says what the kept program
+computes in) and torch_compile_autocast_bf16 / _fp16 (torch.compile's default mode under autocast); fp16
+on CUDA only.
 
 Each step is a child process under its own `timeout`; a step that fails or runs out of time does not stop
 the others. Per model, while the budget lasts:
@@ -24,6 +27,8 @@ the others. Per model, while the budget lasts:
                 outputs: on the timed input against jit and against eager with TF32 off, and on a SECOND
                 input (other tensors, another seed) against eager with TF32 off; then builds the export
                 path and does the same again with it among them (a crash there keeps the rest complete);
+  precision     the methods below float32 in a process of their own, eager timed beside them as an anchor,
+                checked as above (their errors against TF32-off eager are their precision's own);
   max_autotune  torch.compile max-autotune in a process of its own with its own cap (its autotuning takes
                 minutes when Inductor's caches are cold), after the other steps of every model, one model
                 at a time with all that is left but the least the later ones need; eager timed beside it
@@ -59,14 +64,16 @@ for _p in (ROOT, ROOT / "bench"):
 # One module per concern: gpu_table_rows (the table: methods, columns, rows), gpu_table_worker (a step's
 # child process) and gpu_table_steps (the parent running the steps within the budget). The table's names
 # stay importable from here, the entry point.
-from gpu_table_rows import (CLI_METHODS, FIELDS, METHODS, ORDER, PROG, check_table, merge,  # noqa: E402,F401
-                            ratio_lines, write_csv)
+from gpu_table_rows import (CLI_METHODS, FIELDS, METHODS, ORDER, PRECISION_METHODS, PROG,  # noqa: E402,F401
+                            check_table, merge, ratio_lines, write_csv)
 from gpu_table_steps import Steps, child_env, run_steps  # noqa: E402
 from gpu_table_worker import warm, worker  # noqa: E402
 
 DEFAULT_MODELS = ["squeezenet", "resnet50", "bert_base"]
 REHEARSAL_SKIPS = {"torch_compile_max_autotune": "skipped in the CPU rehearsal: max-autotune's autotuning takes "
                                                  "minutes on 2 cores; it runs on the GPU only"}
+# fp16 is for CUDA (autograph lowers nothing to it on a CPU; CPU autocast to float16 is no user's choice).
+CPU_SKIPS = {m: "fp16 runs on CUDA only" for m in ("autograph_export_fp16", "torch_compile_autocast_fp16")}
 
 
 def write_summary(args, steps: Steps, rows: List[dict], why: Dict[Tuple[str, str], str], wanted: List[str],
@@ -141,7 +148,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         return worker(args)
     if args.check:
         problems = check_table(args.check, args.models, [m for m in args.methods if m not in
-                                                         (REHEARSAL_SKIPS if args.rehearse else {})])
+                                                         (dict(REHEARSAL_SKIPS, **CPU_SKIPS) if args.rehearse else {})])
         print("\n".join(problems) if problems else f"{PROG}: {args.check}: complete")
         return 1 if problems else 0
     if args.warm_only:
@@ -157,7 +164,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         return 2
     shutil.rmtree(args.out / "steps", ignore_errors=True)  # an earlier run's rows must not pass for this one's
     (args.out / "logs").mkdir(parents=True, exist_ok=True)
-    skipped = {m: why for m, why in (REHEARSAL_SKIPS if args.rehearse else {}).items() if m in args.methods}
+    skips = dict(REHEARSAL_SKIPS if args.rehearse else {}, **(CPU_SKIPS if args.device == "cpu" else {}))
+    skipped = {m: why for m, why in skips.items() if m in args.methods}
     wanted = [m for m in args.methods if m not in skipped]
     steps = run_steps(args, wanted)
     rows, why = merge(args)

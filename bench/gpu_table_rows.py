@@ -8,14 +8,17 @@ from typing import Dict, List, Optional, Tuple
 import torch_compile_bench as tcb
 
 PROG = "gpu_table"
+# Below float32 (the precision step): the export path with option precision, torch.compile under autocast.
+PRECISION_METHODS = {"autograph_export_bf16": "bf16", "autograph_export_fp16": "fp16",
+                     "torch_compile_autocast_bf16": "bf16", "torch_compile_autocast_fp16": "fp16"}
 METHODS = ["eager", "torch_compile_default", "torch_compile_reduce_overhead", "torch_compile_max_autotune",
-           "jit_frozen", "nimble", "autograph_graph", "autograph_export"]
+           "jit_frozen", "nimble", "autograph_graph", "autograph_export"] + list(PRECISION_METHODS)
 CLI_METHODS = ["jit", "jit_frozen", "nimble", "autograph_graph"]  # what `autograph bench` builds (jit: its reference)
 COMPILE_MODES = {"torch_compile_default": "default", "torch_compile_reduce_overhead": "reduce-overhead",
                  "torch_compile_max_autotune": "max-autotune"}
 ORDER = ["eager", "jit"] + METHODS[1:]  # the CSV's row order per model
 EXTRA_FIELDS = ["timed", "warmup", "runs", "tf32_off_max_abs_err", "tf32_off_max_rel_err", "input2_max_abs_err",
-                "input2_max_rel_err", "cli_median_ms", "kept", "chosen", "stages", "streams", "cuda_graphs",
+                "input2_max_rel_err", "cli_median_ms", "kept", "chosen", "precision", "stages", "streams", "cuda_graphs",
                 "capture_failures", "note"]
 FIELDS = tcb.CSV_FIELDS + EXTRA_FIELDS
 CAPTURE_FAILED = "capturing a CUDA Graph failed"
@@ -37,7 +40,7 @@ def merge(args) -> Tuple[List[dict], Dict[Tuple[str, str], str]]:
         step_dir = args.out / "steps" / model
         cli = {r["method"]: r for r in read_csv(step_dir / "cli" / "results.csv")}
         by_method: Dict[str, dict] = {}
-        for step in ("main", "max_autotune"):
+        for step in ("main", "precision", "max_autotune"):
             for f in sorted((step_dir / step / "rows").glob("*.json")):
                 if f.name.endswith(".skipped.json"):
                     why[(model, f.name[:-len(".skipped.json")])] = json.loads(f.read_text())["why"]
@@ -90,8 +93,10 @@ def check_table(csv_path: Path, models: List[str], methods: List[str]) -> List[s
                 ok = False
             if not ok:
                 problems.append(f"{model}: no {method} row with a median")
-            elif method == "autograph_export" and not (r["kept"] and r["streams"] and r["cuda_graphs"]):
-                problems.append(f"{model}: the autograph_export row lacks kept / streams / cuda_graphs")
+            elif method.startswith("autograph_export") and not (r["kept"] and r["streams"] and r["cuda_graphs"]):
+                problems.append(f"{model}: the {method} row lacks kept / streams / cuda_graphs")
+            elif method in PRECISION_METHODS and not r["precision"]:
+                problems.append(f"{model}: the {method} row does not say what it computed in (precision)")
     return problems
 
 
@@ -112,7 +117,8 @@ def ratio_lines(rows: List[dict], models: List[str]) -> List[str]:
         mine = {r["method"]: r for r in rows if r["model"] == model}
         if not mine:
             continue
-        compiled = [(number(r), m) for m, r in mine.items() if m.startswith("torch_compile_") and number(r)]
+        compiled = [(number(r), m) for m, r in mine.items()
+                    if m.startswith("torch_compile_") and m not in PRECISION_METHODS and number(r)]
         best_ms, best = min(compiled) if compiled else (None, "")
         eager_ms, nimble_ms = number(mine.get("eager")), number(mine.get("nimble"))
         eager_err = number(mine.get("eager"), "input2_max_rel_err") or 0.0
@@ -122,9 +128,29 @@ def ratio_lines(rows: List[dict], models: List[str]) -> List[str]:
             ms = number(r)
             cells = [f"{(ref / ms):.2f}" if ref and ms else "–" for ref in (eager_ms, best_ms, nimble_ms)]
             err = number(r, "input2_max_rel_err")
-            flag = " ⚠" if err is not None and err > max(1e-3, 10 * eager_err) else ""
+            # Below float32 an error is expected: the precision lines below say how large.
+            flag = " ⚠" if err is not None and err > max(1e-3, 10 * eager_err) and method not in PRECISION_METHODS else ""
             lines.append(f"  {method:<31}{(f'{ms:.3f}' if ms else '–'):>10}{cells[0]:>9}{cells[1]:>16}{cells[2]:>10}"
                          f"  {(f'{err:.1e}' if err is not None else 'not checked'):>13}{flag}  {r.get('timed', '')}")
         if best:
             lines.append(f"  (best torch.compile mode: {best})")
+        lines += _precision_lines(mine)
+    return lines
+
+
+def _precision_lines(mine: Dict[str, dict]) -> List[str]:
+    """Per precision below float32: autograph's program at that precision over its float32 one and over
+    torch.compile under autocast to the same dtype (speedups: above 1 = faster), with what it kept."""
+    lines = []
+    fp32 = number(mine.get("autograph_export"))
+    for precision in ("bf16", "fp16"):
+        ours, rival = mine.get(f"autograph_export_{precision}"), mine.get(f"torch_compile_autocast_{precision}")
+        ms = number(ours)
+        if not ms:
+            continue
+        cells = [f"{ref / ms:.2f}x {name}" for ref, name in ((fp32, "autograph_export"),
+                                                             (number(rival), f"torch_compile_autocast_{precision}"))
+                 if ref]
+        lines.append(f"  autograph_export_{precision}: {', '.join(cells) or 'no ratio'}; kept {ours.get('kept', '?')} "
+                     f"computing in {ours.get('precision') or '?'}")
     return lines

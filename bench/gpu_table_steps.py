@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 from typing import Callable, List
 
-from gpu_table_rows import CAPTURE_FAILED, CLI_METHODS, PROG
+from gpu_table_rows import CAPTURE_FAILED, CLI_METHODS, PRECISION_METHODS, PROG
 
 ROOT = Path(__file__).resolve().parents[1]
 DRIVER = ROOT / "bench" / "gpu_table.py"  # the steps' processes run the driver with --worker / --warm-only
@@ -15,13 +15,15 @@ DRIVER = ROOT / "bench" / "gpu_table.py"  # the steps' processes run the driver 
 # Caps per step (seconds) and the least time worth starting one with, sized from what the steps took on an H100
 # (bench/results/gpu-2026-11-26b-h100; the main step's export path is the longest, and Inductor's one-time CPU-ISA
 # check, which the warm step pays instead, made it longer still there).
-CAPS = {"warm": 120, "cli": 90, "main": 240, "max_autotune": 180}
-LEAST = {"warm": 20, "cli": 20, "main": 45, "max_autotune": 40}
+CAPS = {"warm": 120, "cli": 90, "main": 240, "precision": 150, "max_autotune": 180}
+LEAST = {"warm": 20, "cli": 20, "main": 45, "precision": 40, "max_autotune": 40}
 RESERVE_S = 15  # for merging, the report and the summary
 # `autograph bench`'s cap at least (up to CAPS["cli"]): killed, it writes no results.csv and saves no module, and
 # the main step then has none of jit_frozen, nimble and autograph_graph to load.
 CLI_FLOOR_S = 60
-PASS1_SHARE = 0.7  # of a model's share of the budget, for cli + main when max-autotune waits for its own pass
+# Of a model's share of the budget, for cli + main when the precision step, max-autotune or both wait for
+# passes of their own.
+PASS1_SHARE = {0: 1.0, 1: 0.7, 2: 0.55}
 
 
 class Steps:
@@ -109,8 +111,9 @@ def worker_cmd(args, model: str, step: str, methods: List[str], cap: int, anchor
 
 
 def run_steps(args, wanted: List[str]) -> Steps:
-    """Warm-up; then per model `autograph bench` and the main process; then max-autotune per model with what
-    is left: every model's table is complete but for max-autotune before max-autotune may take its time."""
+    """Warm-up; then per model `autograph bench` and the main process; then per model the precision step (the
+    methods below float32, eager beside them as an anchor); then max-autotune per model with what is left:
+    every model's float32 table is complete before the later passes may take their time."""
     steps = Steps(args)
     if not args.no_warm:
         steps.run("warm", "warm", lambda cap: [sys.executable, str(DRIVER), "--warm-only", "--out",
@@ -120,9 +123,10 @@ def run_steps(args, wanted: List[str]) -> Steps:
     main_methods = [m for m in ["eager", "jit"] + cli_methods + ["torch_compile_default", "torch_compile_reduce_overhead",
                                                                   "autograph_export"] if m in wanted + ["jit"]]
     autotune = "torch_compile_max_autotune" in wanted
+    lowered = [m for m in PRECISION_METHODS if m in wanted]
     n = len(args.models)
     for i, model in enumerate(args.models):
-        share = steps.left() / (n - i) * (PASS1_SHARE if autotune else 1.0)
+        share = steps.left() / (n - i) * PASS1_SHARE[bool(autotune) + bool(lowered)]
         t0 = time.monotonic()
         if cli_methods:
             if not Path(args.cli).is_file():
@@ -135,6 +139,12 @@ def run_steps(args, wanted: List[str]) -> Steps:
                            "--cache", str(args.cache_dir / "bench")], max(share * 0.4, CLI_FLOOR_S))
         cap = max(share - (time.monotonic() - t0), LEAST["main"])
         steps.run(f"{model} main", "main", lambda c: worker_cmd(args, model, "main", main_methods, c), cap)
+    for i, model in enumerate(args.models if lowered else []):
+        # An equal share of what is left, less what max-autotune needs at least (of which it gets a part too).
+        reserve = LEAST["max_autotune"] * n if autotune else 0
+        cap = (steps.left() - reserve) / (n - i) * (0.6 if autotune else 1.0)
+        steps.run(f"{model} precision", "precision",
+                  lambda c: worker_cmd(args, model, "precision", lowered, c, anchor="eager"), cap)
     for i, model in enumerate(args.models if autotune else []):
         # All that is left but the least for each model after it: a cold autotuning that does not finish
         # in an equal share would give no row at all, where the first models' finishing gives some.

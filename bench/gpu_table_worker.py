@@ -13,12 +13,13 @@ from pathlib import Path
 from typing import Callable, Dict, List, Optional, Tuple
 
 import torch_compile_bench as tcb
-from gpu_table_rows import CAPTURE_FAILED, CLI_METHODS, COMPILE_MODES, PROG
+from gpu_table_rows import CAPTURE_FAILED, CLI_METHODS, COMPILE_MODES, PRECISION_METHODS, PROG
 
 ROOT = Path(__file__).resolve().parents[1]
 # The least time left in the main step for building one more method (else it is skipped and said so).
 LEAST_BUILD_S = {"torch_compile_default": 15, "torch_compile_reduce_overhead": 10, "torch_compile_max_autotune": 30,
-                 "autograph_export": 20}
+                 "autograph_export": 20, "autograph_export_bf16": 20, "autograph_export_fp16": 20,
+                 "torch_compile_autocast_bf16": 15, "torch_compile_autocast_fp16": 15}
 
 
 def one_line(e: BaseException) -> str:
@@ -100,17 +101,30 @@ def build_method(method: str, ctx: dict) -> Tuple[Callable[[list], object], dict
             ctx["first"][method] = cloned(run(ctx["x1"]))
         if graphs and counters["inductor"]["cudagraph_skips"] > skips:
             info["note"] = f"Inductor skipped CUDA Graphs {counters['inductor']['cudagraph_skips'] - skips} time(s)"
-    elif method == "autograph_export":
+    elif method.startswith("torch_compile_autocast_"):
+        # What a user runs for reduced precision with torch.compile: the default mode under autocast.
+        compiled = torch.compile(copy.deepcopy(model))
+        dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[PRECISION_METHODS[method]]
+
+        def run(xs):
+            with torch.autocast(device.type, dtype=dtype):
+                return compiled(*xs)
+        info["precision"] = PRECISION_METHODS[method]
+    elif method.startswith("autograph_export"):
         import autograph
-        # As bench/torch_compile_bench.py --export-path and bench/export_path.py: export, then optimize.
+        # As bench/torch_compile_bench.py --export-path and bench/export_path.py: export, then optimize
+        # (with option precision for the rows below float32).
         ep = torch.export.export(model, tuple(ctx["x1"]), strict=False)
-        optimized, report = autograph.optimize(ep)
+        precision = PRECISION_METHODS.get(method)
+        optimized, report = autograph.optimize(ep, **({"precision": precision} if precision else {}))
         module = optimized.module()
         run = lambda xs: module(*xs)  # noqa: E731
         inductor = report.get("inductor") or {}
         info.update(kept=inductor.get("kept", "aten"), chosen=report.get("chosen") or "",
                     stages=report.get("stages", ""), streams=report.get("streams", ""),
                     cuda_graphs=cuda_graph_plans(optimized))
+        if precision:  # what the kept program computes in (fp32 where nothing lowered met the tolerance)
+            info["precision"] = (inductor.get("precision") or {}).get("kept", "fp32")
         notes = [f"fallback: {report['fallback']}"] if report.get("fallback") else []
         notes += [f"{k}: {v}" for k, v in (inductor.get("errors") or {}).items()]
         if notes:
@@ -216,7 +230,7 @@ def build_and_time_alone(method: str, ctx: dict, args, base: dict, rows_dir: Pat
 # Built last, in a phase of its own: the export path crashed its process on the GPU before
 # (bench/results/gpu-2026-11-26-h100/export-path-segfault.log), and once in a CPU rehearsal. By then every
 # other method of the step is timed side by side and checked, so a crash loses only its row.
-LAST_PHASE = ["autograph_export"]
+LAST_PHASE = ["autograph_export", "autograph_export_bf16", "autograph_export_fp16"]
 
 
 def worker(args) -> int:

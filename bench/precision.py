@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """autograph's option precision against the rivals at the same precision, model by model, side by side.
 
-    python bench/precision.py [--models a,b] [--repeats N] [--out DIR] [--tolerance T]
+    python bench/precision.py [--models a,b] [--unseen c,d] [--repeats N] [--out DIR] [--tolerance T]
 
 For each zoo model on this machine's CPU: eager float32 (the reference every error is measured against,
 relative to the output's scale); autograph's export path at its default (fp32) and with precision="bf16"
@@ -9,7 +9,8 @@ relative to the output's scale); autograph's export path at its default (fp32) a
 bf16 units its default inference precision is bf16) and with the bf16 hint; torch.compile with freezing
 under CPU autocast to bfloat16. All timed in alternation (autograph.export.timing: warm-up, then each
 method once per round), median ms. ONNX Runtime's CPU provider has no bf16 path: not in the table. Writes
-DIR/results.csv and DIR/README.md. Long: a benchmark, never a timed test.
+DIR/results.csv and DIR/README.md. Long: a benchmark, never a timed test. --unseen adds torchvision models
+the zoo lacks (random weights, batch 1, 3x224x224), as a user would try them.
 """
 import argparse
 import csv
@@ -44,6 +45,9 @@ def _autograph(model, inputs, row, key, **options):
     if "precision" in contest:
         row[f"{key}_lowered"] = ",".join(contest["precision"]["lowered"]) or "-"
         row[f"{key}_met"] = ",".join(contest["precision"]["met"]) or "-"
+    listed = contest.get("candidates", {}).get(row[f"{key}_kept"], {}).get("parts_precision")
+    if listed:  # lowered part by part: how many parts compute in bf16
+        row[f"{key}_kept"] += f" ({sum(p['precision'] != 'fp32' for p in listed)}/{len(listed)} parts bf16)"
     module = optimized.module()
     return lambda: module(*inputs)
 
@@ -68,10 +72,21 @@ def _openvino(model, inputs, workdir):
             for name, precision in (("f32", "f32"), ("default", None), ("bf16", "bf16"))}
 
 
+def _unseen(name: str):
+    """A torchvision model the zoo lacks, with random weights, and its input (batch 1, 3x224x224)."""
+    import torchvision
+    extra = {"googlenet": {"aux_logits": False, "init_weights": True}}.get(name, {})
+    model = torchvision.models.get_model(name, weights=None, **extra).eval()
+    return model, (torch.randn(1, 3, 224, 224, generator=torch.Generator().manual_seed(0)),)
+
+
 def measure(name: str, args) -> dict:
     torch.manual_seed(0)
-    model = registry.build(name)
-    inputs = tuple(registry.make_inputs(name))
+    if name in args.unseen:
+        model, inputs = _unseen(name)
+    else:
+        model = registry.build(name)
+        inputs = tuple(registry.make_inputs(name))
     with torch.no_grad():
         want = model(*inputs)
     row = {"model": name}
@@ -137,6 +152,7 @@ def write(rows, args) -> None:
                  f"vs the best bf16 rival {geo['rival']:.2f}×.")
     (out / "README.md").write_text(
         f"`python bench/precision.py --models {args.models} --repeats {args.repeats}"
+        + (f" --unseen {','.join(args.unseen)}" if args.unseen else "")
         + (f" --tolerance {args.tolerance}" if args.tolerance is not None else "")
         + f"` ({torch.get_num_threads()} threads, torch {torch.__version__}). Median ms (error against float32 "
           "eager, relative to the output's scale); ratios: the other's time ÷ autograph bf16's.\n\n"
@@ -148,10 +164,12 @@ def main() -> int:
     parser.add_argument("--models", default=DEFAULT_MODELS)
     parser.add_argument("--repeats", type=int, default=10)
     parser.add_argument("--tolerance", type=float, default=None)
+    parser.add_argument("--unseen", default="", help="torchvision models the zoo lacks, e.g. googlenet,efficientnet_b0")
     parser.add_argument("--out", default="bench/results/precision-cpu")
     args = parser.parse_args()
+    args.unseen = [n for n in args.unseen.split(",") if n]
     rows = []
-    for name in args.models.split(","):
+    for name in args.models.split(",") + args.unseen:
         rows.append(measure(name, args))
         print({k: v for k, v in rows[-1].items() if "median" in k or "err" in k or "kept" in k}, flush=True)
     write(rows, args)

@@ -48,11 +48,13 @@ LAYERS = [
     "export.candidate",                  # one candidate of the contest: what runs, its report entry, why it is out
     "export.compilers.toolchain",        # Inductor's toolchain settings
     "export.compilers.base",             # the compilers' protocol, the whole graph as a part, a part's digest
+    "export.compilers.lowered_module",   # a part's module computing below float32 (lowered weights)
     "export.compilers.inductor",         # parts compiled by Inductor (AOTInductor packages)
     "export.compilers.openvino_convert", # a part to an OpenVINO package, in or out of process
     "export.compilers.openvino",         # parts compiled by OpenVINO (CPU)
     "export.compilers",                  # (package __init__)
     "export.candidates",                 # the candidates beside the plan: compiled parts, cuDNN's fusions
+    "export.lowering",                   # lowering part by part where the whole graph misses the tolerance
     "export.contest",                    # the contest: checks, times, keeps the fastest
     "export.shapes",                     # plans and graphs for other shapes
     "export.runtime",                    # ExecuteProgram, the fake kernel

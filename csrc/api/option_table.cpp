@@ -177,10 +177,12 @@ std::vector<OptionSpec> MakeTable() {
                            [](auto& o) -> auto& { return o.substitutions.openvino; }));
   t.push_back(Option<std::string>(
       "precision", "export path",
-      "the lowest precision a candidate may compute in: fp32 (float32 throughout) or bf16 (on CPU, OpenVINO's "
-      "candidate with bfloat16 inference precision beside its float32 one); a lowered candidate is kept only where "
-      "its outputs stay within tolerance of float32's and it measures faster; inputs and outputs keep their dtypes",
-      [](auto& o) -> auto& { return o.numerics.precision; }, std::nullopt, std::nullopt, {"fp32", "bf16"}));
+      "the lowest precision a candidate may compute in: fp32 (float32 throughout), bf16 (OpenVINO's candidate "
+      "with bfloat16 inference precision on CPU, lowered part by part where its whole graph misses the tolerance; "
+      "Inductor's whole graph with bfloat16 weights on CUDA or a CPU with bf16 instructions) or fp16 (Inductor's "
+      "whole graph with float16 weights on CUDA); a lowered candidate is kept only where its outputs stay within "
+      "tolerance of float32's and it measures faster; inputs and outputs keep their dtypes",
+      [](auto& o) -> auto& { return o.numerics.precision; }, std::nullopt, std::nullopt, {"fp32", "bf16", "fp16"}));
   t.push_back(Option<double>("tolerance", "export path",
                              "the largest error a lowered candidate may have on the example inputs (and on "
                              "optimize's calibration inputs): per output, relative to the float32 output's largest "

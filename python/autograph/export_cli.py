@@ -1,6 +1,7 @@
 """The `autograph` command on torch.export programs (.pt2): optimize, inspect and bench.
 
     autograph optimize model.pt2 -o out.pt2 [--method M] [--device D] [--max-streams N ...] [--aoti PKG.pt2]
+                       [--precision bf16 [--tolerance T] [--calibration INPUTS.pt]]
     autograph inspect model.pt2 [--json]
     autograph bench model.pt2 [--optimized out.pt2] [--warmup N] [--runs N] [--json]
 
@@ -56,6 +57,9 @@ def _parser() -> argparse.ArgumentParser:
     o.add_argument("--aoti", default=None, metavar="PKG.pt2",
                    help="also write an AOTInductor package of the optimized program (for C++: AOTIModelPackageLoader)")
     o.add_argument("--json", action="store_true", help="the report as one JSON object on stdout")
+    o.add_argument("--calibration", default=None, metavar="INPUTS.pt",
+                   help="more inputs on which a candidate below float32 must meet option tolerance: a list of input "
+                        "tuples saved by torch.save([(x1,), (x2,)], INPUTS.pt)")
     inputs(o)
 
     i = sub.add_parser("inspect", help="what a .pt2 program holds: operators, or autograph's plan if optimized")
@@ -158,6 +162,19 @@ def _options(pairs: List[str]) -> Dict[str, Any]:
     return options
 
 
+def _calibration(path: str) -> Any:
+    """The calibration inputs saved at `path` (torch.save of a list of input tuples), read without running
+    any code of the file's (weights_only); optimize checks their structure."""
+    try:
+        return torch.load(path, weights_only=True)
+    except FileNotFoundError:
+        raise InputError(f"--calibration {path}: no such file") from None
+    except Exception as e:  # noqa: BLE001 - one clear error, whatever the file holds
+        raise InputError(f"--calibration {path}: not a file of input tuples ({type(e).__name__}: "
+                         f"{str(e).splitlines()[0] if str(e) else ''}); write one with "
+                         "torch.save([(x1,), (x2,)], path)") from None
+
+
 def _optimize(args) -> int:
     from .api import optimize
     ep = _load(args.model)
@@ -165,6 +182,8 @@ def _optimize(args) -> int:
     if kwargs:
         raise InputError("the program takes keyword inputs; optimize it from Python: autograph.optimize(ep)")
     options = dict(_options(args.option), **_flag_options(args))
+    if args.calibration is not None:
+        options["calibration"] = _calibration(args.calibration)
     start = time.perf_counter()
     optimized, report = optimize(ep, inputs, device=args.device, **options)
     report["optimize_s"] = round(time.perf_counter() - start, 3)
@@ -178,6 +197,9 @@ def _optimize(args) -> int:
         print(json.dumps(report))
     else:
         kept = (report.get("inductor") or {}).get("kept", "aten")
+        precision = (report.get("inductor") or {}).get("precision")
+        if precision:
+            kept += f" in {precision['kept']} (asked {precision['asked']}, tolerance {precision['tolerance']:g})"
         print(f"{args.model}: {report['operators_before']} operators -> {report['stages']} stages on "
               f"{report['streams']} streams, kernels: {kept} ({report['method']}, {report['device']}); "
               f"optimized in {report['optimize_s']:.1f} s; wrote {args.output}"

@@ -119,3 +119,32 @@ def test_the_cli_called_in_process_leaves_the_callers_warning_filters_as_they_we
     before = list(warnings.filters)
     assert export_cli.main(["inspect", str(tmp_path / "missing.pt2")]) == 2  # an error, reported
     assert warnings.filters == before
+
+
+def test_calibration_inputs_from_a_file_reach_the_accuracy_gate(program, tmp_path):
+    from autograph._library import openvino_missing
+    if openvino_missing():
+        pytest.skip(f"no OpenVINO parts: {openvino_missing()}")
+    inputs = tmp_path / "calibration.pt"
+    torch.save([(torch.randn(1, 4, 8, 8),), (torch.randn(1, 4, 8, 8),)], inputs)
+    r = _autograph("optimize", program, "-o", tmp_path / "o.pt2", "--method", "sequential", "--precision", "bf16",
+                   "--tolerance", "0.1", "--calibration", inputs, "--json")
+    assert r.returncode == 0, r.stderr
+    contest = json.loads(r.stdout)["inductor"]
+    assert contest["precision"]["asked"] == "bf16" and contest["precision"]["tolerance"] == 0.1
+    # bfloat16 on this small network is far within 0.1 of the scale (test_precision.py): judged on both inputs
+    assert contest["candidates"]["whole_openvino_bf16"]["calibration_inputs"] == 2
+
+
+def test_bad_calibration_files_are_one_line_errors_before_any_work(program, tmp_path):
+    r = _autograph("optimize", program, "-o", tmp_path / "o.pt2", "--calibration", tmp_path / "absent.pt")
+    assert r.returncode == 2 and _error(r) == f"autograph: error: --calibration {tmp_path / 'absent.pt'}: no such file"
+    junk = tmp_path / "junk.pt"
+    junk.write_bytes(b"not a torch file")
+    r = _autograph("optimize", program, "-o", tmp_path / "o.pt2", "--calibration", junk)
+    assert r.returncode == 2 and "not a file of input tuples" in _error(r) and "torch.save" in _error(r), r.stderr
+    wrong = tmp_path / "wrong.pt"
+    torch.save([(torch.randn(2, 4, 8, 8),)], wrong)  # another shape than the example's
+    r = _autograph("optimize", program, "-o", tmp_path / "o.pt2", "--precision", "bf16", "--calibration", wrong)
+    assert r.returncode == 2 and "calibration[0], input 0" in _error(r), r.stderr
+    assert not (tmp_path / "o.pt2").exists()

@@ -16,7 +16,8 @@ import gpu_table  # noqa: E402
 
 DRIVER = ROOT / "bench" / "gpu_table.py"
 TABLE_METHODS = ["eager", "torch_compile_default", "torch_compile_reduce_overhead", "torch_compile_max_autotune",
-                 "jit_frozen", "nimble", "autograph_graph", "autograph_export"]
+                 "jit_frozen", "nimble", "autograph_graph", "autograph_export", "autograph_export_bf16",
+                 "autograph_export_fp16", "torch_compile_autocast_bf16", "torch_compile_autocast_fp16"]
 
 
 def write_table(path, rows, fields=None):
@@ -31,8 +32,10 @@ def write_table(path, rows, fields=None):
 def row(model, method, median=1.0, **extra):
     r = {"model": model, "batch": 1, "device": "cuda", "method": method, "median_ms": median, "p10_ms": median,
          "p90_ms": median, "max_abs_err": 0, "max_rel_err": 0, "search_s": 1}
-    if method == "autograph_export":
+    if method.startswith("autograph_export"):
         r.update(kept="whole", streams=1, cuda_graphs=1)
+    if method in gpu_table.PRECISION_METHODS:
+        r.update(precision=gpu_table.PRECISION_METHODS[method])
     r.update(extra)
     return r
 
@@ -57,13 +60,14 @@ def test_check_table_names_missing_columns_rows_medians_and_unknown_methods(tmp_
     assert problems == ["column input2_max_rel_err missing"]
 
     rows = [row("a", "eager"), row("a", "nimble", median="nan"), row("a", "torch_compile"),
-            row("a", "autograph_export", kept="")]
+            row("a", "autograph_export", kept=""), row("a", "autograph_export_bf16", precision="")]
     problems = gpu_table.check_table(write_table(tmp_path / "b.csv", rows), ["a"],
-                                     ["eager", "nimble", "autograph_graph", "autograph_export"])
+                                     ["eager", "nimble", "autograph_graph", "autograph_export", "autograph_export_bf16"])
     assert "unknown method name 'torch_compile' (a)" in problems
     assert "a: no nimble row with a median" in problems
     assert "a: no autograph_graph row with a median" in problems
     assert "a: the autograph_export row lacks kept / streams / cuda_graphs" in problems
+    assert "a: the autograph_export_bf16 row does not say what it computed in (precision)" in problems
     assert not any("eager" in p for p in problems)
     assert gpu_table.check_table(tmp_path / "absent.csv", ["a"], ["eager"]) == [f"{tmp_path / 'absent.csv'} was not written"]
 
@@ -77,9 +81,10 @@ def test_check_command_exit_status(tmp_path):
     assert run(complete).returncode == 0
     r = run(incomplete)
     assert r.returncode == 1 and "a: no nimble row with a median" in r.stdout
-    # The rehearsal does not ask for max-autotune: a table without it is complete there.
+    # The rehearsal (on CPU) does not ask for max-autotune or fp16: a table without them is complete there.
     no_autotune = write_table(tmp_path / "rehearsal.csv",
-                              [row("a", m) for m in TABLE_METHODS if m != "torch_compile_max_autotune"])
+                              [row("a", m) for m in TABLE_METHODS if m != "torch_compile_max_autotune"
+                               and not m.endswith("fp16")])
     assert run(no_autotune).returncode == 1
     assert run(no_autotune, "--rehearse").returncode == 0
 
@@ -116,6 +121,17 @@ def test_ratios_over_eager_the_best_compile_mode_and_nimble():
     assert graph.split()[1:5] == ["0.250", "16.00", "4.00", "2.00"]
     assert "⚠" in graph  # far above eager's own difference from the TF32-off reference
     assert lines[-1] == "  (best torch.compile mode: torch_compile_reduce_overhead)"
+
+
+def test_precision_rows_are_compared_with_float32_and_autocast_and_never_pass_for_the_best_compile_mode():
+    rows = [row("m", "eager", 4.0, input2_max_rel_err=1e-4), row("m", "torch_compile_default", 2.0),
+            row("m", "autograph_export", 1.0), row("m", "torch_compile_autocast_bf16", 0.8, input2_max_rel_err=4e-3),
+            row("m", "autograph_export_bf16", 0.5, input2_max_rel_err=4e-3, kept="whole_bf16")]
+    lines = gpu_table.ratio_lines(rows, ["m"])
+    assert "  (best torch.compile mode: torch_compile_default)" in lines  # float32 modes alone
+    assert not any("⚠" in line for line in lines)  # bf16's own error is expected, and said below
+    assert lines[-1] == ("  autograph_export_bf16: 2.00x autograph_export, 1.60x torch_compile_autocast_bf16; "
+                         "kept whole_bf16 computing in bf16")
 
 
 def test_driver_end_to_end_on_cpu_with_eager(tmp_path, zoo):

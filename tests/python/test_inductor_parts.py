@@ -188,9 +188,9 @@ def test_the_whole_graph_compiled_before_planning_is_the_whole_candidate(block, 
     compiled = []
     original = inductor_parts.PartBuilder._compile_now
 
-    def counting(self, part, label, freezing):
+    def counting(self, part, label, freezing, *precision):
         compiled.append((len(part), label, threading.current_thread() is threading.main_thread()))
-        return original(self, part, label, freezing)
+        return original(self, part, label, freezing, *precision)
 
     monkeypatch.setattr(inductor_parts.PartBuilder, "_compile_now", counting)
     optimized, report = autograph.optimize(ep, method="sequential")
@@ -355,6 +355,7 @@ class _StandInCompiler:
     name = "Stand-in"
     option = "inductor"
     part_call = {}
+    lowers_by_parts = False
 
     def __init__(self, missing=None):
         self._missing = missing
@@ -366,8 +367,11 @@ class _StandInCompiler:
         from autograph.export.compilers.base import whole_graph_part
         return {"whole_stand_in": whole_graph_part(body)}
 
-    def lowered(self, device, precision):
+    def lowered(self, device, precision, candidate):
         return []
+
+    def lower(self, builder, name, parts, labels, compiled, precision):
+        return compiled
 
     def start(self, builder, name, parts, labels):
         return lambda: [builder.compile(p, label) for p, label in zip(parts, labels)]

@@ -201,7 +201,8 @@ def _counted(monkeypatch):
     compiles, plans = [], []
     compile_now, plan = inductor_parts.PartBuilder._compile_now, export_module.plans.plan
     monkeypatch.setattr(inductor_parts.PartBuilder, "_compile_now",
-                        lambda self, part, label, freezing: compiles.append(label) or compile_now(self, part, label, freezing))
+                        lambda self, part, label, freezing, *precision: compiles.append(label)
+                        or compile_now(self, part, label, freezing, *precision))
     monkeypatch.setattr(export_module.plans, "plan",
                         lambda graph, tensors, settings: plans.append((settings["method"], settings.get("verify")))
                         or plan(graph, tensors, settings))

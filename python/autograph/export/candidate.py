@@ -53,7 +53,9 @@ class Candidate:
     """`built`: what runs (None where it could not be built). `entry`: its report entry while it
     competes (error, median_ms...). `out`: why it left the contest ({"why", "detail", ...}), None while
     it competes. `error` / `traceback`: the one-line error and the traceback of a failure. `precision`:
-    what its compiled parts compute in (below fp32: it must meet the option tolerance)."""
+    what its compiled parts compute in (below fp32: it must meet the option tolerance). `compiler`: for a
+    candidate lowered below fp32, the compiler of its parts (compilers/base.Compiler), which can lower
+    them part by part where it misses the tolerance (lowering.py)."""
     name: str
     built: Union[Program, JustInTime, None] = None
     entry: Dict[str, Any] = field(default_factory=dict)
@@ -61,6 +63,7 @@ class Candidate:
     error: Optional[str] = None
     traceback: Optional[str] = None
     precision: str = "fp32"
+    compiler: Any = None
 
     @classmethod
     def of(cls, name: str, built: Union[Program, JustInTime], precision: str = "fp32") -> "Candidate":

@@ -138,15 +138,18 @@ def _lowered(compiler: Any, name: str, builder: PartBuilder, graph: Dict[str, An
              tensors: List[torch.Tensor], settings: Dict[str, Any], body: Dict[str, Any], parts: List[List[int]],
              compiled) -> Dict[str, Candidate]:
     """Candidate `name` once more in each precision below float32 its compiler lowers its parts to, down to
-    option precision (compiler.lowered): "<name>_<precision>", the same packages, the precision in their
-    specs."""
+    option precision (compiler.lowered): "<name>_<precision>", its parts as compiler.lower makes them, the
+    precision in their specs."""
     out = {}
-    for precision in compiler.lowered(builder.device, settings["precision"]):
+    for precision in compiler.lowered(builder.device, settings["precision"], name):
         lowered = f"{name}_{precision}"
+        labels = [f"{lowered} part {k + 1}/{len(parts)}" for k in range(len(parts))]
         try:
+            made = compiler.lower(builder, name, parts, labels, compiled, precision)
             out[lowered] = Candidate.of(lowered, program_with_parts(
-                builder, graph, weights, tensors, settings, body, parts, compiled, precision=precision,
+                builder, graph, weights, tensors, settings, body, parts, made, precision=precision,
                 **compiler.part_call), precision=precision)
+            out[lowered].compiler = compiler
         except Exception as e:  # noqa: BLE001 - the candidate is out and the report says why
             out[lowered] = Candidate.failed(lowered, e, precision=precision)
     return out

@@ -14,7 +14,7 @@ from .candidates import (compile_before_search, compiles_before_search, compiles
 from .check import RecordedWarnings, Reference, left_cuda_graph, reference_of, rounded
 from .compilers import inductor as inductor_parts
 from .compilers.inductor import PartBuilder
-from . import plans
+from . import lowering, plans
 from .plans import Program
 from .program_format import body_of
 from .progress import progress
@@ -158,6 +158,8 @@ class Contest:
         self.reference = self._reference(aten.package)
         aten.entry["error"] = self.reference.summary()["user_error"]
         self._check([c for name, c in candidates.items() if name != "aten" and c.competing], aten.package.weights)
+        if measure:
+            candidates.update(self._lowered_by_parts(candidates))
         competing = {name: c for name, c in candidates.items() if c.competing}
         if measure and len(competing) > 1:
             self.timed = self._time(competing)
@@ -211,8 +213,9 @@ class Contest:
         entry = {"asked": self.settings["precision"], "tolerance": self.settings["tolerance"], "lowered": lowered,
                  "met": met, "kept": candidates[best].precision}
         if not lowered:
-            entry["note"] = (f"no compiler here lowers to {self.settings['precision']} on "
-                             f"{self.settings['device']} (OpenVINO's candidate does, on CPU): everything ran in fp32")
+            entry["note"] = (f"no compiler here lowers to {self.settings['precision']} on {self.settings['device']} "
+                             "(OpenVINO's candidate does to bf16 on CPU; Inductor's whole graph to bf16 on CUDA or a CPU "
+                             "with bf16 instructions, to fp16 on CUDA): everything ran in fp32")
         return entry
 
     def _lost(self, candidate: Candidate) -> None:
@@ -242,28 +245,54 @@ class Contest:
         return reference_of(user, torch.device(settings["device"]), in_full)
 
     def _check(self, candidates: List[Candidate], aten_weights: List[torch.Tensor]) -> None:
-        """Each of `candidates` run once on the example inputs and judged against the reference: one
+        """Each of `candidates` run once on the example inputs and judged against the reference (judged): one
         whose run fails or whose outputs miss the bound is out (`fail`), the others' entries get their
         error relative to each output's scale."""
+        for candidate in candidates:
+            try:
+                error, why, bound = self.judged(candidate, aten_weights)
+            except Exception as e:  # noqa: BLE001 - a package that does not load or run: out, the report says why
+                candidate.fail("failed to run", f"{_RUN_FAILED}: {why_of(e, candidate.name)}", error=None, bound=None)
+                continue
+            if why:
+                candidate.fail("beyond tolerance" if candidate.lowered else "wrong output", why,
+                               error=rounded(error), bound=rounded(bound))
+            else:
+                candidate.entry["error"] = rounded(error)
+
+    def judged(self, candidate: Candidate, aten_weights: Optional[List[torch.Tensor]] = None
+               ) -> Tuple[float, Optional[str], Optional[float]]:
+        """`candidate` run on the example inputs and judged against the reference (a lowered one against
+        option tolerance, on the calibration inputs too: _calibrated): (its error relative to each
+        output's scale, why it misses the bound or None, the bound). Raises what its run raises."""
+        aten_weights = self._aten.weights if aten_weights is None else aten_weights
         with torch.no_grad():
-            for candidate in candidates:
-                try:
-                    with self.recorded.running(candidate.name):
-                        got = list(candidate.call(self.graph, aten_weights, self.tensors)())
-                except Exception as e:  # noqa: BLE001 - a package that does not load or run: out, the report says why
-                    candidate.fail("failed to run", f"{_RUN_FAILED}: {why_of(e, candidate.name)}", error=None,
-                                   bound=None)
-                    continue
-                tolerance = self.settings["tolerance"] if candidate.lowered else None
-                error, why, bound = self.reference.judge(got, "the plan", candidate.output_positions(self.graph),
-                                                         tolerance)
-                if not why and candidate.lowered and self.calibration:
-                    error, why, bound = self._calibrated(candidate, aten_weights, error)
-                if why:
-                    candidate.fail("beyond tolerance" if candidate.lowered else "wrong output", why,
-                                   error=rounded(error), bound=rounded(bound))
-                else:
-                    candidate.entry["error"] = rounded(error)
+            with self.recorded.running(candidate.name):
+                got = list(candidate.call(self.graph, aten_weights, self.tensors)())
+            tolerance = self.settings["tolerance"] if candidate.lowered else None
+            error, why, bound = self.reference.judge(got, "the plan", candidate.output_positions(self.graph),
+                                                     tolerance)
+            if not why and candidate.lowered and self.calibration:
+                error, why, bound = self._calibrated(candidate, aten_weights, error)
+        return error, why, bound
+
+    def _lowered_by_parts(self, candidates: Dict[str, Candidate]) -> Dict[str, Candidate]:
+        """For each whole-graph candidate lowered below float32 that missed the tolerance, "parts_..." in
+        its place: the graph cut into parts, lowered part by part where the tolerance holds
+        (lowering.lowered_by_parts; its judge is `judged`)."""
+        made = {}
+        for name, c in candidates.items():
+            if not (c.lowered and c.compiler is not None and c.compiler.lowers_by_parts and c.entry.get("parts") == 1
+                    and c.out
+                    and c.out["why"] == "beyond tolerance"):
+                continue
+            by_parts = "parts_" + name.split("_", 1)[1] if name.startswith("whole_") else f"parts_{name}"
+            start = time.perf_counter()
+            made[by_parts] = lowering.lowered_by_parts(by_parts, c.compiler, c.precision, self.builder, self.graph,
+                                                       self._aten, self.tensors, self.settings, self.judged)
+            made[by_parts].entry["lowered_s"] = round(time.perf_counter() - start, 3)
+            self.compile_s += time.perf_counter() - start
+        return made
 
     def _calibrated(self, candidate: Candidate, aten_weights: List[torch.Tensor],
                     error: float) -> Tuple[float, Optional[str], Optional[float]]:

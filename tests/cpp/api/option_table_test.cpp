@@ -72,6 +72,7 @@ TEST(OptimizeOptionsFromJson, PrecisionTakesItsChoicesAndToleranceItsRange) {
   EXPECT_EQ(o.numerics.precision, "bf16");
   EXPECT_DOUBLE_EQ(o.numerics.tolerance, 0.05);
   EXPECT_EQ(autograph::OptimizeOptions{}.numerics.precision, "fp32");  // today's behaviour by default
+  EXPECT_EQ(autograph::OptimizeOptionsFromJson(json::parse(R"({"precision": "fp16"})")).numerics.precision, "fp16");
   EXPECT_THROW(autograph::OptimizeOptionsFromJson(json::parse(R"({"precision": "fp8"})")), autograph::InputError);
   EXPECT_THROW(autograph::OptimizeOptionsFromJson(json::parse(R"({"tolerance": -1})")), autograph::InputError);
   EXPECT_THROW(autograph::OptimizeOptionsFromJson(json::parse(R"({"tolerance": 2})")), autograph::InputError);

@@ -19,6 +19,9 @@ class Compiler(Protocol):
     name: str  # as messages name it
     option: str  # the option (a key of the resolved settings) that asks for its candidates
     part_call: Dict[str, str]  # how a program calls one of its parts: rewrite_with_parts' `op` and `fmt`
+    # Whether its whole graph, lowered and beyond option tolerance, is lowered part by part (lowering.py):
+    # where a part lowered costs little beside its float32 compile.
+    lowers_by_parts: bool
 
     def missing(self) -> Optional[str]:
         """Why its candidates cannot be built and run in this process (its package is not installed),
@@ -30,10 +33,16 @@ class Compiler(Protocol):
         candidate's name and its parts (lists of node ids). `plan_unverified`: the plan is the
         analytical model's guess, to be verified later."""
 
-    def lowered(self, device: torch.device, precision: str) -> List[str]:
-        """The precisions below float32, down to `precision` (option precision), its parts can compute in
-        on `device`: each candidate of its offers competes once more in each (the same packages, the
-        precision in their specs)."""
+    def lowered(self, device: torch.device, precision: str, candidate: str) -> List[str]:
+        """The precisions below float32, down to `precision` (option precision), the parts of `candidate`
+        (one of its offers) can compute in on `device`: the candidate competes once more in each (lower
+        makes its parts; the precision goes in their specs too)."""
+
+    def lower(self, builder: Any, name: str, parts: List[List[int]], labels: List[str],
+              compiled: List[CompiledPart], precision: str) -> List[CompiledPart]:
+        """Candidate `name`'s `parts` (`compiled`: in float32) compiled to compute in `precision`: the same
+        packages where the runner lowers them (the spec's precision), new ones where the package itself
+        must (lowered weights)."""
 
     def start(self, builder: Any, name: str, parts: List[List[int]],
               labels: List[str]) -> Callable[[], List[CompiledPart]]:

@@ -21,7 +21,7 @@ import concurrent.futures
 import hashlib
 import json
 import operator
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import torch
 from torch.export import ExportedProgram
@@ -30,6 +30,7 @@ from .. import cache as part_cache
 from ..program_format import DTYPE_NAMES, DTYPES_BY_NAME
 from .base import CompiledPart, every_node, part_digest, whole_graph_part
 from .toolchain import aoti_configs, compile_graph_module, compile_package, vec_isa_checks_remembered
+from .lowered_module import DTYPES as LOWERED_DTYPES, lowered_module
 
 PART_OP = "autograph::run_inductor_part"
 _FORMAT = "autograph-inductor-part"
@@ -112,26 +113,27 @@ class PartBuilder:
         self.progress = progress or (lambda message: None)
         self.cached = 0  # parts found in the disk cache
         # Parts compiling on a background thread (compile_in_background), by node set and freezing.
-        self._pending: Dict[Tuple[frozenset, bool], concurrent.futures.Future] = {}
+        self._pending: Dict[Tuple[frozenset, bool, str], concurrent.futures.Future] = {}
         self._thread: Optional[concurrent.futures.ThreadPoolExecutor] = None
         self._converting: List[Any] = []  # compiles under way elsewhere (keep_until_close)
-        self._paths: Dict[Tuple[frozenset, bool], Tuple[Any, List[int], List[int], str]] = {}  # _package_path
+        self._paths: Dict[Tuple[frozenset, bool, str], Tuple[Any, List[int], List[int], str]] = {}  # _package_path
         self.weight_digests: Dict[Any, Any] = {}  # the weights' digests for the cache keys (part_digest)
 
-    def compile_in_background(self, part: Sequence[int], label: str, freezing: bool = True) -> None:
+    def compile_in_background(self, part: Sequence[int], label: str, freezing: bool = True,
+                              precision: str = "fp32") -> None:
         """Starts compiling `part` on a background thread; a later `compile` of the same nodes waits
         for it. The search's C++ releases the GIL, as do Inductor's compiler runs, so a part known
         before planning (the whole graph) compiles while the search runs."""
         if self._thread is None:
             self._thread = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="autograph-inductor")
-        key = self._pending_key(part, freezing)
+        key = self._pending_key(part, freezing, precision)
         if key not in self._pending:
-            self._pending[key] = self._thread.submit(self._compile_now, list(part), label, freezing)
+            self._pending[key] = self._thread.submit(self._compile_now, list(part), label, freezing, precision)
 
-    def _pending_key(self, part: Sequence[int], freezing: bool) -> Tuple[frozenset, bool]:
+    def _pending_key(self, part: Sequence[int], freezing: bool, precision: str = "fp32") -> Tuple[frozenset, bool, str]:
         # A part's getitems come with their operator whether listed or not (module_of): the same module.
         nodes = self.graph["nodes"]
-        return frozenset(i for i in part if nodes[i]["op"] != "getitem"), freezing
+        return frozenset(i for i in part if nodes[i]["op"] != "getitem"), freezing, precision
 
     def close(self) -> None:
         """Waits for background compiles (their errors are dropped: a candidate that needs one raised
@@ -167,11 +169,15 @@ class PartBuilder:
                 result.append(sorted(members))
         return result
 
-    def module_of(self, part: Sequence[int], pack_linear: bool = True):
+    def module_of(self, part: Sequence[int], pack_linear: bool = True, precision: str = "fp32"):
         """The part as an fx.GraphModule: its weights as attributes (frozen into the package), its
         other inputs as placeholders; returns it with the value ids of its inputs and outputs.
         `pack_linear`: linears may become autograph::packed_linear (for Inductor; other compilers
-        know only ATen's operators)."""
+        know only ATen's operators; a float32 weight's alone). `precision` below fp32: the module
+        computes in it (lowered_module)."""
+        if precision != "fp32":
+            gm, input_ids, output_ids = self.module_of(part, pack_linear=False)
+            return lowered_module(gm, precision), input_ids, output_ids
         names = [self.graph["nodes"][i]["name"] for i in part]
         members = [self.fx_nodes[name] for name in names]
         inside = set(members)
@@ -240,13 +246,14 @@ class PartBuilder:
         is left running after an optimize."""
         self._converting.append(pending)
 
-    def compile(self, part: Sequence[int], label: str, freezing: bool = True) -> Tuple[bytes, List[int], List[int]]:
+    def compile(self, part: Sequence[int], label: str, freezing: bool = True,
+                precision: str = "fp32") -> Tuple[bytes, List[int], List[int]]:
         """The part's AOTInductor package (from the disk cache when there, or from the background
-        compile of the same nodes) and its input / output ids."""
-        pending = self._pending.get(self._pending_key(part, freezing))
+        compile of the same nodes) and its input / output ids. `precision`: as module_of's."""
+        pending = self._pending.get(self._pending_key(part, freezing, precision))
         if pending is not None:
             return pending.result()
-        return self._compile_now(part, label, freezing)
+        return self._compile_now(part, label, freezing, precision)
 
     def is_cached(self, part: Sequence[int], freezing: bool = True) -> bool:
         """Whether the part's AOTInductor package is in the disk cache (compile then only reads it)."""
@@ -267,21 +274,22 @@ class PartBuilder:
             compiled = compile_fx(gm, list(self.examples(input_ids)))
         return compiled, input_ids, output_ids
 
-    def _package_path(self, part: Sequence[int], freezing: bool):
+    def _package_path(self, part: Sequence[int], freezing: bool, precision: str = "fp32"):
         """The part's module, its input / output ids, and where its package is cached (remembered: the key
         hashes every weight of the part)."""
-        key = self._pending_key(part, freezing)
+        key = self._pending_key(part, freezing, precision)
         if key not in self._paths:
-            gm, input_ids, output_ids = self.module_of(part)
+            gm, input_ids, output_ids = self.module_of(part, precision=precision)
             configs = aoti_configs(freezing=freezing)
             content = part_digest(gm, self.examples(input_ids), self.device, configs, self.weight_digests)
             entry = part_cache.key("aoti-part", self.device, inductor_compiler(configs), content)
             self._paths[key] = (gm, input_ids, output_ids, entry)
         return self._paths[key]
 
-    def _compile_now(self, part: Sequence[int], label: str, freezing: bool) -> Tuple[bytes, List[int], List[int]]:
-        gm, input_ids, output_ids, entry = self._package_path(part, freezing)
-        self._paths.pop(self._pending_key(part, freezing), None)  # compiled once: the module is not kept
+    def _compile_now(self, part: Sequence[int], label: str, freezing: bool,
+                     precision: str = "fp32") -> Tuple[bytes, List[int], List[int]]:
+        gm, input_ids, output_ids, entry = self._package_path(part, freezing, precision)
+        self._paths.pop(self._pending_key(part, freezing, precision), None)  # compiled once: the module is not kept
         package = part_cache.read(entry, _SUFFIX)
         self.cached += package is not None
         if package is None:
@@ -345,11 +353,12 @@ def package_graph(package: bytes, specs: List[Dict[str, Any]], input_values: Lis
 def rewrite_with_parts(graph: Dict[str, Any], weight_tensors: List[torch.Tensor], body: Dict[str, Any],
                        parts: List[List[int]], compiled: List[Tuple[bytes, List[int], List[int]]],
                        device: torch.device, op: str = PART_OP, fmt: str = _FORMAT,
-                       precision: str = "fp32") -> Tuple[Dict[str, Any], List[torch.Tensor]]:
+                       precision: Union[str, Sequence[str]] = "fp32") -> Tuple[Dict[str, Any], List[torch.Tensor]]:
     """`graph` with each part replaced by one call of `op` (run_inductor_part, or run_openvino_part with
     its `fmt`; the package a new weight input) and the weights no node reads any more dropped; returns
-    the new graph and its weight tensors. `precision` other than fp32 goes in each part's spec (the
-    runner computes the part in it)."""
+    the new graph and its weight tensors. `precision` (one for every part, or one per part) other than
+    fp32 goes in the part's spec (the runner computes the part in it)."""
+    precisions = [precision] * len(parts) if isinstance(precision, str) else list(precision)
     values = [dict(v) for v in graph["values"]]
     in_part = {n: k for k, part in enumerate(parts) for n in part}
     replaced: List[Tuple[float, List[Dict[str, Any]]]] = []  # (position, nodes)
@@ -362,8 +371,8 @@ def rewrite_with_parts(graph: Dict[str, Any], weight_tensors: List[torch.Tensor]
         spec = {"format": fmt, "digest": part_cache.sha256_of(package), "device": str(device),
                 "outputs": [{key: values[v][key] for key in ("shape", "stride", "dtype")} for v in output_ids],
                 "flops": flops, "compute_bound": compute_bound}
-        if precision != "fp32":  # the runner compiles the package to compute in it
-            spec["precision"] = precision
+        if precisions[k] != "fp32":  # the runner compiles the package to compute in it
+            spec["precision"] = precisions[k]
         values.append({"tensor": True, "shape": [len(package)], "stride": [1], "dtype": "Byte"})
         package_id = len(values) - 1
         packages.append((package_id, torch.frombuffer(bytearray(package), dtype=torch.uint8)))
@@ -450,6 +459,11 @@ def _example(info: Dict[str, Any], device: torch.device) -> torch.Tensor:
     return t
 
 
+def _cpu_has_bf16() -> bool:
+    """Whether this CPU has bfloat16 instructions (AVX-512 BF16 or AMX), which oneDNN's kernels use."""
+    return bool(torch.backends.mkldnn.is_available() and torch.ops.mkldnn._is_mkldnn_bf16_supported())
+
+
 class InductorCompiler:
     """Inductor's candidates (compilers/base.Compiler): "whole" (the graph as one part), "plan" (the
     plan's parts, where it runs groups side by side and was verified), "whole_unfrozen" (the whole graph
@@ -457,6 +471,8 @@ class InductorCompiler:
     name = "Inductor"
     option = "inductor"
     part_call: Dict[str, str] = {}  # the default: run_inductor_part
+    # Each part lowered is one more compile (lowered weights): not worth a graph cut into parts for it.
+    lowers_by_parts = False
 
     def missing(self) -> Optional[str]:
         return None  # part of torch
@@ -474,8 +490,19 @@ class InductorCompiler:
             cuts["whole_unfrozen"] = cuts["whole"]
         return cuts
 
-    def lowered(self, device: torch.device, precision: str) -> List[str]:
-        return []  # its packages compute in float32: lowering them is compiling them again
+    def lowered(self, device: torch.device, precision: str, candidate: str) -> List[str]:
+        # The whole graph's package once more, from its module with lowered weights (lowered_module): bf16
+        # on CUDA and on a CPU with bf16 instructions (elsewhere oneDNN emulates it, slower), fp16 on CUDA.
+        if candidate != "whole" or precision not in LOWERED_DTYPES:
+            return []
+        if device.type == "cuda" or (precision == "bf16" and device.type == "cpu" and _cpu_has_bf16()):
+            return [precision]
+        return []
+
+    def lower(self, builder: "PartBuilder", name: str, parts: List[List[int]], labels: List[str],
+              compiled: List[CompiledPart], precision: str) -> List[CompiledPart]:
+        return [builder.compile(p, label, freezing=name != "whole_unfrozen", precision=precision)
+                for p, label in zip(parts, labels)]
 
     def start(self, builder: "PartBuilder", name: str, parts: List[List[int]],
               labels: List[str]) -> Callable[[], List[CompiledPart]]:

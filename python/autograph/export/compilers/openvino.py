@@ -278,6 +278,7 @@ class OpenVinoCompiler:
     name = "OpenVINO"
     option = "openvino"
     part_call = {"op": PART_OP, "fmt": FORMAT}
+    lowers_by_parts = True  # a part lowered is the same package, its precision in its spec
 
     def missing(self) -> Optional[str]:
         return missing()
@@ -286,10 +287,14 @@ class OpenVinoCompiler:
                plan_unverified: bool) -> Dict[str, List[List[int]]]:
         return {"whole_openvino": whole_graph_part(body)} if builder.device.type == "cpu" else {}
 
-    def lowered(self, device: torch.device, precision: str) -> List[str]:
+    def lowered(self, device: torch.device, precision: str, candidate: str) -> List[str]:
         # The same IR compiled with bf16 inference precision: OpenVINO's CPU plugin runs bf16 where the CPU
         # has bf16 instructions and emulates it elsewhere (slower: the timing keeps it out).
         return ["bf16"] if device.type == "cpu" and precision == "bf16" else []
+
+    def lower(self, builder: Any, name: str, parts: List[List[int]], labels: List[str],
+              compiled: List[CompiledPart], precision: str) -> List[CompiledPart]:
+        return compiled  # the same packages: the precision is in their specs
 
     def start(self, builder: Any, name: str, parts: List[List[int]],
               labels: List[str]) -> Callable[[], List[CompiledPart]]:

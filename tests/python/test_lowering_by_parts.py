@@ -1,0 +1,129 @@
+"""Lowering part by part (export/lowering.py): where the whole graph in bf16 misses option tolerance,
+the graph is cut into parts of about equal FLOPs at narrow places, and each part is kept in bf16 only
+where the whole program still meets the tolerance; a part that misses it stays fp32 and the report says
+so, part by part, with the error measured when it was tried.
+
+Tolerances: the model's second block adds 1024 to its input before a 1x1 convolution and subtracts the
+constant back: bfloat16 rounds 1024 + x to steps of 8, losing x (of order 1) entirely, an error of the
+output's own order; float32 rounds it to 1.2e-4, far below the float32 floor (1e-3). Its first block,
+ordinary convolutions, carries bfloat16's own error (about 2^-8 = 3.9e-3 of the scale, measured below
+0.02 here), well within the tolerance 0.05."""
+import pytest
+import torch
+
+import autograph
+from autograph._library import openvino_missing
+from autograph.export import lowering
+
+needs_openvino = pytest.mark.skipif(openvino_missing() is not None, reason=f"no OpenVINO parts: {openvino_missing()}")
+
+
+def _chain(flops, reads):
+    """A graph of len(flops) nodes (node i makes value i + 1 from value i, and from the values in
+    reads.get(i)) and its plan body, one operator per node in order."""
+    nodes = [{"op": "aten::x", "args": [{"value": i}] + [{"value": v} for v in reads.get(i, [])], "kwargs": {},
+              "outputs": [i + 1]} for i in range(len(flops))]
+    graph = {"nodes": nodes, "outputs": [len(flops)]}
+    body = {"operators": [{"nodes": [i], "anchor": i, "flops": f} for i, f in enumerate(flops)],
+            "schedule": {"stages": [{"groups": [[i]]} for i in range(len(flops))]}}
+    return graph, body
+
+
+def test_parts_cover_the_plan_in_order_with_about_equal_flops():
+    graph, body = _chain([1.0] * 16, {})
+    parts = lowering.cut_by_cost(graph, body, 4)
+    assert [n for p in parts for n in p] == list(range(16))
+    assert [len(p) for p in parts] == [4, 4, 4, 4]
+
+
+def test_a_cut_goes_where_fewest_tensors_cross_it():
+    # Node 9 reads value 5 too (a residual): cuts after nodes 5..8 would hand two tensors over; after 4
+    # or 9, one. The even place (after node 7) lies inside the residual: the cut moves out of it.
+    graph, body = _chain([1.0] * 16, {9: [5]})
+    parts = lowering.cut_by_cost(graph, body, 2)
+    assert len(parts) == 2 and parts[0][-1] in (4, 9)
+
+
+def test_a_graph_too_small_to_cut_stays_one_part():
+    graph, body = _chain([1.0] * 5, {})
+    assert lowering.cut_by_cost(graph, body, 4) == [list(range(5))]
+    graph, body = _chain([0.0] * 16, {})  # no FLOPs to weigh the parts by
+    assert lowering.cut_by_cost(graph, body, 4) == [list(range(16))]
+
+
+class Sensitive(torch.nn.Module):
+    """Ordinary convolutions, then a block that bfloat16 cannot compute (see the module's docstring)."""
+
+    def __init__(self):
+        super().__init__()
+        self.a1 = torch.nn.Conv2d(8, 32, 3, padding=1)
+        self.a2 = torch.nn.Conv2d(32, 32, 3, padding=1)
+        self.a3 = torch.nn.Conv2d(32, 8, 3, padding=1)
+        self.b = torch.nn.Conv2d(8, 8, 1, bias=False)
+        with torch.no_grad():
+            self.register_buffer("shift", 1024.0 * self.b.weight.sum((1, 2, 3)).view(1, 8, 1, 1))
+
+    def forward(self, x):
+        y = torch.relu(self.a3(torch.relu(self.a2(torch.relu(self.a1(x))))))
+        return self.b(y + 1024.0) - self.shift
+
+
+@pytest.fixture(autouse=True)
+def cache(tmp_path_factory, monkeypatch):
+    monkeypatch.setenv("AUTOGRAPH_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "lowering-cache"))
+
+
+def _error(got, want):
+    return ((got - want).abs().max() / want.abs().max()).item()
+
+
+@needs_openvino
+def test_a_part_that_misses_the_tolerance_stays_fp32_and_the_report_says_so(monkeypatch, tmp_path):
+    from autograph import export as export_module
+    monkeypatch.setattr(lowering, "PARTS", 2)
+    monkeypatch.setattr(export_module.contest, "_time_candidates",
+                        lambda candidates, tensors, graph, rounds=10:
+                        {n: 1.0 if n == "parts_openvino_bf16" else 2.0 for n in candidates})
+    torch.manual_seed(0)
+    model = Sensitive().eval()
+    x = torch.randn(1, 8, 16, 16)
+    with torch.no_grad():
+        want = model(x)
+    ep = torch.export.export(model, (x,))
+    optimized, report = autograph.optimize(ep, method="sequential", precision="bf16", tolerance=0.05)
+    contest = report["inductor"]
+    assert contest["dropped"]["whole_openvino_bf16"]["why"] == "beyond tolerance"
+    assert contest["kept"] == "parts_openvino_bf16" and contest["precision"]["kept"] == "bf16"
+    assert "parts_openvino_bf16" in contest["precision"]["met"]
+    listed = contest["candidates"]["parts_openvino_bf16"]["parts_precision"]
+    assert [p["precision"] for p in listed] == ["bf16", "fp32"]  # the second part holds the sensitive block
+    assert listed[0]["error"] <= 0.05 < listed[1]["error"]  # each as measured when it was tried in bf16
+    assert all(p["nodes"] > 0 and p["flops"] > 0 for p in listed)
+    with torch.no_grad():
+        got = optimized.module()(x)
+    assert 0 < _error(got, want) <= 0.05
+    torch.export.save(optimized, tmp_path / "model.pt2")  # the parts' precisions travel in their specs
+    loaded = torch.export.load(tmp_path / "model.pt2")
+    (call,) = [n for n in loaded.graph.nodes if n.target == torch.ops.autograph.execute.default]
+    assert call.args[1].count("bf16") == 1  # one part's spec names bf16; the other's none (float32)
+    with torch.no_grad():
+        assert torch.equal(loaded.module()(x), got)
+
+
+@needs_openvino
+def test_where_no_part_meets_the_tolerance_the_program_stays_fp32(monkeypatch):
+    monkeypatch.setattr(lowering, "PARTS", 2)
+    torch.manual_seed(0)
+    model = Sensitive().eval()
+    x = torch.randn(1, 8, 16, 16)
+    with torch.no_grad():
+        want = model(x)
+    optimized, report = autograph.optimize(torch.export.export(model, (x,)), method="sequential",
+                                           precision="bf16", tolerance=1e-6)
+    contest = report["inductor"]
+    dropped = contest["dropped"]["parts_openvino_bf16"]
+    assert dropped["why"] == "no part within tolerance"
+    assert [p["precision"] for p in dropped["parts_precision"]] == ["fp32", "fp32"]
+    assert contest["precision"]["kept"] == "fp32" and contest["precision"]["met"] == []
+    with torch.no_grad():
+        assert _error(optimized.module()(x), want) <= 1e-3
