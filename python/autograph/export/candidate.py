@@ -64,6 +64,7 @@ class Candidate:
     traceback: Optional[str] = None
     precision: str = "fp32"
     compiler: Any = None
+    tried: Set[str] = field(default_factory=set)  # digests of packages loaded while it was made (lowering.py)
 
     @classmethod
     def of(cls, name: str, built: Union[Program, JustInTime], precision: str = "fp32") -> "Candidate":

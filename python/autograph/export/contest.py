@@ -120,9 +120,10 @@ _LOST = ("slower", "not timed", "not packaged")
 
 def _release_rejected(candidates: Dict[str, Candidate], best: str) -> None:
     """Releases the packages that the candidates other than `best` loaded while they were checked and
-    timed (the runners keep what they load for the process's life); a part the kept program calls too
-    stays."""
-    rejected = set().union(*(c.part_digests() for name, c in candidates.items() if name != best))
+    timed, and those loaded while a candidate was made (its `tried`: lowering by parts) (the runners keep
+    what they load for the process's life); a part the kept program calls too stays."""
+    rejected = set().union(*(c.part_digests() for name, c in candidates.items() if name != best),
+                           *(c.tried for c in candidates.values()))
     rejected -= candidates[best].part_digests()
     if rejected:
         torch.ops.autograph.release_compiled_parts(sorted(rejected))

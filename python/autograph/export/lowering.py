@@ -9,6 +9,7 @@ import torch
 
 from .candidate import Candidate, why_of
 from .candidates import program_with_parts
+from .cache import sha256_of
 from .check import rounded
 from .compilers.base import whole_graph_part
 from .compilers.inductor import PartBuilder, part_costs
@@ -92,15 +93,24 @@ def lowered_by_parts(name: str, compiler: Any, precision: str, builder: PartBuil
     compiler fuses across the cuts), kept where the program still meets the tolerance. Its entry's
     "parts_precision" lists each part tried, its nodes, FLOPs, precision and the program's measured error
     when it was lowered; "parts" how many parts the kept program calls. Out ("no part within tolerance")
-    where no part could be lowered. `count`: as cut_by_cost's."""
+    where no part could be lowered. `count`: as cut_by_cost's. Its `tried` names the packages its trials
+    loaded, for the contest to release those the kept program does not call."""
     body = body_of(aten.text)
-    parts = builder.closed(cut_by_cost(graph, body, count))
+    made = _Parts(name, compiler, builder, graph, body, aten, tensors)
+    candidate = _lowered(made, precision, settings, judge, builder.closed(cut_by_cost(graph, body, count)))
+    candidate.tried = {sha256_of(package) for package, _, _ in made.made.values()}
+    return candidate
+
+
+def _lowered(made: "_Parts", precision: str, settings: Dict[str, Any], judge: Judge,
+             parts: List[List[int]]) -> Candidate:
+    """lowered_by_parts' candidate, its parts made by `made`."""
+    name, body = made.name, made.body
     out = Candidate(name, precision=precision)
     if len(parts) < 2:  # one part is the whole graph, which missed the tolerance already
         out.drop("too small to cut", f"the graph has too few nodes to cut into parts ({len(body['operators'])} "
                  "operators)")
         return out
-    made = _Parts(name, compiler, builder, graph, body, aten, tensors)
     try:
         precisions, listed = _lowered_one_by_one(made, parts, precision, dict(settings, method="sequential"), judge)
         if precision not in precisions:
