@@ -51,7 +51,7 @@ def _part_module(conv: torch.nn.Conv2d, x: torch.Tensor) -> torch.fx.GraphModule
     mean = g.call_function(aten.mean.dim, (g.call_function(aten.add.Tensor, (g.call_function(aten.relu.default, (c,)),
                                                                               made)), [2, 3]))
     mean.meta["val"] = torch.empty(1, conv.out_channels)
-    g.output((mean,))
+    g.output((mean, placeholder))  # the input returned as it is, too
     return torch.fx.GraphModule(root, g)
 
 
@@ -59,13 +59,14 @@ def test_a_lowered_module_keeps_its_callers_dtypes_and_computes_in_the_lower_one
     torch.manual_seed(0)
     conv, x = torch.nn.Conv2d(3, 16, 3, padding=1), torch.randn(1, 3, 8, 8)
     gm = _part_module(conv, x)
-    (want,) = gm(x)
+    want, _ = gm(x)
     lowered = lowered_module(gm, "bf16")
     assert [b.dtype for b in lowered.buffers()] == [torch.bfloat16] * 2
     full = next(n for n in lowered.graph.nodes if n.target is torch.ops.aten.full.default)
     assert full.kwargs["dtype"] == torch.bfloat16  # made inside: made lowered
-    (got,) = lowered(x)
+    got, passed = lowered(x)
     assert got.dtype == torch.float32 and 0 < _error(got, want) <= 0.1
+    assert torch.equal(passed, x)  # not through bf16
 
 
 def test_inductor_lowers_its_whole_graph_alone_to_what_the_device_computes_fast():

@@ -25,16 +25,20 @@ def lowered_module(gm: torch.fx.GraphModule, precision: str) -> torch.fx.GraphMo
             gm.register_buffer(name, buffer.to(dtype))
     nodes = list(graph.nodes)
     output = next(n for n in nodes if n.op == "output")
+    entered = {}  # each float32 input's cast, to its input (an input returned as it is stays itself)
     for node in nodes:
         if node.op == "placeholder" and _is_float32(node):
             with graph.inserting_after(node):
                 cast = graph.call_function(torch.ops.aten._to_copy.default, (node,), {"dtype": dtype})
             node.replace_all_uses_with(cast, delete_user_cb=lambda user: user is not cast)
+            entered[cast] = node
         elif node.op == "call_function" and node.kwargs.get("dtype") == torch.float32:
             node.kwargs = dict(node.kwargs, dtype=dtype)  # a float32 tensor made inside: made lowered
     returned = []
     for value in output.args[0]:
-        if isinstance(value, torch.fx.Node) and _is_float32(value):
+        if value in entered:
+            value = entered[value]
+        elif isinstance(value, torch.fx.Node) and _is_float32(value):
             with graph.inserting_before(output):
                 value = graph.call_function(torch.ops.aten._to_copy.default, (value,), {"dtype": torch.float32})
         returned.append(value)
