@@ -23,7 +23,7 @@ RESERVE_S = 15  # for merging, the report and the summary
 CLI_FLOOR_S = 60
 # Of a model's share of the budget, for cli + main when the precision step, max-autotune or both wait for
 # passes of their own.
-PASS1_SHARE = {0: 1.0, 1: 0.7, 2: 0.55}
+PASS1_SHARE = {0: 1.0, 1: 0.7, 2: 0.6}
 
 
 class Steps:

@@ -8,6 +8,8 @@
 #   table  bench/gpu_table.py: per model, eager, torch.compile default / reduce-overhead / max-autotune,
 #          jit_frozen, nimble, autograph_graph and autograph_export built, timed side by side on the
 #          GPU alone, then checked on the timed input and on a second one against eager with TF32 off;
+#          then below float32: autograph_export at precision bf16 / fp16 beside torch.compile under
+#          autocast to the same dtype (its precision step);
 #          each step under its own cap, max-autotune last with what is left; what does not fit is
 #          skipped and said so in summary.txt
 #   tests  only with --tests, after the table and with what is left: the CUDA GoogleTests, the CUDA
@@ -36,12 +38,12 @@ while [ $# -gt 0 ]; do
     --bin) bin=$2; shift 2 ;;
     --tests) tests=1; shift ;;
     --rehearse) rehearse=1; shift ;;
-    -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
     -*) echo "gpu_quick_check: unknown option '$1' (see --help)" >&2; exit 2 ;;
     *) out=$1; shift ;;
   esac
 done
-[ -n "$out" ] || { sed -n '2,23p' "$0"; exit 2; }
+[ -n "$out" ] || { sed -n '2,25p' "$0"; exit 2; }
 if [ $rehearse -eq 1 ]; then
   budget=${budget:-300} models=${models:-squeezenet} bin=${bin:-${AUTOGRAPH_BUILD_DIR:-$root/build}} device=cpu
   # One intra-op thread: on 2 shared cores, ATen's, Inductor's and OpenVINO's thread pools spinning against

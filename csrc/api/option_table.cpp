@@ -179,8 +179,8 @@ std::vector<OptionSpec> MakeTable() {
       "precision", "export path",
       "the lowest precision a candidate may compute in: fp32 (float32 throughout), bf16 (OpenVINO's candidate "
       "with bfloat16 inference precision on CPU, lowered part by part where its whole graph misses the tolerance; "
-      "Inductor's whole graph with bfloat16 weights on CUDA or a CPU with bf16 instructions) or fp16 (Inductor's "
-      "whole graph with float16 weights on CUDA); a lowered candidate is kept only where its outputs stay within "
+      "Inductor's whole graph with its matmuls and convolutions in bfloat16, as autocast, on CUDA or a CPU with bf16 "
+      "instructions) or fp16 (Inductor's, in float16, on CUDA); a lowered candidate is kept only where its outputs stay within "
       "tolerance of float32's and it measures faster; inputs and outputs keep their dtypes",
       [](auto& o) -> auto& { return o.numerics.precision; }, std::nullopt, std::nullopt, {"fp32", "bf16", "fp16"}));
   t.push_back(Option<double>("tolerance", "export path",

@@ -1,6 +1,7 @@
-"""Inductor's candidate below float32 (lowered weights: export/compilers/lowered_module.py): the part's
-module with its float32 weights in bf16 / fp16, its inputs cast on entry and its outputs cast back, so the
-program keeps the user's dtypes; compiled as any part and kept only within option tolerance.
+"""Inductor's candidate below float32 (export/compilers/lowered_module.py): the part's module with its
+matmuls and convolutions in bf16 / fp16 as autocast computes them (their weights stored so, their results
+cast back), the rest in float32, so the program keeps the user's dtypes; compiled as any part and kept
+only within option tolerance.
 
 Tolerances: bfloat16 keeps 8 significant bits (resolution 2^-8 = 3.9e-3); this small network's outputs
 move by about that much of their scale, so 0.1 admits them with room and an error of 0 would mean nothing
@@ -37,22 +38,30 @@ def _error(got, want):
 
 def _part_module(conv: torch.nn.Conv2d, x: torch.Tensor) -> torch.fx.GraphModule:
     """conv -> relu -> + a float32 tensor made inside -> mean, as a part's module is (PartBuilder.module_of):
-    its weights buffers of the root module, its input a placeholder, the values' metadata from export."""
+    its weights buffers of the root module, its input a placeholder, each value's metadata as export's."""
     aten = torch.ops.aten
     root = torch.nn.Module()
     root.register_buffer("w0", conv.weight.detach())
     root.register_buffer("w1", conv.bias.detach())
     g = torch.fx.Graph()
     placeholder = g.placeholder("in0")
-    placeholder.meta["val"] = x
     c = g.call_function(aten.convolution.default, (placeholder, g.get_attr("w0"), g.get_attr("w1"), [1, 1], [1, 1],
                                                    [1, 1], False, [0, 0], 1))
     made = g.call_function(aten.full.default, ([1, conv.out_channels, 1, 1], 1.0), {"dtype": torch.float32})
     mean = g.call_function(aten.mean.dim, (g.call_function(aten.add.Tensor, (g.call_function(aten.relu.default, (c,)),
                                                                               made)), [2, 3]))
-    mean.meta["val"] = torch.empty(1, conv.out_channels)
     g.output((mean, placeholder))  # the input returned as it is, too
-    return torch.fx.GraphModule(root, g)
+    gm = torch.fx.GraphModule(root, g)
+    _Recording(gm).run(x)
+    return gm
+
+
+class _Recording(torch.fx.Interpreter):
+    """Runs a graph once, leaving each node's value in its metadata ("val"), as export's metadata has it."""
+
+    def run_node(self, n):
+        n.meta["val"] = super().run_node(n)
+        return n.meta["val"]
 
 
 def test_a_lowered_module_keeps_its_callers_dtypes_and_computes_in_the_lower_one():
@@ -61,9 +70,12 @@ def test_a_lowered_module_keeps_its_callers_dtypes_and_computes_in_the_lower_one
     gm = _part_module(conv, x)
     want, _ = gm(x)
     lowered = lowered_module(gm, "bf16")
-    assert [b.dtype for b in lowered.buffers()] == [torch.bfloat16] * 2
+    assert [b.dtype for b in lowered.buffers()] == [torch.bfloat16] * 2  # read by the convolution alone
+    conv = next(n for n in lowered.graph.nodes if n.target is torch.ops.aten.convolution.default)
+    (back,) = conv.users  # the convolution's result back in float32 before the rest reads it
+    assert back.target is torch.ops.aten._to_copy.default and back.kwargs["dtype"] == torch.float32
     full = next(n for n in lowered.graph.nodes if n.target is torch.ops.aten.full.default)
-    assert full.kwargs["dtype"] == torch.bfloat16  # made inside: made lowered
+    assert full.kwargs["dtype"] == torch.float32  # the rest stays in float32
     got, passed = lowered(x)
     assert got.dtype == torch.float32 and 0 < _error(got, want) <= 0.1
     assert torch.equal(passed, x)  # not through bf16

@@ -173,8 +173,8 @@ class PartBuilder:
         """The part as an fx.GraphModule: its weights as attributes (frozen into the package), its
         other inputs as placeholders; returns it with the value ids of its inputs and outputs.
         `pack_linear`: linears may become autograph::packed_linear (for Inductor; other compilers
-        know only ATen's operators; a float32 weight's alone). `precision` below fp32: the module
-        computes in it (lowered_module)."""
+        know only ATen's operators; a float32 weight's alone). `precision` below fp32: its matmuls and
+        convolutions compute in it (lowered_module)."""
         if precision != "fp32":
             gm, input_ids, output_ids = self.module_of(part, pack_linear=False)
             return lowered_module(gm, precision), input_ids, output_ids
@@ -471,7 +471,7 @@ class InductorCompiler:
     name = "Inductor"
     option = "inductor"
     part_call: Dict[str, str] = {}  # the default: run_inductor_part
-    # Each part lowered is one more compile (lowered weights): not worth a graph cut into parts for it.
+    # Each part lowered is one more compile (lowered_module): not worth a graph cut into parts for it.
     lowers_by_parts = False
 
     def missing(self) -> Optional[str]:
@@ -491,7 +491,7 @@ class InductorCompiler:
         return cuts
 
     def lowered(self, device: torch.device, precision: str, candidate: str) -> List[str]:
-        # The whole graph's package once more, from its module with lowered weights (lowered_module): bf16
+        # The whole graph's package once more, its matmuls and convolutions lowered (lowered_module): bf16
         # on CUDA and on a CPU with bf16 instructions (elsewhere oneDNN emulates it, slower), fp16 on CUDA.
         if candidate != "whole" or precision not in LOWERED_DTYPES:
             return []
