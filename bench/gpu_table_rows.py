@@ -18,7 +18,7 @@ COMPILE_MODES = {"torch_compile_default": "default", "torch_compile_reduce_overh
                  "torch_compile_max_autotune": "max-autotune"}
 ORDER = ["eager", "jit"] + METHODS[1:]  # the CSV's row order per model
 EXTRA_FIELDS = ["timed", "warmup", "runs", "tf32_off_max_abs_err", "tf32_off_max_rel_err", "input2_max_abs_err",
-                "input2_max_rel_err", "cli_median_ms", "kept", "chosen", "precision", "stages", "streams", "cuda_graphs",
+                "input2_max_rel_err", "cli_median_ms", "anchor_ms", "kept", "chosen", "precision", "stages", "streams", "cuda_graphs",
                 "capture_failures", "note"]
 FIELDS = tcb.CSV_FIELDS + EXTRA_FIELDS
 CAPTURE_FAILED = "capturing a CUDA Graph failed"
@@ -140,7 +140,10 @@ def ratio_lines(rows: List[dict], models: List[str]) -> List[str]:
 
 def _precision_lines(mine: Dict[str, dict]) -> List[str]:
     """Per precision below float32: autograph's program at that precision over its float32 one and over
-    torch.compile under autocast to the same dtype (speedups: above 1 = faster), with what it kept."""
+    torch.compile under autocast to the same dtype (speedups: above 1 = faster), with what it kept. The
+    float32 program was timed in another step: where both steps timed eager (`anchor_ms` beside the
+    precision step's rows), its time is scaled by the ratio of the two eager times, so that a device
+    slower in one step than in the other does not pass for a speedup."""
     lines = []
     fp32 = number(mine.get("autograph_export"))
     for precision in ("bf16", "fp16"):
@@ -148,7 +151,9 @@ def _precision_lines(mine: Dict[str, dict]) -> List[str]:
         ms = number(ours)
         if not ms:
             continue
-        cells = [f"{ref / ms:.2f}x {name}" for ref, name in ((fp32, "autograph_export"),
+        eager, anchor = number(mine.get("eager")), number(ours, "anchor_ms")
+        scaled = fp32 * anchor / eager if fp32 and eager and anchor else fp32
+        cells = [f"{ref / ms:.2f}x {name}" for ref, name in ((scaled, "autograph_export"),
                                                              (number(rival), f"torch_compile_autocast_{precision}"))
                  if ref]
         lines.append(f"  autograph_export_{precision}: {', '.join(cells) or 'no ratio'}; kept {ours.get('kept', '?')} "

@@ -285,7 +285,8 @@ def time_built(ctx: dict, args, runs: Dict[str, Callable[[list], object]], rows:
     for method, row in rows.items():
         row.update(timing_entries(samples[method]), timed=f"side by side ({len(calls)} methods)")
         if args.anchor in samples and args.anchor not in rows:
-            anchor = f"{args.anchor} in the same process: {tcb.percentile(samples[args.anchor], 0.5):.4g} ms"
+            row["anchor_ms"] = tcb.percentile(samples[args.anchor], 0.5)
+            anchor = f"{args.anchor} in the same process: {row['anchor_ms']:.4g} ms"
             row["note"] = "; ".join(n for n in [row.get("note"), anchor] if n)
         write_json(rows_dir / f"{method}.json", row)
 
