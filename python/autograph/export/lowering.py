@@ -98,7 +98,8 @@ def lowered_by_parts(name: str, compiler: Any, precision: str, builder: PartBuil
     body = body_of(aten.text)
     made = _Parts(name, compiler, builder, graph, body, aten, tensors)
     candidate = _lowered(made, precision, settings, judge, builder.closed(cut_by_cost(graph, body, count)))
-    candidate.tried = {sha256_of(package) for package, _, _ in made.made.values()}
+    packages = {id(package): package for package, _, _ in made.made.values()}  # a part lowered may be the same bytes
+    candidate.tried = {sha256_of(package) for package in packages.values()}
     return candidate
 
 
