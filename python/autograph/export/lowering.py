@@ -12,7 +12,7 @@ from .candidates import program_with_parts
 from .cache import sha256_of
 from .check import rounded
 from .compilers.base import whole_graph_part
-from .compilers.inductor import PartBuilder, part_costs
+from .compilers.inductor import PartBuilder, part_costs, values_read
 from .plans import Program
 from .program_format import body_of
 
@@ -38,12 +38,9 @@ def _crossings(graph: Dict[str, Any], order: List[int]) -> List[int]:
     made_at = {v: k for k, i in enumerate(order) for v in nodes[i]["outputs"]}
     last_read: Dict[int, int] = {}
     for k, i in enumerate(order):
-        for a in list(nodes[i]["args"]) + list(nodes[i]["kwargs"].values()):
-            ids = [a["value"]] if isinstance(a, dict) and "value" in a else \
-                [v for v in a["values"] if v is not None] if isinstance(a, dict) and "values" in a else []
-            for v in ids:
-                if v in made_at:
-                    last_read[v] = max(last_read.get(v, k), k)
+        for v in values_read(nodes[i]):
+            if v in made_at:
+                last_read[v] = max(last_read.get(v, k), k)
     for v in graph["outputs"]:
         if v in made_at:
             last_read[v] = len(order)

@@ -83,7 +83,7 @@ def shares_weights(graph: Dict[str, Any], body: Dict[str, Any], packed_at_run_ti
     weights = {v for v, w in zip(graph["inputs"], graph["weights"]) if w}
     uses: Dict[int, int] = {}
     for i in compute:
-        for v in set(_reads(graph["nodes"][i])) & weights:
+        for v in set(values_read(graph["nodes"][i])) & weights:
             uses[v] = uses.get(v, 0) + 1
     return any(n > 1 for n in uses.values())
 
@@ -388,7 +388,7 @@ def rewrite_with_parts(graph: Dict[str, Any], weight_tensors: List[torch.Tensor]
 
     read = set(graph["outputs"])
     for node in ordered:
-        read.update(_reads(node))
+        read.update(values_read(node))
     inputs, flags, tensors = [], [], []
     weights = iter(weight_tensors)
     for v, is_weight in zip(graph["inputs"], graph["weights"]):
@@ -415,7 +415,8 @@ def _is_view(node: Dict[str, Any]) -> bool:
     return bool(schema.returns) and all(r.alias_info is not None and not r.alias_info.is_write for r in schema.returns)
 
 
-def _reads(node: Dict[str, Any]) -> List[int]:
+def values_read(node: Dict[str, Any]) -> List[int]:
+    """The value ids an AtenGraph node reads (its arguments' values and value lists)."""
     ids = []
     for a in list(node["args"]) + list(node["kwargs"].values()):
         if isinstance(a, dict) and "value" in a:
@@ -442,7 +443,7 @@ def _topological(nodes: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
                 order.append(nodes[j])
                 continue
             stack.append((j, True))
-            stack.extend((producer[v], False) for v in reversed(_reads(nodes[j])) if v in producer and producer[v] not in done)
+            stack.extend((producer[v], False) for v in reversed(values_read(nodes[j])) if v in producer and producer[v] not in done)
 
     for i in range(len(nodes)):
         visit(i)
@@ -513,5 +514,5 @@ class InductorCompiler:
 COMPILER = InductorCompiler()
 
 
-__all__ = ["COMPILER", "InductorCompiler", "parts_of_plan", "whole_graph_part", "every_node", "PartBuilder",
-           "rewrite_with_parts", "cache_dir", "MAX_PARTS", "compile_for_every_shape", "package_graph"]
+__all__ = ["COMPILER", "InductorCompiler", "values_read", "parts_of_plan", "whole_graph_part", "every_node",
+           "PartBuilder", "rewrite_with_parts", "cache_dir", "MAX_PARTS", "compile_for_every_shape", "package_graph"]
