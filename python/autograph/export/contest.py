@@ -283,9 +283,8 @@ class Contest:
         (lowering.lowered_by_parts; its judge is `judged`)."""
         made = {}
         for name, c in candidates.items():
-            if not (c.lowered and c.compiler is not None and c.compiler.lowers_by_parts and c.entry.get("parts") == 1
-                    and c.out
-                    and c.out["why"] == "beyond tolerance"):
+            missed = c.out is not None and c.out["why"] == "beyond tolerance"
+            if not (missed and c.compiler is not None and c.compiler.lowers_by_parts and c.entry.get("parts") == 1):
                 continue
             by_parts = "parts_" + name.split("_", 1)[1] if name.startswith("whole_") else f"parts_{name}"
             start = time.perf_counter()

@@ -7,8 +7,9 @@ OpenVINO (its PyTorch frontend where that export fails; see openvino_convert.py)
 its own that runs beside Inductor's compile of the other candidates (start_package), serialized as IR
 (XML and float32 weights, never compressed to float16) and packed into one uint8 tensor
 (openvino_convert.save_package). In the program it becomes one ``autograph::run_openvino_part`` call,
-which libautograph_openvino.so runs with the latency hint and float32 inference precision. Like every
-candidate it is kept only where the whole program measures faster. Packages are cached on disk beside
+which libautograph_openvino.so runs with the latency hint and the inference precision its spec names
+(float32, or bf16 where option precision lowered it: the same package, lowered whole or part by part:
+lowering.py). Like every candidate it is kept only where the whole program measures faster. Packages are cached on disk beside
 Inductor's (export/cache.py), keyed by the part's graph, its weights and the OpenVINO and torch
 versions.
 """
