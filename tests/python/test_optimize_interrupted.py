@@ -65,7 +65,9 @@ class Run:
     /proc while it runs, as an orphan's parent is not its starter any more)."""
 
     def __init__(self, env: Dict[str, str]):
-        self.process = subprocess.Popen([sys.executable, "-c", OPTIMIZE], env=env, start_new_session=True,
+        # -X faulthandler: a crash instead of the KeyboardInterrupt leaves its threads' stacks in stderr.
+        self.process = subprocess.Popen([sys.executable, "-X", "faulthandler", "-c", OPTIMIZE], env=env,
+                                        start_new_session=True,
                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self.lines: List[str] = []
         self.stderr = ""
@@ -265,3 +267,17 @@ def test_the_cache_check_sees_a_partial_or_damaged_entry(tmp_path, monkeypatch):
     (entry,) = folder.glob("k1.*")
     entry.write_bytes(b"a whole packagf")
     assert damaged_or_partial(folder) == [entry.name]
+
+
+def test_ctrl_c_while_the_onnx_exporter_imports_is_held_back_then_raised():
+    """A KeyboardInterrupt raised inside a C extension's module initialization (protobuf's, which
+    torch.onnx's exporter imports) crashed the optimizing process: the interrupt waits for the import."""
+    from autograph.export.compilers.openvino import interrupts_held
+    before = signal.getsignal(signal.SIGINT)
+    finished = False
+    with pytest.raises(KeyboardInterrupt):
+        with interrupts_held():
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.1)  # Python runs a handler at once: had it raised, the body would stop here
+            finished = True
+    assert finished and signal.getsignal(signal.SIGINT) is before

@@ -15,6 +15,7 @@ versions.
 """
 import contextlib
 import functools
+import importlib
 import logging
 import os
 import signal
@@ -23,7 +24,7 @@ import subprocess
 import sys
 import tempfile
 import threading
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import torch
 
@@ -201,6 +202,7 @@ def start_package(gm: torch.fx.GraphModule, examples: Sequence[torch.Tensor], la
         logger.info("autograph: OpenVINO's converter process did not start (%s); converting here", e)
     try:
         try:
+            _exporter_imported()
             model = _openvino_convert.onnx_of(gm, examples)
         except Exception as e:  # noqa: BLE001 - OpenVINO's PyTorch frontend may still convert the part
             logger.info("autograph: torch.onnx cannot export %s (%s); OpenVINO's PyTorch frontend converts it",
@@ -265,6 +267,36 @@ def _tell(process: subprocess.Popen, *chunks: bytes) -> None:
             process.stdin.write(chunk)
     with contextlib.suppress(OSError, ValueError):
         process.stdin.close()
+
+
+@contextlib.contextmanager
+def interrupts_held() -> Iterator[None]:
+    """Ctrl-C (SIGINT) held back while the body runs, then raised as KeyboardInterrupt: one raised inside
+    a C extension's module initialization (protobuf's, which torch.onnx's exporter imports) crashed the
+    interpreter instead. Only on the main thread, where Python runs signal handlers."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: caught.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if caught:
+        if callable(previous):
+            previous(signal.SIGINT, None)
+        else:
+            raise KeyboardInterrupt
+
+
+def _exporter_imported() -> None:
+    """torch.onnx's exporter and what it imports at its first export, imported with Ctrl-C held back
+    (interrupts_held)."""
+    with interrupts_held():
+        for module in ("onnx", "onnxscript", "onnx_ir", "torch.onnx._internal.exporter._core"):
+            with contextlib.suppress(ImportError):
+                importlib.import_module(module)
 
 
 def compile_package(gm: torch.fx.GraphModule, examples: Sequence[torch.Tensor], label: str = "part",
