@@ -290,8 +290,9 @@ class Contest:
             start = time.perf_counter()
             made[by_parts] = lowering.lowered_by_parts(by_parts, c.compiler, c.precision, self.builder, self.graph,
                                                        self._aten, self.tensors, self.settings, self.judged)
-            made[by_parts].entry["lowered_s"] = round(time.perf_counter() - start, 3)
-            self.compile_s += time.perf_counter() - start
+            spent = time.perf_counter() - start
+            made[by_parts].entry["lowered_s"] = round(spent, 3)
+            self.compile_s += spent
         return made
 
     def _calibrated(self, candidate: Candidate, aten_weights: List[torch.Tensor],

@@ -3,13 +3,12 @@ tolerance, the graph is cut into parts of about equal FLOPs (cut_by_cost) and th
 at a time, the most costly first, each kept lowered only where the whole program still meets the
 tolerance (lowered_by_parts). The user gets the most of the graph in the lower precision that the bound
 allows; the candidate then competes on time like any other."""
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 import torch
 
 from .candidate import Candidate, why_of
 from .candidates import program_with_parts
-from .cache import sha256_of
 from .check import rounded
 from .compilers.base import whole_graph_part
 from .compilers.inductor import PartBuilder, part_costs, values_read
@@ -95,8 +94,7 @@ def lowered_by_parts(name: str, compiler: Any, precision: str, builder: PartBuil
     body = body_of(aten.text)
     made = _Parts(name, compiler, builder, graph, body, aten, tensors)
     candidate = _lowered(made, precision, settings, judge, builder.closed(cut_by_cost(graph, body, count)))
-    packages = {id(package): package for package, _, _ in made.made.values()}  # a part lowered may be the same bytes
-    candidate.tried = {sha256_of(package) for package in packages.values()}
+    candidate.tried = made.digests
     return candidate
 
 
@@ -141,6 +139,7 @@ class _Parts:
         self.name, self.compiler, self.builder, self.graph, self.body = name, compiler, builder, graph, body
         self.aten, self.tensors = aten, tensors
         self.made: Dict[Tuple[Tuple[int, ...], str], Any] = {}
+        self.digests: Set[str] = set()  # of the packages the candidates made so far call (their specs')
 
     def compiled(self, parts: List[List[int]], precisions: Sequence[str]) -> List[Any]:
         new = [p for p in parts if (tuple(p), "fp32") not in self.made]
@@ -160,7 +159,9 @@ class _Parts:
         program = program_with_parts(self.builder, self.graph, self.aten.weights, self.tensors, settings, self.body,
                                      parts, self.compiled(parts, precisions), precision=list(precisions),
                                      **self.compiler.part_call)
-        return Candidate.of(self.name, program, precision=precision)
+        candidate = Candidate.of(self.name, program, precision=precision)
+        self.digests |= candidate.part_digests()
+        return candidate
 
 
 def _lowered_one_by_one(made: _Parts, parts: List[List[int]], precision: str, trial_settings: Dict[str, Any],
