@@ -126,6 +126,13 @@ int RunOptimize(const OptimizeCommandOptions& o) {
     for (const CandidateTiming& c : report.candidates)
       std::cout << "candidate " << c.name << ": " << c.measured_ms << " ms" << (c.name == report.chosen ? " (kept)" : "")
                 << "\n";
+    if (report.precision) {
+      const PrecisionDecision& p = *report.precision;
+      std::cout << "precision: kept " << p.kept << " (asked " << p.asked << ", tolerance " << p.tolerance;
+      if (p.error >= 0) std::cout << ", error " << p.error;
+      if (p.fp32_ms >= 0) std::cout << ", fp32 " << p.fp32_ms << " ms, " << p.asked << " " << p.lowered_ms << " ms";
+      std::cout << ")" << (p.note.empty() ? "" : ": " + p.note) << "\n";
+    }
     if (!measured.is_null()) std::cout << "measured: " << measured.get<double>() << " ms\n";
     if (!o.trace.empty()) std::cout << "trace of one run: " << o.trace << " (chrome://tracing or ui.perfetto.dev)\n";
     if (!o.timeline.empty()) std::cout << "timeline of the schedule: " << o.timeline << "\n";

@@ -8,6 +8,7 @@
 #include <map>
 
 #include "api/apply_rewrites.h"
+#include "api/choose_precision.h"
 #include "api/option_table.h"
 #include "api/plan_other_shapes.h"
 #include "api/plan_schedule.h"
@@ -105,6 +106,7 @@ namespace {
 torch::jit::Module OptimizeModule(const torch::jit::Module& module, const OptimizeOptions& requested,
                                   OptimizeReport* report) {
   OptimizeOptions options = ResolveOptions(requested, ModelPath::TorchScript);
+  CheckPrecisionOnTorchScript(options);
   // The tensors inside the example inputs, whatever structure holds them: what the Program checks.
   const std::vector<InputSignature> signature = InputSignaturesOf(options.example_inputs);
   PreparedModule prepared = PrepareModule(module, options, "optimize");
@@ -133,6 +135,7 @@ torch::jit::Module OptimizeModule(const torch::jit::Module& module, const Optimi
 
   ExecutorOptions executor_options = options.executor;
   auto program = c10::make_intrusive<Program>(graph, schedule, signature, executor_options);
+  program = ChoosePrecision(std::move(program), recorded.inputs(), options, report);
 
   torch::jit::Module optimized("__torch__.autograph.OptimizedModule");
   optimized.register_attribute("training", c10::BoolType::get(), false);

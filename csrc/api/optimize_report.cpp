@@ -40,6 +40,17 @@ nlohmann::json ReportToJson(const OptimizeReport& report) {
                            {"predicted_ms", MsOrNull(p.predicted_ms)},
                            {"measured_ms", MsOrNull(p.measured_ms)},
                            {"skipped", TextOrNull(p.skipped)}});
+  nlohmann::json precision = nullptr;
+  if (report.precision) {
+    const PrecisionDecision& p = *report.precision;
+    precision = {{"asked", p.asked},
+                 {"tolerance", p.tolerance},
+                 {"kept", p.kept},
+                 {"error", p.error >= 0 ? nlohmann::json(p.error) : nlohmann::json(nullptr)},  // NaN: null too
+                 {"fp32_ms", MsOrNull(p.fp32_ms)},
+                 {"lowered_ms", MsOrNull(p.lowered_ms)},
+                 {"note", TextOrNull(p.note)}};
+  }
   nlohmann::json left = nlohmann::json::array();
   for (const TorchScriptPart& part : report.left_to_torchscript)
     left.push_back({{"op", part.op}, {"reason", part.reason}, {"count", part.count}});
@@ -80,6 +91,7 @@ nlohmann::json ReportToJson(const OptimizeReport& report) {
           {"memory_bound_after", report.memory_bound_after},
           {"schedule", ScheduleToJson(report.schedule)},
           {"shape_plans", shape_plans},
+          {"precision", precision},
           {"timeline", report.timeline.stages.empty() ? nlohmann::json(nullptr) : TimelineToJson(report.timeline)}};
 }
 

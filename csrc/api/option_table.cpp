@@ -176,14 +176,16 @@ std::vector<OptionSpec> MakeTable() {
                            "whole program measures faster (needs the openvino package and libautograph_openvino.so)",
                            [](auto& o) -> auto& { return o.substitutions.openvino; }));
   t.push_back(Option<std::string>(
-      "precision", "export path",
-      "the lowest precision a candidate may compute in: fp32 (float32 throughout), bf16 (OpenVINO's candidate "
+      "precision", "all",
+      "the lowest precision a candidate may compute in: fp32 (float32 as the process's switches say), tf32 (each "
+      "candidate once more with float32 matmuls and convolutions in TF32, on CUDA), bf16 (OpenVINO's candidate "
       "with bfloat16 inference precision on CPU, lowered part by part where its whole graph misses the tolerance; "
       "Inductor's whole graph with its matmuls and convolutions in bfloat16, as autocast, on CUDA or a CPU with bf16 "
       "instructions) or fp16 (Inductor's, in float16, on CUDA); a lowered candidate is kept only where its outputs stay within "
-      "tolerance of float32's and it measures faster; inputs and outputs keep their dtypes",
-      [](auto& o) -> auto& { return o.numerics.precision; }, std::nullopt, std::nullopt, {"fp32", "bf16", "fp16"}));
-  t.push_back(Option<double>("tolerance", "export path",
+      "tolerance of float32's and it measures faster; inputs and outputs keep their dtypes; below tf32, tf32's "
+      "candidates compete too. The TorchScript path takes fp32 and tf32 (its planned program once more in TF32)",
+      [](auto& o) -> auto& { return o.numerics.precision; }, std::nullopt, std::nullopt, {"fp32", "tf32", "bf16", "fp16"}));
+  t.push_back(Option<double>("tolerance", "all",
                              "the largest error a lowered candidate may have on the example inputs (and on "
                              "optimize's calibration inputs): per output, relative to the float32 output's largest "
                              "magnitude",

@@ -4,6 +4,7 @@
 #include <ATen/ops/empty_strided.h>
 
 #include <algorithm>
+#include <functional>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <unordered_map>
@@ -11,6 +12,7 @@
 #include "autograph/error.h"
 #include "core/aten_graph.h"
 #include "executor/capture_inputs.h"
+#include "executor/float32_switches.h"
 #include "executor/inductor_part.h"
 #include "executor/merge_candidate_json.h"
 #include "executor/openvino_part.h"
@@ -265,22 +267,39 @@ void AtenProgram::AddShapePlan(std::shared_ptr<const AtenProgram> plan, std::vec
   shape_plans_.push_back(ShapePlan{std::move(plan), std::move(positions), std::move(source)});
 }
 
-std::string AtenProgram::WithPlanForShape(const std::string& text, const std::string& plan,
-                                          const std::vector<int>& positions) {
+namespace {
+
+// `text` with its body changed by `edit` (which may change the header too) and its digest made anew;
+// validated as FromText does.
+std::string WithBodyEdited(const std::string& text, const std::function<void(json& header, json& body)>& edit) {
   const size_t newline = text.find('\n');
   json header = json::parse(text.substr(0, newline), nullptr, /*allow_exceptions=*/false);
   json body = json::parse(newline == std::string::npos ? std::string() : text.substr(newline + 1), nullptr,
                           /*allow_exceptions=*/false);
   if (header.is_discarded() || body.is_discarded() || !body.is_object())
     throw Error("not an autograph program: the text does not start with an autograph-program header");
-  FromText(plan);  // a program of its own first, so that what is wrong with it is said of it
-  body["shape_plans"].push_back({{"program", plan}, {"inputs", positions}});
+  edit(header, body);
   const std::string body_text = body.dump();
-  header["version"] = kShapePlansFormatVersion;
   header["digest"] = DigestOf(body_text);
   std::string result = header.dump() + "\n" + body_text;
-  FromText(result);  // validates
+  AtenProgram::FromText(result);  // validates
   return result;
+}
+
+}  // namespace
+
+std::string AtenProgram::WithPlanForShape(const std::string& text, const std::string& plan,
+                                          const std::vector<int>& positions) {
+  FromText(plan);  // a program of its own first, so that what is wrong with it is said of it
+  return WithBodyEdited(text, [&](json& header, json& body) {
+    body["shape_plans"].push_back({{"program", plan}, {"inputs", positions}});
+    header["version"] = kShapePlansFormatVersion;
+  });
+}
+
+std::string AtenProgram::WithTf32(const std::string& text) {
+  FromText(text);  // what is wrong with it is said of it, before anything changes
+  return WithBodyEdited(text, [](json&, json& body) { body["tf32"] = true; });
 }
 
 const AtenProgram::ShapePlan* AtenProgram::ShapePlanFor(const std::vector<at::Tensor>& inputs) const {
@@ -318,13 +337,13 @@ std::string AtenProgram::ToText() const {
     ops.push_back(std::move(entry));
     for (int s : graph_.succs(op.id)) edges.push_back({op.id, s});
   }
-  const json body = {{"graph", aten.ToJson()},
-                     {"operators", ops},
-                     {"edges", edges},
-                     {"schedule", ScheduleToJson(schedule_)},
-                     {"cuda_graph", options_.cuda_graph},
-                     {"max_cuda_graphs", options_.max_cuda_graphs}};
-  json full = body;
+  json full = {{"graph", aten.ToJson()},
+               {"operators", ops},
+               {"edges", edges},
+               {"schedule", ScheduleToJson(schedule_)},
+               {"cuda_graph", options_.cuda_graph},
+               {"max_cuda_graphs", options_.max_cuda_graphs}};
+  if (options_.tf32) full["tf32"] = true;  // absent when off: the texts of float32 programs stay as they were
   // As it came (the importer's tags, e.g. dtypes by name, which the fake kernel reads).
   if (other_shapes_) full["other_shapes"] = json::parse(other_shapes_->source);
   for (const ShapePlan& plan : shape_plans_) full["shape_plans"].push_back({{"program", plan.source}, {"inputs", plan.positions}});
@@ -373,6 +392,7 @@ std::shared_ptr<const AtenProgram> AtenProgram::FromText(const std::string& text
     options.device = c10::Device(header.at("device").get<std::string>());
     options.cuda_graph = body.at("cuda_graph").get<bool>();
     options.max_cuda_graphs = body.value("max_cuda_graphs", options.max_cuda_graphs);  // absent before 2026-11-26
+    options.tf32 = body.value("tf32", false);
     auto program = std::make_shared<AtenProgram>(std::move(graph), ScheduleFromJson(body.at("schedule")), options);
     if (body.contains("other_shapes") != (version >= kDynamicFormatVersion))
       throw Error("corrupted program: version " + std::to_string(version) + " with" +
@@ -472,6 +492,9 @@ std::vector<at::Tensor> AtenProgram::Run(const std::vector<at::Tensor>& inputs) 
     });
   }
   at::NoGradGuard no_grad;  // inference: weights may be parameters, and no run records autograd history
+  // Its own plan alone: a plan for another shape carries its own switch (it was judged on its own), and
+  // the graph for other shapes computes in float32.
+  const Tf32Scope tf32(options_.tf32 && options_.device.is_cuda());
   std::vector<c10::IValue> outputs =
       ExecutorFor(inputs)->Run(std::vector<c10::IValue>(inputs.begin(), inputs.begin() + aten.inputs.size()));
   std::vector<at::Tensor> tensors;

@@ -66,6 +66,11 @@ class AtenProgram {
   // result as FromText does.
   static std::string WithPlanForShape(const std::string& text, const std::string& plan, const std::vector<int>& positions);
 
+  // `text` whose plan computes its float32 matmuls and convolutions in TF32 on CUDA
+  // (ExecutorOptions::tf32; not its plans for further shapes, which carry their own, nor its graph for
+  // other shapes). Validates as FromText does.
+  static std::string WithTf32(const std::string& text);
+
   // Runs the schedule on the graph's inputs (weights first, then the user's tensors, as the exported
   // program's placeholders are ordered) and returns its outputs. Checks their number, devices, ranks
   // and dtypes (InputError); other sizes run the graph for other shapes when the program has one,

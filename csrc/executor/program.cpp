@@ -13,6 +13,7 @@
 
 #include "autograph/error.h"
 #include "core/operator_flops.h"
+#include "executor/float32_switches.h"
 #include "executor/graph_serialization.h"
 #include "executor/merge_candidate_json.h"
 #include "executor/plan_integers.h"
@@ -224,6 +225,7 @@ Program::State Program::ToState() const {
                          {"cuda_graph", options_.cuda_graph},
                          {"max_cuda_graphs", options_.max_cuda_graphs},
                          {"constant_layouts", serialized.constant_layouts}};
+  if (options_.tf32) plan["tf32"] = true;  // absent: float32 as the process's switches say (any version)
   if (!other_plans.empty()) plan["other_plans"] = std::move(other_plans);  // absent: one plan (any version)
   if (plan_new_shapes_ > 0)  // absent: none planned at call time (any version)
     plan["plan_new_shapes"] = {{"limit", plan_new_shapes_}, {"options", planning_options_}};
@@ -286,6 +288,7 @@ c10::intrusive_ptr<Program> Program::LoadState(State state) {
     // Absent before 2026-11-26: the default.
     program->options_.max_cuda_graphs = plan.value("max_cuda_graphs", program->options_.max_cuda_graphs);
     if (program->options_.max_cuda_graphs < 1) throw Error("corrupted program: max_cuda_graphs below 1");
+    program->options_.tf32 = plan.value("tf32", false);
   } catch (const nlohmann::json::exception& e) {
     throw Error(std::string("corrupted program: ") + e.what());
   } catch (const std::out_of_range& e) {
@@ -370,6 +373,7 @@ c10::IValue Program::Call(std::vector<c10::IValue> arguments) const {
   for (const c10::IValue& v : arguments) CollectTensors(v, &tensors);
   const size_t plan = PlanOrPlanNew(arguments, tensors);
   CheckInputTensors(tensors, plan);
+  const Tf32Scope tf32(options_.tf32 && options_.device.is_cuda());
   std::vector<c10::IValue> outputs = ExecutorOf(plan).Run(std::move(arguments));
   if (outputs.size() == 1) return std::move(outputs[0]);
   return c10::ivalue::Tuple::create(std::move(outputs));
@@ -385,6 +389,7 @@ std::vector<at::Tensor> Program::Run(const std::vector<at::Tensor>& inputs) cons
   std::vector<c10::IValue> arguments(inputs.begin(), inputs.end());
   const size_t plan = PlanOrPlanNew(arguments, inputs);
   CheckInputTensors(inputs, plan);
+  const Tf32Scope tf32(options_.tf32 && options_.device.is_cuda());
   auto outputs = ExecutorOf(plan).Run(std::move(arguments));
   std::vector<at::Tensor> flat;
   for (const auto& v : outputs) CollectTensors(v, &flat);

@@ -90,6 +90,7 @@ class Program : public torch::CustomClassHolder {
   const OpGraph& graph() const { return graph_; }
   const Schedule& schedule() const { return schedule_; }
   const ExecutorOptions& options() const { return options_; }
+  const std::vector<InputSignature>& inputs() const { return inputs_; }
 
   struct EmptyTag {};
   explicit Program(EmptyTag) {}  // for FromState, which fills the fields

@@ -31,6 +31,10 @@ std::string WithPlanForShapeOp(const std::string& program, const std::string& pl
   });
 }
 
+std::string WithTf32Op(const std::string& program) {
+  return WithTorchErrors([&] { return AtenProgram::WithTf32(program); });
+}
+
 }  // namespace
 }  // namespace autograph
 
@@ -44,4 +48,6 @@ TORCH_LIBRARY_FRAGMENT(autograph, m) {
         TORCH_FN(autograph::WithGraphForOtherShapesOp));
   // And its plans for further shapes (the `shapes` option on that path).
   m.def("with_plan_for_shape(str program, str plan, int[] positions) -> str", TORCH_FN(autograph::WithPlanForShapeOp));
+  // The candidate in TF32 that option precision offers on CUDA.
+  m.def("with_tf32(str program) -> str", TORCH_FN(autograph::WithTf32Op));
 }

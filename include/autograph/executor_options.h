@@ -12,6 +12,9 @@ struct ExecutorOptions {
   // CUDA Graph mode: the most graphs (input shapes) kept, each with its memory pool; the least
   // recently used is released when a new shape needs one, and captured again when it returns.
   int max_cuda_graphs = 16;
+  // CUDA only: float32 matmuls and convolutions compute in TF32 while the program runs (Tf32Scope):
+  // option precision tf32, set on a program whose outputs met the tolerance that way.
+  bool tf32 = false;
   // CUDA Graph mode: per input, whether the graph reads the caller's own tensor instead of a copy (an
   // exported program's weights and packages: the same tensors every call). Set by whoever knows which
   // inputs those are (AtenProgram, from its graph), not saved with a program.

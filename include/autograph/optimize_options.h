@@ -76,7 +76,7 @@ struct CostOptions {
 // each of its outputs stays within `tolerance` of float32's (relative to that output's largest
 // magnitude) and it measures faster; the user's inputs and outputs keep their dtypes.
 struct NumericsOptions {
-  std::string precision = "fp32";  // fp32 | bf16 | fp16: the lowest a candidate may compute in
+  std::string precision = "fp32";  // fp32 | tf32 | bf16 | fp16: the lowest a candidate may compute in
   double tolerance = 1e-2;
 };
 

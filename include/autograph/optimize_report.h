@@ -4,6 +4,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,17 @@ struct TorchScriptPart {
   std::string op;      // "prim::If", "mylib::op", ...
   std::string reason;  // what keeps autograph from doing more with it
   int count = 0;
+};
+
+// Option precision below fp32 on the TorchScript path: what was asked, the twin tried (the program in a
+// lower precision), its error and time beside the program's, and what was kept.
+struct PrecisionDecision {
+  std::string asked;      // option precision
+  double tolerance = 0;   // option tolerance
+  std::string kept = "fp32";
+  double error = -1;      // the twin's, relative to each output's scale (the worst output); -1: none tried
+  double fp32_ms = -1, lowered_ms = -1;  // medians, timed side by side; -1: not timed
+  std::string note;       // why the twin was not kept, or none tried
 };
 
 struct OptimizeReport {
@@ -78,6 +90,7 @@ struct OptimizeReport {
   Schedule schedule;
   Timeline timeline;  // the kept schedule in time (optimize; empty when it fell back)
   std::vector<ShapePlan> shape_plans;  // one per OptimizeOptions::shapes, in order
+  std::optional<PrecisionDecision> precision;  // option precision below fp32 (ChoosePrecision)
 };
 
 // Every field by its name, times in ms (null where not measured or predicted), "schedule" as

@@ -35,7 +35,9 @@ def optimize(model: Model, example_inputs: Union[Sequence[Any], torch.Tensor, No
 
     The TorchScript path (ir=None or "torchscript"):
     `model` is an nn.Module (traced in eval mode with the example inputs; scripted when tracing fails), a
-    ScriptModule, or the path of a saved one.
+    ScriptModule, or the path of a saved one. With precision="tf32" on CUDA the planned program competes
+    once more with its float32 matmuls and convolutions in TF32, kept where its outputs stay within option
+    tolerance and it measures faster (report["precision"]).
 
     Options: `settings` (an autograph.Settings) and/or the same names as keywords (they win), among them
     `method` (the scheduler: autograph; the baselines sequential, greedy, nimble, ios) and `device` (where
@@ -45,7 +47,8 @@ def optimize(model: Model, example_inputs: Union[Sequence[Any], torch.Tensor, No
     strict=True raises where autograph would otherwise fall back quietly: a model the TorchScript path
     cannot take apart (report["fallback"]), a compiled candidate or the every-shape package that failed
     (report["inductor"]["errors"], report["dynamic_shapes"]["error"]), or, with option precision below
-    fp32, no lowered candidate within option tolerance (report["inductor"]["precision"]); not an optional
+    fp32, no lowered candidate within option tolerance (report["inductor"]["precision"]; on the TorchScript
+    path, whose precision is fp32 or tf32, report["precision"]); not an optional
     compiler that is not installed (report["inductor"]["not_available"] names it).
 
     Returns the optimized ScriptModule (save it with torch.jit.save, load it with autograph.load) and the
@@ -69,9 +72,8 @@ def optimize(model: Model, example_inputs: Union[Sequence[Any], torch.Tensor, No
     from torch.export import ExportedProgram
     path = "export" if isinstance(model, ExportedProgram) or ir == "export" else "torchscript"
     check_options_apply(list(given) + list(settings.options() if settings is not None else ()), path)  # set
-    if calibration is not None and path != "export":
-        raise InputError("calibration applies to the export path (option precision), not the TorchScript path this "
-                         "model takes: drop it, or optimize an ExportedProgram (or ir=\"export\")")
+    if path == "torchscript":
+        _check_precision_on_torchscript(resolved.precision, calibration)
     if path == "export":
         optimized, report = _optimized_on_the_export_path(model, example_inputs, dynamic_shapes, method, device,
                                                           options, calibration)
@@ -87,6 +89,17 @@ def optimize(model: Model, example_inputs: Union[Sequence[Any], torch.Tensor, No
         title = f"{_name_of(model)}: {report['method']} schedule on {report['device']}"
         report["timeline"]["svg"] = torch.ops.autograph.timeline_svg(json.dumps(report["timeline"]), title)
     return module, report
+
+
+def _check_precision_on_torchscript(precision: str, calibration: Optional[Sequence[Any]]) -> None:
+    """InputError, before any tracing, for what the TorchScript path does not lower to (as the C++
+    CheckPrecisionOnTorchScript says) and for calibration inputs, which only the export path reads."""
+    if precision not in ("fp32", "tf32"):
+        raise InputError(f"option 'precision' is \"{precision}\": the TorchScript path computes in fp32 or tf32 (on "
+                         f"CUDA); {precision} is the export path's: optimize an ExportedProgram, or pass ir=\"export\"")
+    if calibration is not None:
+        raise InputError("calibration applies to the export path (option precision), not the TorchScript path "
+                         "this model takes: drop it, or optimize an ExportedProgram (or ir=\"export\")")
 
 
 def _optimized_on_the_export_path(model: Model, example_inputs: Any, dynamic_shapes: Any, method: str,
@@ -125,6 +138,10 @@ def _raise_on_fallback(report: Dict[str, Any]) -> None:
     """strict=True: what optimize would have fallen back from, as an error."""
     if report.get("fallback"):
         raise UnsupportedModelError(f"strict: the model was not optimized: {report['fallback']}")
+    lowered = report.get("precision") or {}  # the TorchScript path's twin below fp32 (ChoosePrecision)
+    if "beyond the tolerance" in (lowered.get("note") or ""):
+        raise Error(f"strict: the program in {lowered['asked']} missed the tolerance {lowered['tolerance']:g} "
+                    f"(error {lowered['error']}) (a larger tolerance, or precision fp32)")
     contest = report.get("inductor") or {}
     # An optional compiler that is not installed (OpenVINO) is not a failure: the report says it is missing.
     errors = {k: v for k, v in (contest.get("errors") or {}).items() if k not in contest.get("not_available", ())}

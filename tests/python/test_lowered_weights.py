@@ -119,3 +119,29 @@ def test_inductors_bf16_candidate_is_kept_within_the_tolerance_and_saved_with_it
     torch.export.save(optimized, tmp_path / "model.pt2")  # the package computes in bf16 itself
     with torch.no_grad():
         assert torch.equal(torch.export.load(tmp_path / "model.pt2").module()(x), got)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device (scripts/gpu_quick_check.sh)")
+@pytest.mark.parametrize("precision", ["bf16", "fp16"])
+def test_inductors_lowered_candidate_on_cuda_is_kept_within_the_tolerance_beside_the_tf32_twins(
+        monkeypatch, tmp_path, precision):
+    from autograph import export as export_module
+    lowered = f"whole_{precision}"
+    monkeypatch.setattr(export_module.contest, "_time_candidates",
+                        lambda candidates, tensors, graph, rounds=10:
+                        {n: 1.0 if n == lowered else 2.0 for n in candidates})
+    torch.manual_seed(0)
+    model, x = Block().eval().cuda(), torch.randn(1, 3, 8, 8, device="cuda")
+    with torch.no_grad():
+        want = model(x)
+    optimized, report = autograph.optimize(torch.export.export(model, (x,)), method="sequential",
+                                           precision=precision, tolerance=0.1)
+    contest = report["inductor"]
+    assert contest["kept"] == lowered and contest["candidates"][lowered]["precision"] == precision
+    assert "aten_tf32" in contest["precision"]["met"]  # the TF32 twins competed (and lost on time)
+    with torch.no_grad():
+        got = optimized.module()(x)
+    assert got.dtype == torch.float32 and 0 < _error(got, want) <= 0.1
+    torch.export.save(optimized, tmp_path / "model.pt2")
+    with torch.no_grad():
+        assert _error(torch.export.load(tmp_path / "model.pt2").module()(x), got) <= 1e-6

@@ -77,10 +77,12 @@ def test_bad_precision_options_are_input_errors_before_any_work(block, monkeypat
         autograph.Settings(**options)
 
 
-def test_the_torchscript_path_refuses_precision(block):
+def test_the_torchscript_path_refuses_bf16_and_fp16(block, monkeypatch):
+    monkeypatch.setattr(torch.jit, "trace", lambda *a, **k: pytest.fail("work began"))
     model, x, _, _ = block
-    with pytest.raises(autograph.InputError, match="option 'precision' applies to the export path"):
-        autograph.optimize(model, [x], precision="bf16")
+    for precision in ("bf16", "fp16"):
+        with pytest.raises(autograph.InputError, match="the TorchScript path computes in fp32 or tf32"):
+            autograph.optimize(model, [x], precision=precision)
 
 
 def test_fp32_by_default_offers_nothing_lowered(block):

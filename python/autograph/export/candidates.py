@@ -1,8 +1,9 @@
 """The candidates of the export path besides the plan on ATen's kernels (candidate.Candidate): the plan
 with parts compiled by each compiler (compilers/: Inductor's "whole", "plan" and "whole_unfrozen",
 OpenVINO's "whole_openvino"), each planned again over its parts, and on CUDA the plan of the graph with
-cuDNN's fused operators ("aten_cudnn"). When they are made relative to the search (beside it, before it)
-is decided here too."""
+cuDNN's fused operators ("aten_cudnn"), and where option precision allows it on CUDA each of them once more
+in TF32 (tf32_twins). When they are made relative to the search (beside it, before it) is decided here
+too."""
 from typing import Any, Dict, List, Optional, Tuple
 
 import torch
@@ -155,6 +156,31 @@ def _lowered(compiler: Any, name: str, builder: PartBuilder, graph: Dict[str, An
     return out
 
 
+def offers_tf32(device: torch.device, settings: Dict[str, Any]) -> bool:
+    """Whether the candidates compete once more in TF32 (tf32_twins): on CUDA (a CPU's float32 kernels have
+    no TF32), with option precision below fp32, and with candidates timed (check_rewrites: a twin is
+    kept only where it measures faster)."""
+    return device.type == "cuda" and settings["precision"] != "fp32" and settings["check_rewrites"]
+
+
+def tf32_twins(candidates: Dict[str, Candidate]) -> Dict[str, Candidate]:
+    """"<name>_tf32" for each competing candidate that is a program computing in float32: the same program
+    with its float32 matmuls and convolutions in TF32 (torch.ops.autograph.with_tf32: the switch travels in
+    the program and is on while it runs, its compiled parts' ATen calls included); lowered, so it is
+    judged against option tolerance like every candidate below float32."""
+    out = {}
+    for name, c in candidates.items():
+        if not (c.competing and c.package is not None and not c.lowered):
+            continue
+        twin, program = f"{name}_tf32", c.package
+        try:
+            text = torch.ops.autograph.with_tf32(program.text)
+            out[twin] = Candidate.of(twin, Program(text, program.weights, program.report, program.parts), "tf32")
+        except (RuntimeError, ValueError) as e:  # the candidate is out and the report says why
+            out[twin] = Candidate.failed(twin, e, precision="tf32")
+    return out
+
+
 def program_with_parts(builder: PartBuilder, graph: Dict[str, Any], weights: List[torch.Tensor],
                        tensors: List[torch.Tensor], settings: Dict[str, Any], body: Dict[str, Any],
                        parts: List[List[int]], compiled, **call) -> Program:
@@ -169,5 +195,5 @@ def program_with_parts(builder: PartBuilder, graph: Dict[str, Any], weights: Lis
     return Program(rewritten_program, kept_weights, rewritten_report, len(parts))
 
 
-__all__ = ["compiled_candidates", "program_with_parts", "compiles_beside_search", "compiles_before_search",
+__all__ = ["compiled_candidates", "program_with_parts", "offers_tf32", "tf32_twins", "compiles_beside_search", "compiles_before_search",
            "compile_before_search", "fused_for_cudnn"]

@@ -10,7 +10,7 @@ from torch.export import ExportedProgram
 from .aten_import import Imported
 from .candidate import Candidate, why_of
 from .candidates import (compile_before_search, compiles_before_search, compiles_beside_search, compiled_candidates,
-                         program_with_parts)
+                         offers_tf32, program_with_parts, tf32_twins)
 from .check import RecordedWarnings, Reference, left_cuda_graph, reference_of, rounded
 from .compilers import inductor as inductor_parts
 from .compilers.inductor import PartBuilder
@@ -53,7 +53,9 @@ def plan_and_compile(decomposed: ExportedProgram, graph: Dict[str, Any], importe
         if fused is not None and measure:
             fused_program, fused_report = plans.plan(fused[0], fused[1] + tensors, planning)
             other_plans["aten_cudnn"] = Program(fused_program, fused[1], fused_report, 0)
-        if compile_parts or other_plans:
+        # Below fp32 the contest runs also without compiled candidates: it offers the TF32 twins and says
+        # what was lowered, or why nothing was.
+        if compile_parts or other_plans or settings["precision"] != "fp32":
             program, weights, report = _with_inductor_parts(builder, graph, program, weights, tensors, settings,
                                                             report, measure, ready, other_plans, compile_parts,
                                                             deferred, calibration)
@@ -86,6 +88,8 @@ def _with_inductor_parts(builder: PartBuilder, graph: Dict[str, Any], program: s
     compile_s = time.perf_counter() - start
     candidates.update({name: Candidate.of(name, plan) for name, plan in (other_plans or {}).items()})
     candidates["aten"] = Candidate.of("aten", Program(program, weights, report, 0))
+    if offers_tf32(torch.device(settings["device"]), settings):
+        candidates.update(tf32_twins(candidates))
     with RecordedWarnings() as recorded:
         contest = Contest(builder, graph, tensors, settings, recorded, calibration)
         best = contest.compete(candidates, measure, deferred)
@@ -113,7 +117,7 @@ def _with_inductor_parts(builder: PartBuilder, graph: Dict[str, Any], program: s
 # with room to spare. A plan one operator at a time slower than a compiled candidate by more than this cannot
 # be made to win by the search (Contest._searched_if_it_could_win).
 SEARCH_GAIN_BOUND = 1.5
-_LABELS = {"whole_openvino": "openvino whole", "aten_cudnn": "aten with cuDNN's fused conv+relu"}
+_LABELS = {"whole_openvino": "openvino whole", "aten_cudnn": "aten with cuDNN's fused conv+relu", "aten": "aten"}
 # Why a candidate that ran right was not kept: it still has its entry among the report's candidates.
 _LOST = ("slower", "not timed", "not packaged")
 
@@ -215,8 +219,8 @@ class Contest:
                  "met": met, "kept": candidates[best].precision}
         if not lowered:
             entry["note"] = (f"no compiler here lowers to {self.settings['precision']} on {self.settings['device']} "
-                             "(OpenVINO's candidate does to bf16 on CPU; Inductor's whole graph to bf16 on CUDA or a CPU "
-                             "with bf16 instructions, to fp16 on CUDA): everything ran in fp32")
+                             "(every candidate does to tf32 on CUDA; OpenVINO's candidate to bf16 on CPU; Inductor's whole "
+                             "graph to bf16 on CUDA or a CPU with bf16 instructions, to fp16 on CUDA): everything ran in fp32")
         return entry
 
     def _lost(self, candidate: Candidate) -> None:
