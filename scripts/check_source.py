@@ -40,6 +40,7 @@ LAYERS = [
     "export.progress",                   # the "autograph" logger and optimize's progress lines
     "export.calibration",                # calibration inputs, checked and flattened before any work
     "export.aten_import",                # ExportedProgram -> AtenGraph JSON (imports only errors and program_format)
+    "export.lowered_graph",              # an FX graph's matmuls and convolutions below float32, as autocast
     "export.rewrites",                   # ExportedProgram rewrites before the import (BatchNorm folding, cuDNN fusions)
     "export.cache",                      # the disk cache of compiled parts
     "export.timing",                     # the one timing policy (optimize, the .pt2 CLI, the benchmarks)

@@ -181,7 +181,8 @@ std::vector<OptionSpec> MakeTable() {
       "candidate once more with float32 matmuls and convolutions in TF32, on CUDA), bf16 (OpenVINO's candidate "
       "with bfloat16 inference precision on CPU, lowered part by part where its whole graph misses the tolerance; "
       "Inductor's whole graph with its matmuls and convolutions in bfloat16, as autocast, on CUDA or a CPU with bf16 "
-      "instructions) or fp16 (Inductor's, in float16, on CUDA); a lowered candidate is kept only where its outputs stay within "
+      "instructions; the plan on ATen's kernels in bfloat16 on CUDA) or fp16 (the same two in float16, on CUDA); a lowered "
+      "candidate is kept only where its outputs stay within "
       "tolerance of float32's and it measures faster; inputs and outputs keep their dtypes; below tf32, tf32's "
       "candidates compete too. The TorchScript path takes fp32 and tf32 (its planned program once more in TF32)",
       [](auto& o) -> auto& { return o.numerics.precision; }, std::nullopt, std::nullopt, {"fp32", "tf32", "bf16", "fp16"}));

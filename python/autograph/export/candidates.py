@@ -1,10 +1,11 @@
 """The candidates of the export path besides the plan on ATen's kernels (candidate.Candidate): the plan
 with parts compiled by each compiler (compilers/: Inductor's "whole", "plan" and "whole_unfrozen",
-OpenVINO's "whole_openvino"), each planned again over its parts, and on CUDA the plan of the graph with
-cuDNN's fused operators ("aten_cudnn"), and where option precision allows it on CUDA each of them once more
-in TF32 (tf32_twins). When they are made relative to the search (beside it, before it) is decided here
-too."""
-from typing import Any, Dict, List, Optional, Tuple
+OpenVINO's "whole_openvino"), each planned again over its parts; on CUDA the plans of other graphs on
+ATen's kernels (other_graphs: with cuDNN's fused operators, "aten_cudnn"; with the matmuls and
+convolutions below float32, "aten_bf16" / "aten_fp16"); and where option precision allows it on CUDA each
+of them once more in TF32 (tf32_twins). When they are made relative to the search (beside it, before it)
+is decided here too."""
+from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 
 import torch
 from torch.export import ExportedProgram
@@ -17,8 +18,9 @@ from .compilers.inductor import PartBuilder
 from .compilers import openvino as openvino_parts
 from . import plans
 from .plans import Program
+from .lowered_graph import DTYPES as LOWERED_DTYPES
 from .program_format import body_of
-from .rewrites import fuse_conv_relu_cudnn
+from .rewrites import fuse_conv_relu_cudnn, lower_precision
 
 
 def fused_for_cudnn(decomposed: ExportedProgram, target: torch.device,
@@ -33,6 +35,46 @@ def fused_for_cudnn(decomposed: ExportedProgram, target: torch.device,
         return None
     graph, weights, _ = import_graph(fused)
     return graph, [to_device(w, target, moved) for w in weights]
+
+
+class OtherGraph(NamedTuple):
+    """A graph planned on ATen's kernels beside the program's own (other_graphs): the AtenGraph, its
+    weights on the device, what it computes in, and the exception that stopped it being made (or None)."""
+    graph: Optional[Dict[str, Any]]
+    weights: List[torch.Tensor]
+    precision: str = "fp32"
+    error: Optional[Exception] = None
+
+
+def offers_aten_lowered(device: torch.device, settings: Dict[str, Any]) -> bool:
+    """Whether the plan on ATen's kernels competes below float32 (rewrites.lower_precision): on CUDA, where
+    cuDNN and cuBLAS compute bf16 and fp16 on tensor cores, with option precision bf16 or fp16 and
+    candidates timed (check_rewrites). On a CPU, OpenVINO's and Inductor's candidates lower instead."""
+    return device.type == "cuda" and settings["precision"] in LOWERED_DTYPES and settings["check_rewrites"]
+
+
+def other_graphs(decomposed: ExportedProgram, target: torch.device, moved: Dict[Any, torch.Tensor],
+                 settings: Dict[str, Any]) -> Dict[str, OtherGraph]:
+    """The graphs planned on ATen's kernels beside the program's own, each a candidate of its name, where
+    rewrites are measured (check_rewrites): "aten_cudnn" (fused_for_cudnn) and, where offers_aten_lowered,
+    "aten_<precision>" (rewrites.lower_precision)."""
+    if not settings["check_rewrites"]:
+        return {}
+    out: Dict[str, OtherGraph] = {}
+    fused = fused_for_cudnn(decomposed, target, moved)
+    if fused is not None:
+        out["aten_cudnn"] = OtherGraph(*fused)
+    if offers_aten_lowered(target, settings):
+        precision = settings["precision"]
+        name = f"aten_{precision}"
+        try:
+            lowered = lower_precision(decomposed, precision)
+            if lowered is not decomposed:
+                graph, weights, _ = import_graph(lowered)
+                out[name] = OtherGraph(graph, [to_device(w, target, moved) for w in weights], precision)
+        except Exception as e:  # noqa: BLE001 - the candidate is out and the report says why
+            out[name] = OtherGraph(None, [], precision, e)
+    return out
 
 
 def compiles_beside_search(device: torch.device) -> bool:
@@ -195,5 +237,6 @@ def program_with_parts(builder: PartBuilder, graph: Dict[str, Any], weights: Lis
     return Program(rewritten_program, kept_weights, rewritten_report, len(parts))
 
 
-__all__ = ["compiled_candidates", "program_with_parts", "offers_tf32", "tf32_twins", "compiles_beside_search", "compiles_before_search",
-           "compile_before_search", "fused_for_cudnn"]
+__all__ = ["compiled_candidates", "program_with_parts", "offers_tf32", "tf32_twins", "compiles_beside_search",
+           "compiles_before_search", "compile_before_search", "fused_for_cudnn", "OtherGraph", "other_graphs",
+           "offers_aten_lowered"]

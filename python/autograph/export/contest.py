@@ -9,8 +9,8 @@ from torch.export import ExportedProgram
 
 from .aten_import import Imported
 from .candidate import Candidate, why_of
-from .candidates import (compile_before_search, compiles_before_search, compiles_beside_search, compiled_candidates,
-                         offers_tf32, program_with_parts, tf32_twins)
+from .candidates import (OtherGraph, compile_before_search, compiles_before_search, compiles_beside_search,
+                         compiled_candidates, offers_tf32, program_with_parts, tf32_twins)
 from .check import RecordedWarnings, Reference, left_cuda_graph, reference_of, rounded
 from .compilers import inductor as inductor_parts
 from .compilers.inductor import PartBuilder
@@ -23,14 +23,14 @@ from .timing import RACE_MARGIN, time_callables
 
 def plan_and_compile(decomposed: ExportedProgram, graph: Dict[str, Any], imported: "Imported",
                      weights: List[torch.Tensor], tensors: List[torch.Tensor], settings: Dict[str, Any],
-                     fused: Optional[Tuple[Dict[str, Any], List[torch.Tensor]]] = None,
+                     others: Optional[Dict[str, OtherGraph]] = None,
                      calibration: Sequence[List[torch.Tensor]] = ()):
     """The plan of `graph` and, with option `inductor`, its Inductor candidates (_with_inductor_parts;
     where compiles_beside_search, the whole graph's compile starts before the search and runs beside it;
     where compiles_before_search, the whole graph's candidates are made first and the plan on ATen's
     kernels competes planned one operator at a time, searched for only where it could win:
-    Contest._searched_if_it_could_win). `fused` (fused_for_cudnn), where rewrites are measured, is
-    planned the same way and competes with them. `calibration`: more inputs (flat tensor lists, on the
+    Contest._searched_if_it_could_win). Each of `others` (candidates.other_graphs: "aten_cudnn",
+    "aten_bf16"...) is planned the same way and competes with them. `calibration`: more inputs (flat tensor lists, on the
     device) on which a lowered candidate must meet option tolerance too.
     Returns the program, its weights, the report, whether rewrites are measured and whether Inductor
     parts were wanted."""
@@ -49,10 +49,7 @@ def plan_and_compile(decomposed: ExportedProgram, graph: Dict[str, Any], importe
         planning = dict(settings, method="sequential") if deferred else settings
         program, report = plans.plan(graph, weights + tensors, planning)
         measure, compile_parts = settings["check_rewrites"], settings["inductor"]
-        other_plans = {}
-        if fused is not None and measure:
-            fused_program, fused_report = plans.plan(fused[0], fused[1] + tensors, planning)
-            other_plans["aten_cudnn"] = Program(fused_program, fused[1], fused_report, 0)
+        other_plans = _other_plans(others or {}, tensors, planning)
         # Below fp32 the contest runs also without compiled candidates: it offers the TF32 twins and says
         # what was lowered, or why nothing was.
         if compile_parts or other_plans or settings["precision"] != "fp32":
@@ -66,10 +63,26 @@ def plan_and_compile(decomposed: ExportedProgram, graph: Dict[str, Any], importe
     return program, weights, report, measure, compile_parts
 
 
+def _other_plans(others: Dict[str, OtherGraph], tensors: List[torch.Tensor],
+                 settings: Dict[str, Any]) -> Dict[str, Candidate]:
+    """Each of `others` planned with `settings` as a candidate of its name (out, with why, where it could
+    not be made or planned)."""
+    made = {}
+    for name, other in others.items():
+        try:
+            if other.error is not None:
+                raise other.error
+            program, report = plans.plan(other.graph, other.weights + tensors, settings)
+            made[name] = Candidate.of(name, Program(program, other.weights, report, 0), other.precision)
+        except Exception as e:  # noqa: BLE001 - the candidate is out and the report says why
+            made[name] = Candidate.failed(name, e, precision=other.precision)
+    return made
+
+
 def _with_inductor_parts(builder: PartBuilder, graph: Dict[str, Any], program: str,
                          weights: List[torch.Tensor], tensors: List[torch.Tensor], settings: Dict[str, Any],
                          report: Dict[str, Any], measure: bool,
-                         ready: Optional[Dict[str, Any]] = None, other_plans: Optional[Dict[str, Any]] = None,
+                         ready: Optional[Dict[str, Any]] = None, other_plans: Optional[Dict[str, Candidate]] = None,
                          compile_parts: bool = True, deferred: bool = False,
                          calibration: Sequence[List[torch.Tensor]] = ()
                          ) -> Tuple[str, List[torch.Tensor], Dict[str, Any]]:
@@ -78,15 +91,15 @@ def _with_inductor_parts(builder: PartBuilder, graph: Dict[str, Any], program: s
     kept unmeasured): the candidates are built (compiled_candidates), then compete (Contest.compete).
     The report's "inductor" entry says what was compiled, checked, timed and kept (Contest.summary) and
     the rejected candidates' loaded packages are released. `ready`: candidates made before the search
-    (compile_before_search). `other_plans`: other plans on ATen's kernels that compete ({name: Program}:
-    "aten_cudnn"); without `compile_parts` they alone compete with the plan. `deferred`: `program` stands
+    (compile_before_search). `other_plans`: other plans on ATen's kernels that compete ({name: Candidate}:
+    "aten_cudnn", "aten_bf16"...); without `compile_parts` they alone compete with the plan. `deferred`: `program` stands
     in for the plan the settings ask for (planned one operator at a time), which is made only where it
     could be kept."""
     start = time.perf_counter()
     candidates, cached = compiled_candidates(builder, graph, program, weights, tensors, settings,
                                              ready=ready) if compile_parts else ({}, 0)
     compile_s = time.perf_counter() - start
-    candidates.update({name: Candidate.of(name, plan) for name, plan in (other_plans or {}).items()})
+    candidates.update(other_plans or {})
     candidates["aten"] = Candidate.of("aten", Program(program, weights, report, 0))
     if offers_tf32(torch.device(settings["device"]), settings):
         candidates.update(tf32_twins(candidates))
@@ -220,7 +233,8 @@ class Contest:
         if not lowered:
             entry["note"] = (f"no compiler here lowers to {self.settings['precision']} on {self.settings['device']} "
                              "(every candidate does to tf32 on CUDA; OpenVINO's candidate to bf16 on CPU; Inductor's whole "
-                             "graph to bf16 on CUDA or a CPU with bf16 instructions, to fp16 on CUDA): everything ran in fp32")
+                             "graph to bf16 on CUDA or a CPU with bf16 instructions, to fp16 on CUDA; the plan on ATen's "
+                             "kernels to bf16 and fp16 on CUDA): everything ran in fp32")
         return entry
 
     def _lost(self, candidate: Candidate) -> None:

@@ -15,7 +15,7 @@ from torch.utils import _pytree as pytree
 from .._library import load_library
 from ..errors import InputError, UnsupportedModelError
 from .aten_import import TORCHSCRIPT_HINT, functional, has_dynamic_shapes, import_graph, to_device
-from .candidates import fused_for_cudnn
+from .candidates import other_graphs
 from .contest import plan_and_compile
 from . import plans
 from .rewrites import fold_batchnorm
@@ -62,10 +62,10 @@ def optimize_exported(ep: ExportedProgram, *, method: str, device: Optional[str]
     weights = [to_device(w, target, moved) for w in weights]
     tensors = [t.to(target) for t in tensors]
     settings = plans.resolved(options, method, target)
-    fused = fused_for_cudnn(decomposed, target, moved) if settings["check_rewrites"] else None
+    others = other_graphs(decomposed, target, moved, settings)
     checks = [[t.to(target) for t in inputs] for inputs in calibration]
     program, weights, report, measure, compile_parts = plan_and_compile(decomposed, graph, imported, weights,
-                                                                        tensors, settings, fused, checks)
+                                                                        tensors, settings, others, checks)
     extra: List[torch.Tensor] = []
     if dynamic:
         structured = pytree.tree_unflatten(tensors, in_spec)

@@ -2,7 +2,8 @@
 lowering and rewrites do on frozen graphs, done on the program's ATen graph.
 
 `fold_batchnorm` folds eval-mode BatchNorm into the convolution (or linear) that feeds it, with new
-weight tensors; `fuse_conv_relu_cudnn` makes conv2d (+ add) + relu one cuDNN fused operator on CUDA.
+weight tensors; `fuse_conv_relu_cudnn` makes conv2d (+ add) + relu one cuDNN fused operator on CUDA;
+`lower_precision` makes the matmuls and convolutions compute below float32 (option precision).
 Each returns a new ExportedProgram (the one passed is never changed: its graph, signature and tensors
 stay as they were), or the same program when nothing applies.
 """
@@ -15,6 +16,8 @@ from torch.export import ExportedProgram
 from torch.export.graph_signature import (ExportGraphSignature, InputKind, InputSpec, OutputKind,
                                           TensorArgument)
 from torch.nn.utils.fusion import fuse_conv_bn_weights, fuse_linear_bn_weights
+
+from .lowered_graph import DTYPES, lower_operators
 
 aten = torch.ops.aten
 
@@ -260,6 +263,25 @@ def _folded_weights(producer: torch.fx.Node, layer: Dict[str, Any], t: Dict[str,
                                         transpose=transposed)
     bias_dtype = bias.dtype if bias is not None else weight.dtype
     return w.detach().to(weight.dtype), b.detach().to(bias_dtype)
+
+
+def lower_precision(ep: ExportedProgram, precision: str) -> ExportedProgram:
+    """`ep` with its matmuls and convolutions computing in `precision` ("bf16", "fp16") as autocast computes
+    them (lowered_graph.lower_operators): a weight that they alone read becomes a buffer of its own in that
+    dtype (the float32 one dropped where nothing else reads it); the program's inputs, outputs and other
+    operators keep their dtypes. For a plan on ATen's kernels: cuDNN and cuBLAS compute the lowered
+    operators in that dtype, accumulating in float32. Returns `ep` itself where nothing is lowered."""
+    edit = _Editable(ep)
+    dtype = DTYPES[precision]
+
+    def store(node: torch.fx.Node) -> Optional[torch.fx.Node]:
+        if node not in edit.weights:
+            return None
+        made = edit.add_weight(edit.weights[node].detach().to(dtype), f"{edit.target_of(node)}_{precision}")
+        edit.release(node)
+        return made
+
+    return edit.finish() if lower_operators(edit.graph, precision, store) else ep
 
 
 def fuse_conv_relu_cudnn(ep: ExportedProgram, device: Union[str, torch.device]) -> ExportedProgram:

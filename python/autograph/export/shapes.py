@@ -12,7 +12,7 @@ from torch.utils import _pytree as pytree
 
 from ..errors import InputError, UnsupportedModelError, translate
 from .aten_import import functional, import_graph, storage_key, to_device, user_inputs
-from .candidates import fused_for_cudnn
+from .candidates import other_graphs
 from .compilers import inductor as inductor_parts
 from .compilers.toolchain import vec_isa_checks_remembered
 from .contest import mismatch, plan_and_compile
@@ -119,9 +119,9 @@ def with_plans_for_shapes(ep: ExportedProgram, program: str, weights: List[torch
         decomposed = functional(exported) or exported.run_decompositions({})
         graph, plan_weights, imported = import_graph(decomposed)
         plan_weights = [to_device(w, target, moved) for w in plan_weights]
-        fused = fused_for_cudnn(decomposed, target, moved) if settings["check_rewrites"] else None
+        others = other_graphs(decomposed, target, moved, settings)
         plan, plan_weights, report, _, _ = plan_and_compile(decomposed, graph, imported, plan_weights, inputs,
-                                                            settings, fused)
+                                                            settings, others)
         positions = _passed_positions(plan_weights, weights, num_inputs, extra)
         try:
             program = torch.ops.autograph.with_plan_for_shape(program, plan, positions + user_positions)
