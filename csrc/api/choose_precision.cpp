@@ -59,10 +59,18 @@ PrecisionDecision JudgeTwin(const Program& planned, const Program& twin, const s
   PrecisionDecision decision;
   decision.asked = twin_precision;
   decision.tolerance = tolerance;
+  // The reference: the same plan in float32 throughout, whatever the user's switches say, run by a
+  // program of its own without a CUDA Graph (`planned`'s graph, captured at its first run, must hold the
+  // kernels the user's switches choose, as its timing below and its runs after optimize do).
+  ExecutorOptions full_options = planned.options();
+  full_options.cuda_graph = false;
+  full_options.tf32 = false;
+  const auto full_program = c10::make_intrusive<Program>(planned.graph(), planned.schedule(), planned.inputs(),
+                                                         full_options);
   std::vector<at::Tensor> reference;
   {
-    const FullPrecisionScope full;  // the reference: float32 throughout, whatever the user's switches say
-    reference = Outputs(planned, inputs);
+    const FullPrecisionScope full;
+    reference = Outputs(*full_program, inputs);
   }
   decision.error = RelativeError(Outputs(twin, inputs), reference);
   if (!(decision.error <= tolerance)) {  // also NaN

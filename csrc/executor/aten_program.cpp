@@ -4,8 +4,8 @@
 #include <ATen/ops/empty_strided.h>
 
 #include <algorithm>
-#include <functional>
 #include <cstdio>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <unordered_map>
 
