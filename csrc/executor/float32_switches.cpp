@@ -7,17 +7,19 @@
 #include <optional>
 
 namespace autograph {
+
+// The switches as the user left them: the new per-backend values as stored (NONE: inherit), and the
+// legacy float32 matmul precision, which cuBLAS's check requires to agree with the new matmul switch.
+struct Float32Switches {
+  std::optional<at::Float32MatmulPrecision> matmul_legacy;  // none: the user's switches disagree already
+  at::Float32Precision cuda_matmul, cuda_conv, cuda_rnn, mkldnn_matmul;
+};
+
 namespace {
 
 using B = at::Float32Backend;
 using O = at::Float32Op;
-
-// The switches as the user left them: the new per-backend values as stored (NONE: inherit), and the
-// legacy float32 matmul precision, which cuBLAS's check requires to agree with the new matmul switch.
-struct Switches {
-  std::optional<at::Float32MatmulPrecision> matmul_legacy;  // none: the user's switches disagree already
-  at::Float32Precision cuda_matmul, cuda_conv, cuda_rnn, mkldnn_matmul;
-};
+using Switches = Float32Switches;
 
 Switches Saved() {
   at::Context& ctx = at::globalContext();
@@ -64,7 +66,6 @@ void Restore(const Switches& saved) noexcept {
 std::mutex tf32_mutex;
 int tf32_depth = 0;
 Switches before_tf32;
-Switches before_full;
 
 }  // namespace
 
@@ -82,11 +83,8 @@ Tf32Scope::~Tf32Scope() {
   if (--tf32_depth == 0) Restore(before_tf32);
 }
 
-FullPrecisionScope::FullPrecisionScope() {
-  before_full = Saved();
-  SetCuda(false);
-}
+FullPrecisionScope::FullPrecisionScope() : saved_(std::make_unique<Float32Switches>(Saved())) { SetCuda(false); }
 
-FullPrecisionScope::~FullPrecisionScope() { Restore(before_full); }
+FullPrecisionScope::~FullPrecisionScope() { Restore(*saved_); }
 
 }  // namespace autograph

@@ -10,7 +10,11 @@
 // FullPrecisionScope: full float32 (TF32 off), for the reference a lowered candidate is judged against
 // while optimize runs; not for use beside running programs.
 
+#include <memory>
+
 namespace autograph {
+
+struct Float32Switches;  // the switches as a scope found them (float32_switches.cpp)
 
 class Tf32Scope {
  public:
@@ -29,6 +33,9 @@ class FullPrecisionScope {
   ~FullPrecisionScope();
   FullPrecisionScope(const FullPrecisionScope&) = delete;
   FullPrecisionScope& operator=(const FullPrecisionScope&) = delete;
+
+ private:
+  std::unique_ptr<Float32Switches> saved_;
 };
 
 }  // namespace autograph

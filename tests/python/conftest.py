@@ -1,5 +1,6 @@
 """Shared pytest fixtures: paths of the built CLI, library and model zoo (scripts/test.sh exports them)."""
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -36,3 +37,14 @@ def zoo() -> Path:
     path = Path(os.environ.get("AUTOGRAPH_ZOO_DIR", ROOT / "models" / "zoo"))
     assert (path / "squeezenet.pt").exists(), f"{path} has no zoo: run models/export.py --out {path}"
     return path
+
+
+@pytest.fixture
+def fresh_python():
+    """Runs a script in a fresh Python process that imports this checkout's package (what a saved model
+    meets when it is loaded elsewhere) and checks that it printed "ok" last."""
+    def run(script: str, timeout: int = 300) -> None:
+        env = dict(os.environ, PYTHONPATH=str(ROOT / "python"))
+        r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=timeout, env=env)
+        assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stderr[-2000:]
+    return run

@@ -8,18 +8,12 @@ stays out and the program keeps float32; a saved program keeps its precision.
 Tolerances: the float32 candidates are judged as everywhere (check.py's float32 floor); the bfloat16
 candidate's error on this small network is of the order of bfloat16's resolution (2^-8 = 3.9e-3) relative
 to the output's scale, so 0.1 admits it with room, and 1e-6 (far below bfloat16's resolution) cannot."""
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 import torch
 
 import autograph
 from autograph._library import openvino_missing
 
-ROOT = Path(__file__).resolve().parents[2]
 needs_openvino = pytest.mark.skipif(openvino_missing() is not None, reason=f"no OpenVINO parts: {openvino_missing()}")
 
 
@@ -136,7 +130,7 @@ def test_where_no_compiler_lowers_the_report_says_so(block, monkeypatch):
 
 
 @needs_openvino
-def test_a_saved_bf16_program_keeps_its_precision_in_a_fresh_process(block, monkeypatch, tmp_path):
+def test_a_saved_bf16_program_keeps_its_precision_in_a_fresh_process(block, monkeypatch, tmp_path, fresh_python):
     model, x, want, ep = block
     _timed(monkeypatch, {"whole_openvino_bf16": 1.0})
     optimized, report = autograph.optimize(ep, method="sequential", precision="bf16", tolerance=0.1)
@@ -159,9 +153,7 @@ def test_a_saved_bf16_program_keeps_its_precision_in_a_fresh_process(block, monk
         "assert error(got, io['here']) <= 1e-6 < 1e-5 < error(got, io['want']), (error(got, io['here']), "
         "error(got, io['want']))\n"
         "print('ok')\n")
-    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
-                       env=dict(os.environ, PYTHONPATH=str(ROOT / "python")))
-    assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stderr[-2000:]
+    fresh_python(script)
 
 
 @pytest.mark.parametrize("calibration, message", [

@@ -9,18 +9,12 @@ twin computes exactly float32's outputs (error 0 within any tolerance) and the t
 (made, judged, timed, kept, reported, saved and reloaded). On CUDA, TF32 rounds float32 inputs to 10
 mantissa bits (2^-11 = 4.9e-4 relative per product); a 256-wide linear's output error relative to its
 scale was measured at about 1e-3, so 1e-2 admits it and float32's own (below 1e-5) lies far under it."""
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 import torch
 
 import autograph
 from autograph.export.program_format import body_of
 
-ROOT = Path(__file__).resolve().parents[2]
 needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device (scripts/gpu_quick_check.sh)")
 
 
@@ -70,7 +64,7 @@ def test_tf32_on_a_cpu_lowers_nothing_and_the_report_says_so():
         assert _error(optimized.module()(x), want) <= 1e-5  # float32's
 
 
-def test_a_tf32_twin_is_made_judged_kept_and_saved(monkeypatch, tmp_path):
+def test_a_tf32_twin_is_made_judged_kept_and_saved(monkeypatch, tmp_path, fresh_python):
     from autograph.export import contest
     monkeypatch.setattr(contest, "offers_tf32", lambda device, settings: settings["precision"] != "fp32")
     _timed(monkeypatch, {"aten_tf32": 1.0})
@@ -96,9 +90,7 @@ def test_a_tf32_twin_is_made_judged_kept_and_saved(monkeypatch, tmp_path):
         "    got = program.module()(io['x'])\n"
         "assert ((got - io['want']).abs().max() / io['want'].abs().max()).item() <= 1e-5\n"
         "print('ok')\n")
-    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
-                       env=dict(os.environ, PYTHONPATH=str(ROOT / "python")))
-    assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stderr[-2000:]
+    fresh_python(script)
 
 
 def test_fp32_and_unmeasured_runs_make_no_twins(monkeypatch):

@@ -69,9 +69,10 @@ def _other_plans(others: Dict[str, OtherGraph], tensors: List[torch.Tensor],
     not be made or planned)."""
     made = {}
     for name, other in others.items():
+        if other.error is not None:
+            made[name] = Candidate.failed(name, other.error, precision=other.precision)
+            continue
         try:
-            if other.error is not None:
-                raise other.error
             program, report = plans.plan(other.graph, other.weights + tensors, settings)
             made[name] = Candidate.of(name, Program(program, other.weights, report, 0), other.precision)
         except Exception as e:  # noqa: BLE001 - the candidate is out and the report says why

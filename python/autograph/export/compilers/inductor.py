@@ -27,10 +27,11 @@ import torch
 from torch.export import ExportedProgram
 
 from .. import cache as part_cache
+from ..lowered_graph import DTYPES as LOWERED_DTYPES
 from ..program_format import DTYPE_NAMES, DTYPES_BY_NAME
 from .base import CompiledPart, every_node, part_digest, whole_graph_part
 from .toolchain import aoti_configs, compile_graph_module, compile_package, vec_isa_checks_remembered
-from .lowered_module import DTYPES as LOWERED_DTYPES, lowered_module
+from .lowered_module import lowered_module
 
 PART_OP = "autograph::run_inductor_part"
 _FORMAT = "autograph-inductor-part"

@@ -28,4 +28,4 @@ def lowered_module(gm: torch.fx.GraphModule, precision: str) -> torch.fx.GraphMo
     return gm
 
 
-__all__ = ["DTYPES", "lowered_module"]
+__all__ = ["lowered_module"]
