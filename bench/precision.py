@@ -52,6 +52,16 @@ def _autograph(model, inputs, row, key, **options):
     return lambda: module(*inputs)
 
 
+def _torchscript(model, inputs, row, key, **options):
+    """autograph's TorchScript path (a traced module), its precision decision in the row."""
+    start = time.perf_counter()
+    optimized, report = autograph.optimize(model, inputs, ir="torchscript", **options)
+    row[f"{key}_optimize_s"] = round(time.perf_counter() - start, 2)
+    decision = report.get("precision") or {}
+    row[f"{key}_kept"] = f"{decision.get('kept', 'fp32')} ({report.get('ops_lowered', 0)} ops lowered)"
+    return lambda: optimized(*inputs)
+
+
 def _compile_autocast(model, inputs):
     import torch._inductor.config as inductor_config
     with inductor_config.patch(freezing=True):
@@ -97,6 +107,12 @@ def measure(name: str, args) -> dict:
             runs[key] = _autograph(model, inputs, row, key, **options)
         except Exception as e:  # noqa: BLE001 - the row says what failed
             row[f"{key}_error"] = str(e).splitlines()[0][:200]
+    if args.torchscript:
+        for key, options in (("torchscript_fp32", {}), ("torchscript_bf16", dict(precision="bf16", **tolerance))):
+            try:
+                runs[key] = _torchscript(model, inputs, row, key, **options)
+            except Exception as e:  # noqa: BLE001 - the row says what failed
+                row[f"{key}_error"] = str(e).splitlines()[0][:200]
     try:
         with tempfile.TemporaryDirectory() as workdir:
             runs.update(_openvino(model, inputs, workdir))
@@ -150,10 +166,25 @@ def write(rows, args) -> None:
     geo = {k: math.exp(sum(map(math.log, v)) / len(v)) if v else math.nan for k, v in speedups.items()}
     lines.append(f"\nGeometric means: bf16 ÷ fp32 {geo['fp32']:.2f}×, vs OpenVINO's defaults {geo['default']:.2f}×, "
                  f"vs the best bf16 rival {geo['rival']:.2f}×.")
+    if any("torchscript_bf16_median_ms" in r for r in rows):
+        lines += ["", "The TorchScript path (`ir=\"torchscript\"`):", "",
+                  "| model | torchscript_fp32 | torchscript_bf16 | kept (bf16) | bf16 ÷ fp32 |", "|---|---:|---:|---|---:|"]
+        ts = []
+        for r in rows:
+            cells = [f"{r[f'{m}_median_ms']:.2f} ({r[f'{m}_rel_err']:.1e})" if f"{m}_median_ms" in r else "—"
+                     for m in ("torchscript_fp32", "torchscript_bf16")]
+            ratio = _ratio(r, "torchscript_fp32", "torchscript_bf16")
+            if ratio == ratio:
+                ts.append(ratio)
+            lines.append(f"| {r['model']} | " + " | ".join(cells) + f" | {r.get('torchscript_bf16_kept', '—')} | "
+                         f"{ratio:.2f}× |")
+        if ts:
+            lines.append(f"\nGeometric mean, TorchScript path bf16 ÷ fp32: {math.exp(sum(map(math.log, ts)) / len(ts)):.2f}×.")
     (out / "README.md").write_text(
         f"`python bench/precision.py --models {args.models} --repeats {args.repeats}"
         + (f" --unseen {','.join(args.unseen)}" if args.unseen else "")
         + (f" --tolerance {args.tolerance}" if args.tolerance is not None else "")
+        + (" --torchscript" if args.torchscript else "")
         + f"` ({torch.get_num_threads()} threads, torch {torch.__version__}). Median ms (error against float32 "
           "eager, relative to the output's scale); ratios: the other's time ÷ autograph bf16's.\n\n"
         + "\n".join(lines) + "\n")
@@ -165,6 +196,7 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=10)
     parser.add_argument("--tolerance", type=float, default=None)
     parser.add_argument("--unseen", default="", help="torchvision models the zoo lacks, e.g. googlenet,efficientnet_b0")
+    parser.add_argument("--torchscript", action="store_true", help="also autograph's TorchScript path, fp32 and bf16")
     parser.add_argument("--out", default="bench/results/precision-cpu")
     args = parser.parse_args()
     args.unseen = [n for n in args.unseen.split(",") if n]

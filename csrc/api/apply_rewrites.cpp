@@ -13,9 +13,11 @@
 
 #include "executor/run_timing.h"
 #include "executor/stage_executor.h"
+#include "graph_pass/choose_lowered_operators.h"
 #include "graph_pass/fold_convolution_add_relu.h"
 #include "graph_pass/fuse_attention.h"
 #include "graph_pass/import_op_graph.h"
+#include "graph_pass/lower_precision.h"
 #include "graph_pass/merge_sibling_linears.h"
 #include "graph_pass/pack_constant_linears.h"
 #include "graph_pass/pool_in_channels_last.h"
@@ -46,6 +48,7 @@ struct RewriteStep {
   // The graph and the record of its run on the example inputs (which the rewrite may leave stale).
   std::function<RewriteOutcome(GraphPtr&, const GraphValues&)> apply;
   std::function<void(const RewriteOutcome&, OptimizeReport*)> count;  // into the report, when kept
+  bool timed = true;  // with check_rewrites, kept only where the graph measures faster with it
 };
 
 
@@ -55,7 +58,7 @@ int CountAtenNodes(const torch::jit::Graph& graph) {
   return n;
 }
 
-std::vector<RewriteStep> RewriteSteps(const OptimizeOptions& options, bool searched) {
+std::vector<RewriteStep> RewriteSteps(const OptimizeOptions& options, bool searched, LoweringRequest* lowering) {
   std::vector<RewriteStep> steps;
   if (options.substitutions.fuse_attention)
     steps.push_back({"fuse_attention", true, [](GraphPtr& g, const GraphValues& v) { return RewriteOutcome{FuseScaledDotProductAttention(g, v)}; },
@@ -71,6 +74,19 @@ std::vector<RewriteStep> RewriteSteps(const OptimizeOptions& options, bool searc
                        return RewriteOutcome{RegroupGroupedConvolutions(g, v, regroup).regrouped};
                      },
                      [](const RewriteOutcome& o, OptimizeReport* r) { r->convolutions_regrouped += o.changes; }});
+  // After the rewrites that find operators by their pattern (attention, sibling linears, grouped
+  // convolutions), before those that pick kernels for a dtype (cuDNN's fused convolutions, oneDNN's
+  // packed weights) and stitching, which then see the casts. Not timed here: the operators are chosen for
+  // accuracy (ChooseLoweredOperators), and the whole plan is judged against the float32 plan, for
+  // accuracy and time (ChoosePrecision). Rejected: operators left in float32.
+  if (lowering)
+    steps.push_back({"lower_precision", false,
+                     [lowering](GraphPtr& g, const GraphValues& v) {
+                       ChooseLoweredOperators(v, lowering);
+                       const int lowered = LowerMatmulsAndConvolutions(g, v, lowering->dtype, &lowering->chosen);
+                       return RewriteOutcome{lowered, 0, lowering->lowerable - lowered};
+                     },
+                     [](const RewriteOutcome& o, OptimizeReport* r) { r->ops_lowered += o.changes; }, false});
   if (options.substitutions.fold_conv_relu && options.executor.device.is_cuda())  // cuDNN's fused kernel: no CPU counterpart
     steps.push_back({"fold_conv_relu", true,
                      [](GraphPtr& g, const GraphValues& v) {
@@ -154,13 +170,13 @@ StitchPlanOptions StitchPlanOptionsFor(const DeviceModel& device) {
 }
 
 GraphValues ApplyRewrites(GraphValues recorded, const OptimizeOptions& options, bool searched, OptimizeReport* report,
-                          RewriteSet set) {
+                          RewriteSet set, LoweringRequest* lowering) {
   const auto start = std::chrono::steady_clock::now();
-  for (const RewriteStep& step : RewriteSteps(options, searched)) {
+  for (const RewriteStep& step : RewriteSteps(options, searched, lowering)) {
     if (set == RewriteSet::Substitutions && !step.substitution) continue;
     RewriteDecision decision;
     decision.name = step.name;
-    const bool checked = options.substitutions.check_rewrites;
+    const bool checked = options.substitutions.check_rewrites && step.timed;
     GraphPtr candidate = checked ? recorded.graph()->copy() : recorded.graph();
     std::optional<GraphValues> candidate_values;
     if (checked) candidate_values = recorded.ForCopy(candidate);

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "autograph/optimize.h"
+#include "graph_pass/choose_lowered_operators.h"
 #include "graph_pass/graph_values.h"
 #include "search/cost/device_model.h"
 #include "stitch_plan/plan_stitch_groups.h"
@@ -33,7 +34,10 @@ enum class RewriteSet { All, Substitutions };
 // `recorded`: the lowered graph's run on the example inputs (on options.device); returns the record
 // of the rewritten graph (its graph() is the result). The graph runs once more only after a
 // rewrite changed it.
+// `lowering`: after the pattern rewrites, the graph's matrix products and convolutions that keep its
+// outputs within the request's tolerance are lowered to its dtype (ChooseLoweredOperators,
+// LowerMatmulsAndConvolutions), untimed, and the request says what was chosen; the caller judges the plan.
 GraphValues ApplyRewrites(GraphValues recorded, const OptimizeOptions& options, bool searched, OptimizeReport* report,
-                          RewriteSet set = RewriteSet::All);
+                          RewriteSet set = RewriteSet::All, LoweringRequest* lowering = nullptr);
 
 }  // namespace autograph

@@ -1,6 +1,8 @@
 #include "api/choose_precision.h"
 
 #include <ATen/ATen.h>
+#include <ATen/cpu/Utils.h>
+#include <c10/util/StringUtil.h>
 
 #include <algorithm>
 #include <cmath>
@@ -9,6 +11,7 @@
 
 #include "autograph/error.h"
 #include "core/operator_flops.h"
+#include "core/output_error.h"
 #include "executor/float32_switches.h"
 #include "executor/run_timing.h"
 
@@ -22,36 +25,32 @@ std::vector<at::Tensor> Outputs(const Program& program, const std::vector<c10::I
   return out;
 }
 
-// The largest |got - want| over max |want|, the worst over the outputs: NaN where either holds a NaN or
-// an infinity; infinite where an output differs in shape or dtype, or an integer one in any value.
-double RelativeError(const std::vector<at::Tensor>& got, const std::vector<at::Tensor>& want) {
-  if (got.size() != want.size()) return std::numeric_limits<double>::infinity();
-  double worst = 0;
-  for (size_t k = 0; k < got.size(); ++k) {
-    if (got[k].sizes() != want[k].sizes() || got[k].scalar_type() != want[k].scalar_type())
-      return std::numeric_limits<double>::infinity();
-    if (!at::isFloatingType(want[k].scalar_type())) {
-      if (!at::equal(got[k], want[k])) return std::numeric_limits<double>::infinity();
-      continue;
-    }
-    if (want[k].numel() == 0) continue;
-    const at::Tensor g = got[k].to(at::kDouble), w = want[k].to(at::kDouble);
-    const double diff = (g - w).abs().max().item<double>(), scale = w.abs().max().item<double>();
-    if (!std::isfinite(diff) || !std::isfinite(scale)) return std::numeric_limits<double>::quiet_NaN();
-    worst = std::max(worst, scale > 0 ? diff / scale : diff);
-  }
-  return worst;
-}
+// A twin gives up accuracy for time: kept only for a gain beyond the noise of side-by-side medians.
+constexpr double kLeastGain = 0.02;
 
 double Median(std::vector<double> samples) { return PercentileMs(std::move(samples), 0.5); }
 
 }  // namespace
 
-void CheckPrecisionOnTorchScript(const OptimizeOptions& options) {
-  const std::string& precision = options.numerics.precision;
-  if (precision != "fp32" && precision != "tf32")
-    throw InputError("option 'precision' is \"" + precision + "\": the TorchScript path computes in fp32 or tf32 (on "
-                     "CUDA); " + precision + " is the export path's: optimize an ExportedProgram, or pass ir=\"export\"");
+bool OffersLoweredPlan(const OptimizeOptions& options, std::string* why) {
+  const std::string& asked = options.numerics.precision;
+  std::string reason;
+  if (asked != "bf16" && asked != "fp16") {
+    reason = "nothing is lowered below tf32";
+  } else if (options.executor.device.is_cpu()) {
+    const auto capabilities = at::cpu::get_cpu_capabilities();
+    auto has = [&](const char* name) {
+      auto it = capabilities.find(name);
+      return it != capabilities.end() && it->second.isBool() && it->second.toBool();
+    };
+    if (asked == "fp16")
+      reason = "fp16 is lowered on CUDA; a CPU emulates it, slower: everything ran in fp32";
+    else if (!has("avx512_bf16") && !has("amx_bf16"))
+      reason = "this CPU has no bf16 instructions (AVX-512 BF16, AMX), which oneDNN would emulate, slower: everything "
+               "ran in fp32";
+  }
+  if (why) *why = reason;
+  return reason.empty();
 }
 
 PrecisionDecision JudgeTwin(const Program& planned, const Program& twin, const std::string& twin_precision,
@@ -81,31 +80,83 @@ PrecisionDecision JudgeTwin(const Program& planned, const Program& twin, const s
   const auto samples = TimeRunsSideBySide(device, /*warmup=*/3, /*rounds=*/15, runs);
   decision.fp32_ms = Median(samples[0]);
   decision.lowered_ms = Median(samples[1]);
-  if (decision.lowered_ms < decision.fp32_ms)
+  if (decision.lowered_ms < (1 - kLeastGain) * decision.fp32_ms)
     decision.kept = twin_precision;
   else
-    decision.note = "it measured no faster";
+    decision.note = "it measured no faster (by " + c10::str(kLeastGain * 100) + " %)";
   return decision;
 }
 
-c10::intrusive_ptr<Program> ChoosePrecision(c10::intrusive_ptr<Program> planned, const std::vector<c10::IValue>& inputs,
-                                            const OptimizeOptions& options, OptimizeReport* report) {
+namespace {
+
+PrecisionDecision Untried(const OptimizeOptions& options, std::string note) {
+  PrecisionDecision decision;
+  decision.asked = options.numerics.precision;
+  decision.tolerance = options.numerics.tolerance;
+  decision.note = std::move(note);
+  return decision;
+}
+
+// The lowered plan's outcome, in a few words for the note of the TF32 twin tried after it.
+std::string LoweredOutcome(const std::string& precision, const PrecisionDecision& decision) {
+  if (decision.error < 0) return precision + ": " + decision.note;
+  return precision + ": " + decision.note + " (error " + c10::str(decision.error) + ")";
+}
+
+}  // namespace
+
+c10::intrusive_ptr<Program> ChoosePrecision(c10::intrusive_ptr<Program> planned, const LoweredPlan* lowered,
+                                            const std::vector<c10::IValue>& inputs, const OptimizeOptions& options,
+                                            OptimizeReport* report) {
   const std::string& asked = options.numerics.precision;
   if (asked == "fp32") return planned;
   const c10::Device device = options.executor.device;
-  if (!device.is_cuda()) {
+  const double tolerance = options.numerics.tolerance;
+  std::string before;  // the lowered plan's outcome, where it was not kept
+  if (asked != "tf32") {
+    std::string why;
     PrecisionDecision decision;
-    decision.asked = asked;
-    decision.tolerance = options.numerics.tolerance;
-    decision.note = "a CPU has no TF32: everything ran in fp32";
-    report->precision = decision;
+    if (!OffersLoweredPlan(options, &why)) {
+      decision = Untried(options, why);
+    } else if (!lowered || !lowered->failure.empty()) {
+      decision = Untried(options, "the lowered plan could not be made: " +
+                                      (lowered ? lowered->failure : std::string("none was planned")));
+    } else if (lowered->lowerable == 0) {
+      decision = Untried(options, "the graph has no float32 matrix product or convolution to lower");
+    } else if (!lowered->program) {
+      decision = Untried(options, "its outputs are beyond the tolerance with any run of its " +
+                                      std::to_string(lowered->lowerable) +
+                                      " matrix products and convolutions lowered");
+      decision.error = lowered->whole_error;  // all of them lowered
+    } else {
+      decision = JudgeTwin(*planned, *lowered->program, asked, inputs, tolerance, device);
+      decision.asked = asked;
+      if (lowered->lowered < lowered->lowerable) {
+        const std::string part = std::to_string(lowered->lowered) + " of " + std::to_string(lowered->lowerable) +
+                                 " matrix products and convolutions lowered (all of them: error " +
+                                 c10::str(lowered->whole_error) + ")";
+        decision.note = decision.note.empty() ? part : decision.note + "; " + part;
+      }
+      if (decision.kept == asked) {
+        report->precision = decision;
+        return lowered->program;
+      }
+    }
+    if (!device.is_cuda()) {
+      report->precision = decision;
+      return planned;
+    }
+    before = LoweredOutcome(asked, decision) + "; ";
+  } else if (!device.is_cuda()) {
+    report->precision = Untried(options, "a CPU has no TF32: everything ran in fp32");
     return planned;
   }
-  ExecutorOptions lowered_options = planned->options();
-  lowered_options.tf32 = true;
-  auto twin = c10::make_intrusive<Program>(planned->graph(), planned->schedule(), planned->inputs(), lowered_options);
-  PrecisionDecision decision = JudgeTwin(*planned, *twin, "tf32", inputs, options.numerics.tolerance, device);
+  ExecutorOptions tf32_options = planned->options();
+  tf32_options.tf32 = true;
+  auto twin = c10::make_intrusive<Program>(planned->graph(), planned->schedule(), planned->inputs(), tf32_options);
+  PrecisionDecision decision = JudgeTwin(*planned, *twin, "tf32", inputs, tolerance, device);
   decision.asked = asked;
+  if (!before.empty()) decision.note = before + (decision.kept == "tf32" ? "tf32 kept" : "tf32: " + decision.note);
   report->precision = decision;
   return decision.kept == "tf32" ? twin : planned;
 }

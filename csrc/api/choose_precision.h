@@ -1,8 +1,13 @@
 #pragma once
-// Option precision on the TorchScript path: tf32 on CUDA offers the planned program once more with its
-// float32 matmuls and convolutions in TF32 (ExecutorOptions::tf32), kept where its outputs on the example
-// inputs stay within option tolerance of the program's in full float32 and it measures faster. Elsewhere
-// (fp32; a CPU, which has no TF32) the program stays as planned. bf16 and fp16 are the export path's.
+// Option precision on the TorchScript path. Every twin is judged the same way (JudgeTwin): its outputs
+// on the example inputs against the float32 plan's in full float32, within option tolerance, then both
+// timed side by side and kept only where faster (by 2 %: it gives up accuracy for the time).
+// - tf32 on CUDA: the planned program once more with its float32 matmuls and convolutions in TF32
+//   (ExecutorOptions::tf32). A CPU has no TF32.
+// - bf16, fp16: a second plan of the graph with its matrix products and convolutions lowered
+//   (ChooseLoweredOperators: all of them, or the runs of them that keep the outputs within the
+//   tolerance), which the driver makes where OffersLoweredPlan: bf16 on CUDA and on a CPU with bf16
+//   instructions, fp16 on CUDA. On CUDA, where it is not kept, the TF32 twin is tried.
 #include <ATen/core/ivalue.h>
 
 #include <string>
@@ -13,19 +18,30 @@
 
 namespace autograph {
 
-// Throws InputError where option precision asks for what the TorchScript path does not compute in.
-void CheckPrecisionOnTorchScript(const OptimizeOptions& options);
+// Whether the driver plans the graph lowered to option precision (bf16, fp16) on option device; where
+// not, `why` (when given) says why, for the report.
+bool OffersLoweredPlan(const OptimizeOptions& options, std::string* why = nullptr);
 
-// The program to keep among `planned` and, where option precision offers it, its twin in TF32 (both run
-// on `inputs`, the forward's arguments on the device); report->precision says what was tried, measured
-// and kept (left empty with precision fp32).
-c10::intrusive_ptr<Program> ChoosePrecision(c10::intrusive_ptr<Program> planned, const std::vector<c10::IValue>& inputs,
-                                            const OptimizeOptions& options, OptimizeReport* report);
+// The lowered plan beside the float32 one: its program, or why there is none.
+struct LoweredPlan {
+  c10::intrusive_ptr<Program> program;  // null where none was made
+  int lowerable = 0, lowered = 0;       // matrix products and convolutions: in float32, and lowered
+  double whole_error = -1;              // all of them lowered (-1: none lowerable, or not tried)
+  std::string failure;                  // why planning failed, where it did
+};
 
-// ChoosePrecision's judgement of `twin` (`planned` computing in `twin_precision`): its error relative to
-// each output's scale against `planned` run in full float32, and, within `tolerance`, both timed side by
-// side on `device`; kept (the decision's `kept` is `twin_precision`) where faster. Also on the CPU (where
-// a TF32 twin computes as float32 does), which is how it is tested without a GPU.
+// The program to keep among `planned`, the `lowered` plan (may be null: none asked or offered) and, on
+// CUDA, `planned`'s TF32 twin (all run on `inputs`, the forward's arguments on the device);
+// report->precision says what was tried, measured and kept (left empty with precision fp32). Its `kept`
+// names the precision of the program returned: the lowered plan's where that is kept.
+c10::intrusive_ptr<Program> ChoosePrecision(c10::intrusive_ptr<Program> planned, const LoweredPlan* lowered,
+                                            const std::vector<c10::IValue>& inputs, const OptimizeOptions& options,
+                                            OptimizeReport* report);
+
+// ChoosePrecision's judgement of `twin` (what `planned` computes, in `twin_precision`): its error relative
+// to each output's scale against `planned` run in full float32, and, within `tolerance`, both timed side
+// by side on `device`; kept (the decision's `kept` is `twin_precision`) where faster by 2 % or more. Also on the CPU
+// (where a TF32 twin computes as float32 does), which is how it is tested without a GPU.
 PrecisionDecision JudgeTwin(const Program& planned, const Program& twin, const std::string& twin_precision,
                             const std::vector<c10::IValue>& inputs, double tolerance, c10::Device device);
 

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <map>
+#include <optional>
 
 #include "api/apply_rewrites.h"
 #include "api/choose_precision.h"
@@ -18,6 +19,8 @@
 #include "autograph/optimize.h"
 #include "executor/program.h"
 #include "executor/validate_schedule.h"
+#include "graph_pass/choose_lowered_operators.h"
+#include "graph_pass/lower_precision.h"
 #include "graph_pass/import_op_graph.h"
 #include "graph_pass/merge_sibling_linears.h"
 #include "graph_pass/top_level_nodes.h"
@@ -103,10 +106,43 @@ torch::jit::Module optimize(const torch::jit::Module& module, const OptimizeOpti
 
 namespace {
 
+// One plan of the lowered graph: its rewrites, the schedule the search chose, and the program that runs
+// it. The OpGraph refers to the rewritten graph's nodes, which `lowered` keeps.
+struct PlannedGraph {
+  std::shared_ptr<torch::jit::Graph> lowered;  // after the rewrites
+  std::vector<c10::IValue> inputs;              // the example inputs on the device
+  std::shared_ptr<OpGraph> graph;
+  Schedule schedule;
+  double search_seconds = 0;
+  c10::intrusive_ptr<Program> program;
+};
+
+// `recorded`: the lowered graph's run on the example inputs (its graph is rewritten in place where
+// rewrites are not checked). `lowering`: the plan computes the matrix products and convolutions it
+// chooses below float32; where it chooses none, nothing is planned (no program). Fills `report` with the
+// rewrites and the search.
+PlannedGraph PlanGraph(GraphValues recorded, const std::vector<InputSignature>& signature,
+                       const OptimizeOptions& options, LoweringRequest* lowering, OptimizeReport* report) {
+  const bool searched = Searches(MethodOf(options));
+  recorded = ApplyRewrites(std::move(recorded), options, searched, report, RewriteSet::All, lowering);
+  PlannedGraph plan;
+  if (lowering && lowering->lowered == 0) return plan;
+  plan.lowered = recorded.graph();
+  if (options.search.merge && searched) PrepareSiblingLinearsForMerging(plan.lowered);  // the search may merge them
+  if (!recorded.Fits(*plan.lowered)) recorded = GraphValues::Record(plan.lowered, recorded.inputs());
+  plan.inputs = recorded.inputs();
+  plan.graph = std::make_shared<OpGraph>(ImportOpGraph(recorded));
+  const auto start = std::chrono::steady_clock::now();
+  plan.schedule = PlanSchedule(*plan.graph, recorded.inputs(), &recorded, options, report);
+  plan.search_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ValidateSchedule(plan.schedule, *plan.graph);
+  plan.program = c10::make_intrusive<Program>(*plan.graph, plan.schedule, signature, options.executor);
+  return plan;
+}
+
 torch::jit::Module OptimizeModule(const torch::jit::Module& module, const OptimizeOptions& requested,
                                   OptimizeReport* report) {
   OptimizeOptions options = ResolveOptions(requested, ModelPath::TorchScript);
-  CheckPrecisionOnTorchScript(options);
   // The tensors inside the example inputs, whatever structure holds them: what the Program checks.
   const std::vector<InputSignature> signature = InputSignaturesOf(options.example_inputs);
   PreparedModule prepared = PrepareModule(module, options, "optimize");
@@ -121,21 +157,36 @@ torch::jit::Module OptimizeModule(const torch::jit::Module& module, const Optimi
     for (const OpNode& n : original.nodes()) memory_bound_before += n.kind == OpKind::MemoryBound;
   }
   *report = OptimizeReport{};
-  const bool searched = Searches(MethodOf(options));
-  recorded = ApplyRewrites(std::move(recorded), options, searched, report);
-  std::shared_ptr<torch::jit::Graph> lowered = recorded.graph();
-  if (options.search.merge && searched) PrepareSiblingLinearsForMerging(lowered);  // the search may merge them
-  if (!recorded.Fits(*lowered)) recorded = GraphValues::Record(lowered, prepared.inputs);
-  OpGraph graph = ImportOpGraph(recorded);
+  // The graph as it was before any rewrite, for the plan lowered below float32 (option precision).
+  std::optional<GraphValues> unrewritten;
+  if (OffersLoweredPlan(options)) unrewritten = recorded.ForCopy(prepared.lowered->copy());
+  PlannedGraph planned = PlanGraph(std::move(recorded), signature, options, nullptr, report);
 
-  auto start = std::chrono::steady_clock::now();
-  Schedule schedule = PlanSchedule(graph, recorded.inputs(), &recorded, options, report);
-  const double search_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  ValidateSchedule(schedule, graph);
-
-  ExecutorOptions executor_options = options.executor;
-  auto program = c10::make_intrusive<Program>(graph, schedule, signature, executor_options);
-  program = ChoosePrecision(std::move(program), recorded.inputs(), options, report);
+  std::optional<PlannedGraph> lowered_plan;
+  OptimizeReport lowered_report;
+  LoweredPlan lowered;
+  if (unrewritten) {
+    LoweringRequest request;
+    request.dtype = LoweredDtype(options.numerics.precision);
+    request.tolerance = options.numerics.tolerance;
+    try {
+      lowered_plan = PlanGraph(std::move(*unrewritten), signature, options, &request, &lowered_report);
+      lowered.program = lowered_plan->program;
+    } catch (const std::exception& e) {  // a kernel without the dtype, say: the float32 plan stands
+      lowered.failure = FirstLineOf(e);
+    }
+    lowered.lowerable = request.lowerable;
+    lowered.lowered = request.lowered;
+    lowered.whole_error = request.whole_error;
+  }
+  c10::intrusive_ptr<Program> program =
+      ChoosePrecision(planned.program, unrewritten ? &lowered : nullptr, planned.inputs, options, report);
+  if (lowered_plan && program.get() == lowered_plan->program.get()) {
+    std::optional<PrecisionDecision> decision = report->precision;
+    *report = std::move(lowered_report);
+    report->precision = std::move(decision);
+    planned = std::move(*lowered_plan);
+  }
 
   torch::jit::Module optimized("__torch__.autograph.OptimizedModule");
   optimized.register_attribute("training", c10::BoolType::get(), false);
@@ -145,10 +196,10 @@ torch::jit::Module OptimizeModule(const torch::jit::Module& module, const Optimi
 
   report->operators_before = kernels_before;
   report->memory_bound_before = memory_bound_before;
-  ReportSchedule(graph, schedule, options, search_seconds, report);  // (+ linears merged by the substitution)
-  CountTorchScriptParts(graph, report);
+  ReportSchedule(*planned.graph, planned.schedule, options, planned.search_seconds, report);  // (+ linears merged)
+  CountTorchScriptParts(*planned.graph, report);
   // After the report's lines for the example's plan; their search time adds to search_seconds.
-  PlanOtherShapes(lowered, recorded.inputs(), graph, options, program.get(), report);
+  PlanOtherShapes(planned.lowered, planned.inputs, *planned.graph, options, program.get(), report);
   if (options.plan_new_shapes > 0) program->PlanNewShapes(options.plan_new_shapes, OptimizeOptionsToJson(requested).dump());
   return optimized;
 }

@@ -83,6 +83,7 @@ nlohmann::json ReportToJson(const OptimizeReport& report) {
           {"convolutions_folded", report.convolutions_folded},
           {"ops_folded", report.ops_folded},
           {"attentions_fused", report.attentions_fused},
+          {"ops_lowered", report.ops_lowered},
           {"ops_prepacked", report.ops_prepacked},
           {"pools_channels_last", report.pools_channels_last},
           {"stitch_groups", report.stitch_groups},

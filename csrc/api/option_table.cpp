@@ -184,7 +184,9 @@ std::vector<OptionSpec> MakeTable() {
       "instructions; the plan on ATen's kernels in bfloat16 on CUDA) or fp16 (the same two in float16, on CUDA); a lowered "
       "candidate is kept only where its outputs stay within "
       "tolerance of float32's and it measures faster; inputs and outputs keep their dtypes; below tf32, tf32's "
-      "candidates compete too. The TorchScript path takes fp32 and tf32 (its planned program once more in TF32)",
+      "candidates compete too. On the TorchScript path: tf32 (its planned program once more in TF32, on CUDA); bf16 (CUDA, a CPU "
+      "with bf16 instructions) and fp16 (CUDA): the graph planned once more with its matmuls and convolutions "
+      "lowered, all of them or the runs of them that keep the tolerance",
       [](auto& o) -> auto& { return o.numerics.precision; }, std::nullopt, std::nullopt, {"fp32", "tf32", "bf16", "fp16"}));
   t.push_back(Option<double>("tolerance", "all",
                              "the largest error a lowered candidate may have on the example inputs (and on "

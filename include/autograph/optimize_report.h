@@ -81,6 +81,7 @@ struct OptimizeReport {
   int convolutions_regrouped = 0;  // grouped convolutions given fewer groups (regroup_convolutions)
   int convolutions_folded = 0;     // cuDNN fused convolutions created (fold_conv_relu)
   int attentions_fused = 0;        // scaled_dot_product_attention ops created (fuse_attention)
+  int ops_lowered = 0;             // matrix products and convolutions computing below float32 (precision)
   int ops_prepacked = 0;           // operators reading prepacked oneDNN or transposed weights (prepack_onednn)
   int pools_channels_last = 0;     // pools run on a channels-last copy (channels_last_pools)
   int ops_folded = 0;              // relu / add kernels they absorbed

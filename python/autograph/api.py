@@ -92,11 +92,8 @@ def optimize(model: Model, example_inputs: Union[Sequence[Any], torch.Tensor, No
 
 
 def _check_precision_on_torchscript(precision: str, calibration: Optional[Sequence[Any]]) -> None:
-    """InputError, before any tracing, for what the TorchScript path does not lower to (as the C++
-    CheckPrecisionOnTorchScript says) and for calibration inputs, which only the export path reads."""
-    if precision not in ("fp32", "tf32"):
-        raise InputError(f"option 'precision' is \"{precision}\": the TorchScript path computes in fp32 or tf32 (on "
-                         f"CUDA); {precision} is the export path's: optimize an ExportedProgram, or pass ir=\"export\"")
+    """InputError, before any tracing, for calibration inputs, which only the export path reads (the
+    TorchScript path judges its programs below fp32 on the example inputs)."""
     if calibration is not None:
         raise InputError("calibration applies to the export path (option precision), not the TorchScript path "
                          "this model takes: drop it, or optimize an ExportedProgram (or ir=\"export\")")
@@ -138,9 +135,10 @@ def _raise_on_fallback(report: Dict[str, Any]) -> None:
     """strict=True: what optimize would have fallen back from, as an error."""
     if report.get("fallback"):
         raise UnsupportedModelError(f"strict: the model was not optimized: {report['fallback']}")
-    lowered = report.get("precision") or {}  # the TorchScript path's twin below fp32 (ChoosePrecision)
-    if "beyond the tolerance" in (lowered.get("note") or ""):
-        raise Error(f"strict: the program in {lowered['asked']} missed the tolerance {lowered['tolerance']:g} "
+    lowered = report.get("precision") or {}  # the TorchScript path's programs below fp32 (ChoosePrecision)
+    note = lowered.get("note") or ""
+    if lowered.get("kept") == "fp32" and ("beyond the tolerance" in note or "could not be made" in note):
+        raise Error(f"strict: no program in {lowered['asked']} met the tolerance {lowered['tolerance']:g}: {note} "
                     f"(error {lowered['error']}) (a larger tolerance, or precision fp32)")
     contest = report.get("inductor") or {}
     # An optional compiler that is not installed (OpenVINO) is not a failure: the report says it is missing.

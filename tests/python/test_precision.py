@@ -71,14 +71,6 @@ def test_bad_precision_options_are_input_errors_before_any_work(block, monkeypat
         autograph.Settings(**options)
 
 
-def test_the_torchscript_path_refuses_bf16_and_fp16(block, monkeypatch):
-    monkeypatch.setattr(torch.jit, "trace", lambda *a, **k: pytest.fail("work began"))
-    model, x, _, _ = block
-    for precision in ("bf16", "fp16"):
-        with pytest.raises(autograph.InputError, match="the TorchScript path computes in fp32 or tf32"):
-            autograph.optimize(model, [x], precision=precision)
-
-
 def test_fp32_by_default_offers_nothing_lowered(block):
     _, x, want, ep = block
     optimized, report = autograph.optimize(ep, method="sequential")

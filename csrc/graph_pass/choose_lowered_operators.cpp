@@ -1,0 +1,88 @@
+#include "graph_pass/choose_lowered_operators.h"
+
+#include <torch/csrc/jit/ir/ir.h>
+
+#include <algorithm>
+#include <numeric>
+
+#include "core/operator_flops.h"
+#include "core/output_error.h"
+#include "executor/float32_switches.h"
+#include "graph_pass/graph_values.h"
+#include "graph_pass/lower_precision.h"
+
+namespace autograph {
+namespace {
+
+std::vector<at::Tensor> TensorsOf(const std::vector<c10::IValue>& values) {
+  std::vector<at::Tensor> out;
+  for (const c10::IValue& v : values) CollectTensors(v, &out);
+  return out;
+}
+
+// The graph's outputs with the `chosen` operators lowered (a copy of the graph, run once).
+std::vector<at::Tensor> OutputsLowered(const GraphValues& values, const std::vector<bool>& chosen,
+                                       c10::ScalarType dtype) {
+  std::shared_ptr<torch::jit::Graph> copy = values.graph()->copy();
+  LowerMatmulsAndConvolutions(copy, values.ForCopy(copy), dtype, &chosen);
+  return TensorsOf(GraphValues::Record(copy, values.inputs()).outputs());
+}
+
+}  // namespace
+
+void ChooseLoweredOperators(const GraphValues& values, LoweringRequest* request) {
+  const FullPrecisionScope full;  // the reference and the trials: no TF32 from the user's switches
+  const std::vector<torch::jit::Node*> lowerable = LowerableOperators(*values.graph(), values);
+  const size_t n = lowerable.size();
+  request->lowerable = static_cast<int>(n);
+  request->chosen.assign(n, false);
+  request->lowered = 0;
+  request->whole_error = request->error = -1;
+  if (n == 0) return;
+  const std::vector<at::Tensor> reference = TensorsOf(GraphValues::Record(values.graph(), values.inputs()).outputs());
+  auto error_with = [&](const std::vector<bool>& chosen) {
+    return RelativeError(OutputsLowered(values, chosen, request->dtype), reference);
+  };
+  const std::vector<bool> all(n, true);
+  request->whole_error = error_with(all);
+  if (request->whole_error <= request->tolerance) {  // (NaN is not)
+    request->chosen = all;
+    request->lowered = static_cast<int>(n);
+    request->error = request->whole_error;
+    return;
+  }
+  // Runs of about equal FLOPs, in graph order.
+  std::vector<double> flops(n);
+  for (size_t i = 0; i < n; ++i) {
+    const c10::IValue* out = values.Find(lowerable[i]->output());
+    flops[i] = std::max(1.0, EstimateFlops(lowerable[i]->kind().toQualString(), *values.InputsOf(lowerable[i]),
+                                           out ? std::vector<c10::IValue>{*out} : std::vector<c10::IValue>{}));
+  }
+  const double total = std::accumulate(flops.begin(), flops.end(), 0.0);
+  const int runs = std::max(1, std::min<int>(request->runs, static_cast<int>(n)));
+  std::vector<int> run_of(n);
+  std::vector<double> run_flops(runs, 0.0);
+  double before = 0;
+  for (size_t i = 0; i < n; ++i) {
+    run_of[i] = std::min(runs - 1, static_cast<int>(before / total * runs));
+    run_flops[run_of[i]] += flops[i];
+    before += flops[i];
+  }
+  std::vector<int> order(runs);
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return run_flops[a] > run_flops[b]; });
+  for (int run : order) {
+    if (run_flops[run] <= 0) continue;
+    std::vector<bool> tentative = request->chosen;
+    for (size_t i = 0; i < n; ++i) tentative[i] = tentative[i] || run_of[i] == run;
+    if (tentative == all) continue;  // the whole graph, which missed already
+    const double error = error_with(tentative);
+    if (error <= request->tolerance) {
+      request->chosen = std::move(tentative);
+      request->error = error;
+    }
+  }
+  request->lowered = static_cast<int>(std::count(request->chosen.begin(), request->chosen.end(), true));
+}
+
+}  // namespace autograph

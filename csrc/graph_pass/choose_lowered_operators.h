@@ -1,0 +1,37 @@
+#pragma once
+// Which of a graph's matrix products and convolutions compute below float32 (option precision), chosen
+// on the example inputs before the plan is searched: all of them where the graph's outputs stay within
+// the tolerance of float32's; else runs of them (contiguous in graph order, of about equal FLOPs)
+// lowered one by one, the most FLOPs first, each kept where the outputs stay within the tolerance with
+// it and the runs kept before it. Early operators' rounding grows through the layers after them, so it
+// is mostly the later runs that stay within the bound.
+#include <c10/core/ScalarType.h>
+
+#include <memory>
+#include <vector>
+
+namespace torch::jit {
+struct Graph;
+}  // namespace torch::jit
+
+namespace autograph {
+
+class GraphValues;
+
+// What the lowering step of the rewrites is asked for, and what it did.
+struct LoweringRequest {
+  c10::ScalarType dtype = c10::ScalarType::BFloat16;
+  double tolerance = 0.01;  // option tolerance: relative to each output's scale
+  int runs = 8;             // how many runs the operators are cut into where the whole graph misses
+  // Filled by ChooseLoweredOperators:
+  std::vector<bool> chosen;  // per LowerableOperators position
+  int lowerable = 0, lowered = 0;
+  double whole_error = -1;  // every lowerable operator lowered; -1 where there is none
+  double error = -1;        // the chosen operators lowered; -1 where none is chosen
+};
+
+// Fills `request`'s choice for `values`' graph (which it leaves as it is: each trial lowers a copy and
+// runs it on the example inputs, in full float32 otherwise, beside the graph's own full-float32 run).
+void ChooseLoweredOperators(const GraphValues& values, LoweringRequest* request);
+
+}  // namespace autograph

@@ -1,0 +1,94 @@
+"""Option precision on the TorchScript path: bf16 plans the graph once more with its matrix products and
+convolutions in bfloat16 (on a CPU with bf16 instructions, or CUDA), kept where its outputs stay within
+the tolerance of float32's and it measures faster; the report says what was lowered, its error and both
+times; a saved module keeps its lowered operators; beyond the tolerance the module stays float32 (and
+strict=True raises); fp16 on a CPU lowers nothing and says why.
+
+Tolerances: bfloat16 keeps 8 significant bits, so one product moves its result by about 2^-8 = 3.9e-3 of
+its scale; through two linears 0.05 admits that with room, and 1e-7 (below float32's own rounding of
+these sums) cannot. The MLP is wide enough (64 x 1024 x 4096) that bf16's kernels on a CPU with bf16
+instructions run it well over 2 % faster than float32's, so the lowered plan is kept."""
+import pytest
+import torch
+
+import autograph
+
+HAS_BF16_CPU = torch.backends.mkldnn.is_available() and torch.ops.mkldnn._is_mkldnn_bf16_supported()
+needs_bf16_cpu = pytest.mark.skipif(not HAS_BF16_CPU, reason="this CPU has no bf16 instructions")
+
+
+class Mlp(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.up = torch.nn.Linear(1024, 4096)
+        self.down = torch.nn.Linear(4096, 1024)
+
+    def forward(self, x):
+        return torch.layer_norm(self.down(torch.nn.functional.gelu(self.up(x))), (1024,))
+
+
+@pytest.fixture(scope="module")
+def mlp():
+    torch.manual_seed(0)
+    model = Mlp().eval()
+    x = torch.randn(64, 1024)
+    with torch.no_grad():
+        want = model(x)
+    return model, x, want
+
+
+def _error(got, want):
+    return ((got - want).abs().max() / want.abs().max()).item()
+
+
+@needs_bf16_cpu
+def test_bf16_lowers_the_products_and_a_saved_module_keeps_them(mlp, tmp_path, fresh_python):
+    model, x, want = mlp
+    optimized, report = autograph.optimize(model, [x], method="greedy", precision="bf16", tolerance=0.05)
+    decision = report["precision"]
+    assert decision["asked"] == "bf16" and decision["kept"] == "bf16", decision
+    assert 1e-4 < decision["error"] <= 0.05  # bf16's rounding: an error, within the bound
+    assert decision["lowered_ms"] < 0.98 * decision["fp32_ms"]
+    assert report["ops_lowered"] == 2
+    assert [r["name"] for r in report["rewrites"]].count("lower_precision") == 1
+    with torch.no_grad():
+        here = optimized(x)
+    assert here.dtype == torch.float32 and 1e-4 < _error(here, want) <= 0.05
+    path = tmp_path / "mlp.pt"
+    torch.jit.save(optimized, str(path))
+    torch.save({"x": x, "here": here, "want": want}, tmp_path / "io.pt")
+    fresh_python(
+        "import torch, autograph\n"
+        f"module = torch.jit.load({str(path)!r})\n"
+        f"io = torch.load({str(tmp_path / 'io.pt')!r})\n"
+        "with torch.no_grad():\n"
+        "    got = module(io['x'])\n"
+        "def error(a, b):\n"
+        "    return ((a - b).abs().max() / b.abs().max()).item()\n"
+        "# as in the optimizing process (bf16), not float32's output\n"
+        "assert error(got, io['here']) == 0 and error(got, io['want']) > 1e-4, (error(got, io['here']), "
+        "error(got, io['want']))\n"
+        "print('ok')\n")
+
+
+@needs_bf16_cpu
+def test_bf16_beyond_the_tolerance_stays_fp32_and_strict_raises(mlp):
+    model, x, want = mlp
+    optimized, report = autograph.optimize(model, [x], method="greedy", precision="bf16", tolerance=1e-7)
+    decision = report["precision"]
+    assert decision["kept"] == "fp32" and "beyond the tolerance" in decision["note"], decision
+    assert decision["error"] > 1e-7 and report["ops_lowered"] == 0
+    with torch.no_grad():
+        assert _error(optimized(x), want) <= 1e-5
+    with pytest.raises(autograph.Error, match="strict: no program in bf16 met the tolerance"):
+        autograph.optimize(model, [x], method="greedy", precision="bf16", tolerance=1e-7, strict=True)
+
+
+def test_fp16_on_a_cpu_lowers_nothing_and_says_why(mlp):
+    model, x, want = mlp
+    optimized, report = autograph.optimize(model, [x], method="greedy", precision="fp16")
+    assert report["precision"]["kept"] == "fp32" and "fp16 is lowered on CUDA" in report["precision"]["note"]
+    assert report["ops_lowered"] == 0
+    with torch.no_grad():
+        assert _error(optimized(x), want) <= 1e-5
+
