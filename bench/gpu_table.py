@@ -12,8 +12,10 @@ torch_compile_max_autotune, jit_frozen, nimble, autograph_graph (the TorchScript
 Graph), autograph_export (torch.export, then autograph.optimize: the export path), and jit (the zoo's
 TorchScript module as loaded: the reference of max_abs_err / max_rel_err, as in `autograph bench`). Below
 float32: autograph_export_bf16 / _fp16 (option precision; the row's `precision` says what the kept program
-computes in) and torch_compile_autocast_bf16 / _fp16 (torch.compile's default mode under autocast); fp16
-on CUDA only.
+computes in), torch_compile_autocast_bf16 / _fp16 (torch.compile's default mode under autocast) and
+autograph_graph_bf16 (the TorchScript path with option precision bf16, planned by autograph.optimize in the
+step's process; its note has its float32 and lowered plans' times side by side at optimize); fp16 on CUDA
+only.
 
 Each step is a child process under its own `timeout`; a step that fails or runs out of time does not stop
 the others. Per model, while the budget lasts:

@@ -8,9 +8,11 @@ from typing import Dict, List, Optional, Tuple
 import torch_compile_bench as tcb
 
 PROG = "gpu_table"
-# Below float32 (the precision step): the export path with option precision, torch.compile under autocast.
+# Below float32 (the precision step): the export path with option precision, torch.compile under autocast,
+# and the TorchScript path with option precision bf16.
 PRECISION_METHODS = {"autograph_export_bf16": "bf16", "autograph_export_fp16": "fp16",
-                     "torch_compile_autocast_bf16": "bf16", "torch_compile_autocast_fp16": "fp16"}
+                     "torch_compile_autocast_bf16": "bf16", "torch_compile_autocast_fp16": "fp16",
+                     "autograph_graph_bf16": "bf16"}
 METHODS = ["eager", "torch_compile_default", "torch_compile_reduce_overhead", "torch_compile_max_autotune",
            "jit_frozen", "nimble", "autograph_graph", "autograph_export"] + list(PRECISION_METHODS)
 CLI_METHODS = ["jit", "jit_frozen", "nimble", "autograph_graph"]  # what `autograph bench` builds (jit: its reference)
@@ -158,4 +160,8 @@ def _precision_lines(mine: Dict[str, dict]) -> List[str]:
                  if ref]
         lines.append(f"  autograph_export_{precision}: {', '.join(cells) or 'no ratio'}; kept {ours.get('kept', '?')} "
                      f"computing in {ours.get('precision') or '?'}")
+    graph = mine.get("autograph_graph_bf16")
+    if number(graph):  # the TorchScript path: its float32 plan timed beside the lowered one at optimize
+        lines.append(f"  autograph_graph_bf16: {graph.get('note') or 'no note'}; computing in "
+                     f"{graph.get('precision') or '?'}")
     return lines

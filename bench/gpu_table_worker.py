@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # The least time left in the main step for building one more method (else it is skipped and said so).
 LEAST_BUILD_S = {"torch_compile_default": 15, "torch_compile_reduce_overhead": 10, "torch_compile_max_autotune": 30,
                  "autograph_export": 20, "autograph_export_bf16": 20, "autograph_export_fp16": 20,
-                 "torch_compile_autocast_bf16": 15, "torch_compile_autocast_fp16": 15}
+                 "torch_compile_autocast_bf16": 15, "torch_compile_autocast_fp16": 15, "autograph_graph_bf16": 20}
 
 
 def one_line(e: BaseException) -> str:
@@ -63,6 +63,20 @@ def cuda_graph_plans(exported) -> int:
         if node.op == "call_function" and "autograph.execute" in str(node.target):
             count += sum(len(re.findall(r'"cuda_graph"\s*:\s*true', a)) for a in node.args if isinstance(a, str))
     return count
+
+
+def torchscript_lowered(model, x1, device, info: dict) -> Callable[[list], object]:
+    """The TorchScript path with option precision bf16: its lowered plan is judged against its float32 plan,
+    both timed side by side while optimizing (the report's precision entry, into the row's note)."""
+    import autograph
+    optimized, report = autograph.optimize(model, list(x1), device=str(device), precision="bf16")
+    decision = report.get("precision") or {}
+    info.update(precision=decision.get("kept", "fp32"), stages=report.get("stages", ""),
+                streams=report.get("streams", ""), kept=f"{report.get('ops_lowered', 0)} operators lowered")
+    times = (f"float32 plan {decision['fp32_ms']:.4g} ms, lowered {decision['lowered_ms']:.4g} ms at optimize"
+             if decision.get("fp32_ms") and decision.get("lowered_ms") else "")
+    info["note"] = "; ".join(n for n in [times, decision.get("note") or "", f"error {decision.get('error')}"] if n)[:300]
+    return lambda xs: optimized(*xs)
 
 
 def build_method(method: str, ctx: dict) -> Tuple[Callable[[list], object], dict]:
@@ -110,6 +124,8 @@ def build_method(method: str, ctx: dict) -> Tuple[Callable[[list], object], dict
             with torch.autocast(device.type, dtype=dtype):
                 return compiled(*xs)
         info["precision"] = PRECISION_METHODS[method]
+    elif method == "autograph_graph_bf16":
+        run = torchscript_lowered(model, ctx["x1"], device, info)
     elif method.startswith("autograph_export"):
         import autograph
         # As bench/torch_compile_bench.py --export-path and bench/export_path.py: export, then optimize
@@ -230,7 +246,8 @@ def build_and_time_alone(method: str, ctx: dict, args, base: dict, rows_dir: Pat
 # Built last, in a phase of its own: the export path crashed its process on the GPU before
 # (bench/results/gpu-2026-11-26-h100/export-path-segfault.log), and once in a CPU rehearsal. By then every
 # other method of the step is timed side by side and checked, so a crash loses only its row.
-LAST_PHASE = ["autograph_export", "autograph_export_bf16", "autograph_export_fp16"]
+# The TorchScript path below float32 after them: the export path's rows come first where the cap is short.
+LAST_PHASE = ["autograph_export", "autograph_export_bf16", "autograph_export_fp16", "autograph_graph_bf16"]
 
 
 def worker(args) -> int:

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """autograph's option precision against the rivals at the same precision, model by model, side by side.
 
-    python bench/precision.py [--models a,b] [--unseen c,d] [--repeats N] [--out DIR] [--tolerance T]
+    python bench/precision.py [--models a,b] [--unseen c,d] [--repeats N] [--out DIR] [--tolerance T] [--torchscript]
 
 For each zoo model on this machine's CPU: eager float32 (the reference every error is measured against,
 relative to the output's scale); autograph's export path at its default (fp32) and with precision="bf16"
@@ -10,7 +10,8 @@ bf16 units its default inference precision is bf16) and with the bf16 hint; torc
 under CPU autocast to bfloat16. All timed in alternation (autograph.export.timing: warm-up, then each
 method once per round), median ms. ONNX Runtime's CPU provider has no bf16 path: not in the table. Writes
 DIR/results.csv and DIR/README.md. Long: a benchmark, never a timed test. --unseen adds torchvision models
-the zoo lacks (random weights, batch 1, 3x224x224), as a user would try them.
+the zoo lacks (random weights, batch 1, 3x224x224), as a user would try them. --torchscript adds
+autograph's TorchScript path at fp32 and bf16 (a table of its own below the first).
 """
 import argparse
 import csv

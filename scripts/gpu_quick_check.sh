@@ -145,7 +145,7 @@ if [ $tests -eq 1 ] && [ $rehearse -eq 0 ]; then
           --gtest_filter='CudaSanitizer.*' > "$logs/sanitizer-$tool.log" 2>&1
         echo "sanitizer $tool: rc $?; $(grep -o 'ERROR SUMMARY: [0-9]* errors*' "$logs/sanitizer-$tool.log" | tail -n 1)" > "$logs/sanitizer-$tool.res" ) &
     done
-    for file in test_optimized_module test_export_path test_tf32 test_lowered_weights; do
+    for file in test_optimized_module test_export_path test_tf32 test_lowered_weights test_torchscript_precision; do
       ( timeout -k 5 $t "$PY" -m pytest -q -rfs --tb=short -p no:cacheprovider "tests/python/$file.py" -k cuda \
           > "$logs/pytest-$file.log" 2>&1
         echo "pytest cuda $file: rc $?; $(tail -n 1 "$logs/pytest-$file.log")" > "$logs/pytest-$file.res" ) &

@@ -75,7 +75,8 @@ int LowerMatmulsAndConvolutions(std::shared_ptr<torch::jit::Graph>& graph, const
   for (size_t i = 0; i < lowerable.size(); ++i)
     if (!chosen || (*chosen)[i]) lowered.push_back(lowerable[i]);
   if (lowered.empty()) return 0;
-  torch::jit::AliasDb aliases(graph);
+  torch::jit::AliasDb aliases(graph);  // of the graph as it was: asked about its own values below
+  std::unordered_map<Value*, Value*> origin;  // a result cast back to float32: the operator's own output
   std::unordered_map<Value*, Value*> shared;  // an operand never written in place: its one cast
   std::unordered_map<const Node*, Value*> constants;  // a constant weight's node: the lowered copy
   for (Node* n : lowered) {
@@ -91,7 +92,7 @@ int LowerMatmulsAndConvolutions(std::shared_ptr<torch::jit::Graph>& graph, const
           it = constants.emplace(source, copy).first;
         }
         n->replaceInput(i, it->second);
-      } else if (aliases.hasWriters(v)) {
+      } else if (aliases.hasWriters(origin.count(v) ? origin.at(v) : v)) {
         n->replaceInput(i, CastBefore(*graph, n, v, dtype));
       } else {
         auto it = shared.find(v);
@@ -104,6 +105,7 @@ int LowerMatmulsAndConvolutions(std::shared_ptr<torch::jit::Graph>& graph, const
     Value* back = graph->insert(c10::aten::to, {out, static_cast<int64_t>(at::kFloat)});
     back->setType(out->type());
     out->replaceAllUsesAfterNodeWith(back->node(), back);
+    origin.emplace(back, out);
     if (auto type = out->type()->cast<c10::TensorType>()) out->setType(type->withScalarType(dtype));
   }
   // The float32 constants nothing reads any more.

@@ -73,7 +73,7 @@ def optimize(model: Model, example_inputs: Union[Sequence[Any], torch.Tensor, No
     path = "export" if isinstance(model, ExportedProgram) or ir == "export" else "torchscript"
     check_options_apply(list(given) + list(settings.options() if settings is not None else ()), path)  # set
     if path == "torchscript":
-        _check_precision_on_torchscript(resolved.precision, calibration)
+        _check_calibration_on_torchscript(calibration)
     if path == "export":
         optimized, report = _optimized_on_the_export_path(model, example_inputs, dynamic_shapes, method, device,
                                                           options, calibration)
@@ -91,7 +91,7 @@ def optimize(model: Model, example_inputs: Union[Sequence[Any], torch.Tensor, No
     return module, report
 
 
-def _check_precision_on_torchscript(precision: str, calibration: Optional[Sequence[Any]]) -> None:
+def _check_calibration_on_torchscript(calibration: Optional[Sequence[Any]]) -> None:
     """InputError, before any tracing, for calibration inputs, which only the export path reads (the
     TorchScript path judges its programs below fp32 on the example inputs)."""
     if calibration is not None:

@@ -17,7 +17,8 @@ import gpu_table  # noqa: E402
 DRIVER = ROOT / "bench" / "gpu_table.py"
 TABLE_METHODS = ["eager", "torch_compile_default", "torch_compile_reduce_overhead", "torch_compile_max_autotune",
                  "jit_frozen", "nimble", "autograph_graph", "autograph_export", "autograph_export_bf16",
-                 "autograph_export_fp16", "torch_compile_autocast_bf16", "torch_compile_autocast_fp16"]
+                 "autograph_export_fp16", "torch_compile_autocast_bf16", "torch_compile_autocast_fp16",
+                 "autograph_graph_bf16"]
 
 
 def write_table(path, rows, fields=None):

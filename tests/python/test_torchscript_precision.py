@@ -92,3 +92,26 @@ def test_fp16_on_a_cpu_lowers_nothing_and_says_why(mlp):
     with torch.no_grad():
         assert _error(optimized(x), want) <= 1e-5
 
+
+
+needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+
+
+@needs_cuda
+@pytest.mark.parametrize("precision", ["bf16", "fp16"])
+def test_cuda_lowers_bf16_and_fp16_and_the_module_keeps_the_users_dtypes(mlp, precision):
+    model = Mlp().eval().cuda()
+    model.load_state_dict(mlp[0].state_dict())
+    x = mlp[1].cuda()
+    with torch.no_grad():
+        want = model(x)
+    optimized, report = autograph.optimize(model, [x], method="greedy", precision=precision, tolerance=0.05)
+    decision = report["precision"]
+    assert decision["asked"] == precision and 1e-5 < decision["error"] <= 0.05, decision
+    if decision["kept"] == precision:  # else the TF32 twin was judged after it, and the note says why
+        assert report["ops_lowered"] == 2 and decision["lowered_ms"] < 0.98 * decision["fp32_ms"]
+    else:
+        assert precision in decision["note"], decision
+    with torch.no_grad():
+        got = optimized(x)
+    assert got.dtype == torch.float32 and _error(got, want) <= 0.05

@@ -97,6 +97,30 @@ graph(%x : Tensor, %w : Tensor):
   EXPECT_LT(autograph::RelativeError(got, want), 3e-2);
 }
 
+TEST(LowerMatmulsAndConvolutions, ALoweredResultWrittenInPlaceIsCastBeforeEachReader) {
+  const char* ir = R"IR(
+graph(%x : Tensor, %w : Tensor):
+  %none : NoneType = prim::Constant()
+  %one : int = prim::Constant[value=1]()
+  %a : Tensor = aten::linear(%x, %w, %none)
+  %b : Tensor = aten::linear(%a, %w, %none)
+  %r : Tensor = aten::relu_(%a)
+  %c : Tensor = aten::linear(%a, %w, %none)
+  %s : Tensor = aten::sub(%b, %c, %one)
+  return (%s))IR";
+  torch::manual_seed(0);
+  auto graph = GraphWithConstants(ir, {{"w", torch::randn({8, 8})}});
+  const at::Tensor x = torch::randn({4, 8});
+  const auto want = RunGraph(graph, {x});
+  const autograph::GraphValues values = autograph::GraphValues::Record(graph, {x});
+  EXPECT_EQ(autograph::LowerMatmulsAndConvolutions(graph, values, at::kBFloat16), 3);
+  graph->lint();
+  // x down (1); a, b, c back (3); a down before b and again, after relu_, before c (2). One cast of a
+  // shared by b and c would give c the values before relu_.
+  EXPECT_EQ(Count(*graph, "aten::to"), 6);
+  EXPECT_LT(autograph::RelativeError(RunGraph(graph, {x}), want), 3e-2);
+}
+
 TEST(LowerMatmulsAndConvolutions, IntegerAndDoubleWorkStays) {
   const char* ir = R"IR(
 graph(%x : Tensor, %y : Tensor):
