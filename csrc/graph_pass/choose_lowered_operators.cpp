@@ -3,6 +3,7 @@
 #include <torch/csrc/jit/ir/ir.h>
 
 #include <algorithm>
+#include <limits>
 #include <numeric>
 
 #include "core/operator_flops.h"
@@ -40,8 +41,14 @@ void ChooseLoweredOperators(const GraphValues& values, LoweringRequest* request)
   request->whole_error = request->error = -1;
   if (n == 0) return;
   const std::vector<at::Tensor> reference = TensorsOf(GraphValues::Record(values.graph(), values.inputs()).outputs());
+  // A trial whose graph fails to run (an operator without a kernel for the dtype on this device) counts
+  // as beyond any tolerance: the runs without that operator may still be lowered.
   auto error_with = [&](const std::vector<bool>& chosen) {
-    return RelativeError(OutputsLowered(values, chosen, request->dtype), reference);
+    try {
+      return RelativeError(OutputsLowered(values, chosen, request->dtype), reference);
+    } catch (const std::exception&) {
+      return std::numeric_limits<double>::infinity();
+    }
   };
   const std::vector<bool> all(n, true);
   request->whole_error = error_with(all);

@@ -31,7 +31,8 @@ struct LoweringRequest {
 };
 
 // Fills `request`'s choice for `values`' graph (which it leaves as it is: each trial lowers a copy and
-// runs it on the example inputs, in full float32 otherwise, beside the graph's own full-float32 run).
+// runs it on the example inputs, in full float32 otherwise, beside the graph's own full-float32 run; a
+// trial that fails to run is beyond the tolerance).
 void ChooseLoweredOperators(const GraphValues& values, LoweringRequest* request);
 
 }  // namespace autograph
