@@ -24,6 +24,7 @@
 #include "graph_pass/import_op_graph.h"
 #include "graph_pass/merge_sibling_linears.h"
 #include "graph_pass/top_level_nodes.h"
+#include "search/cost/device_model.h"
 #include "search/simple_schedulers.h"
 
 namespace autograph {
@@ -169,6 +170,8 @@ torch::jit::Module OptimizeModule(const torch::jit::Module& module, const Optimi
     LoweringRequest request;
     request.dtype = LoweredDtype(options.numerics.precision);
     request.tolerance = options.numerics.tolerance;
+    const DeviceModel device = DeviceModel::ByName(DeviceModelName(options));
+    request.least_flops_per_byte = device.fp32_tflops * 1e3 / device.memory_gbps;  // the roofline's ridge
     try {
       lowered_plan = PlanGraph(std::move(*unrewritten), signature, options, &request, &lowered_report);
       lowered.program = lowered_plan->program;

@@ -29,42 +29,62 @@ std::vector<at::Tensor> OutputsLowered(const GraphValues& values, const std::vec
   return TensorsOf(GraphValues::Record(copy, values.inputs()).outputs());
 }
 
+// Bytes a float32 operator reads and writes: its tensor inputs and its output.
+double BytesMoved(const std::vector<c10::IValue>& inputs, const c10::IValue* output) {
+  double elements = 0;
+  for (const c10::IValue& v : inputs)
+    if (v.isTensor()) elements += static_cast<double>(v.toTensor().numel());
+  if (output && output->isTensor()) elements += static_cast<double>(output->toTensor().numel());
+  return 4.0 * elements;
+}
+
 }  // namespace
 
 void ChooseLoweredOperators(const GraphValues& values, LoweringRequest* request) {
   const FullPrecisionScope full;  // the reference and the trials: no TF32 from the user's switches
-  const std::vector<torch::jit::Node*> lowerable = LowerableOperators(*values.graph(), values);
-  const size_t n = lowerable.size();
-  request->lowerable = static_cast<int>(n);
-  request->chosen.assign(n, false);
+  const std::vector<torch::jit::Node*> found = LowerableOperators(*values.graph(), values);
+  request->chosen.assign(found.size(), false);
   request->lowered = 0;
   request->whole_error = request->error = -1;
+  // The compute-bound ones (positions in `found`) and their FLOPs.
+  std::vector<size_t> candidates;
+  std::vector<double> flops;
+  for (size_t i = 0; i < found.size(); ++i) {
+    const std::vector<c10::IValue>& in = *values.InputsOf(found[i]);
+    const c10::IValue* out = values.Find(found[i]->output());
+    const double f = EstimateFlops(found[i]->kind().toQualString(), in,
+                                   out ? std::vector<c10::IValue>{*out} : std::vector<c10::IValue>{});
+    if (f < request->least_flops_per_byte * BytesMoved(in, out)) continue;
+    candidates.push_back(i);
+    flops.push_back(std::max(1.0, f));
+  }
+  const size_t n = candidates.size();
+  request->lowerable = static_cast<int>(n);
   if (n == 0) return;
   const std::vector<at::Tensor> reference = TensorsOf(GraphValues::Record(values.graph(), values.inputs()).outputs());
   // A trial whose graph fails to run (an operator without a kernel for the dtype on this device) counts
   // as beyond any tolerance: the runs without that operator may still be lowered.
   auto error_with = [&](const std::vector<bool>& chosen) {
+    std::vector<bool> marked(found.size(), false);
+    for (size_t k = 0; k < n; ++k) marked[candidates[k]] = chosen[k];
     try {
-      return RelativeError(OutputsLowered(values, chosen, request->dtype), reference);
+      return RelativeError(OutputsLowered(values, marked, request->dtype), reference);
     } catch (const std::exception&) {
       return std::numeric_limits<double>::infinity();
     }
   };
+  auto mark = [&](const std::vector<bool>& chosen) {
+    for (size_t k = 0; k < n; ++k) request->chosen[candidates[k]] = chosen[k];
+    request->lowered = static_cast<int>(std::count(chosen.begin(), chosen.end(), true));
+  };
   const std::vector<bool> all(n, true);
   request->whole_error = error_with(all);
   if (request->whole_error <= request->tolerance) {  // (NaN is not)
-    request->chosen = all;
-    request->lowered = static_cast<int>(n);
+    mark(all);
     request->error = request->whole_error;
     return;
   }
   // Runs of about equal FLOPs, in graph order.
-  std::vector<double> flops(n);
-  for (size_t i = 0; i < n; ++i) {
-    const c10::IValue* out = values.Find(lowerable[i]->output());
-    flops[i] = std::max(1.0, EstimateFlops(lowerable[i]->kind().toQualString(), *values.InputsOf(lowerable[i]),
-                                           out ? std::vector<c10::IValue>{*out} : std::vector<c10::IValue>{}));
-  }
   const double total = std::accumulate(flops.begin(), flops.end(), 0.0);
   const int runs = std::max(1, std::min<int>(request->runs, static_cast<int>(n)));
   std::vector<int> run_of(n);
@@ -78,18 +98,19 @@ void ChooseLoweredOperators(const GraphValues& values, LoweringRequest* request)
   std::vector<int> order(runs);
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return run_flops[a] > run_flops[b]; });
+  std::vector<bool> chosen(n, false);
   for (int run : order) {
     if (run_flops[run] <= 0) continue;
-    std::vector<bool> tentative = request->chosen;
+    std::vector<bool> tentative = chosen;
     for (size_t i = 0; i < n; ++i) tentative[i] = tentative[i] || run_of[i] == run;
     if (tentative == all) continue;  // the whole graph, which missed already
     const double error = error_with(tentative);
     if (error <= request->tolerance) {
-      request->chosen = std::move(tentative);
+      chosen = std::move(tentative);
       request->error = error;
     }
   }
-  request->lowered = static_cast<int>(std::count(request->chosen.begin(), request->chosen.end(), true));
+  mark(chosen);
 }
 
 }  // namespace autograph

@@ -1,6 +1,6 @@
 #pragma once
-// Which of a graph's matrix products and convolutions compute below float32 (option precision), chosen
-// on the example inputs before the plan is searched: all of them where the graph's outputs stay within
+// Which of a graph's compute-bound matrix products and convolutions compute below float32 (option
+// precision), chosen on the example inputs before the plan is searched: all of them where the graph's outputs stay within
 // the tolerance of float32's; else runs of them (contiguous in graph order, of about equal FLOPs)
 // lowered one by one, the most FLOPs first, each kept where the outputs stay within the tolerance with
 // it and the runs kept before it. Early operators' rounding grows through the layers after them, so it
@@ -23,9 +23,14 @@ struct LoweringRequest {
   c10::ScalarType dtype = c10::ScalarType::BFloat16;
   double tolerance = 0.01;  // option tolerance: relative to each output's scale
   int runs = 8;             // how many runs the operators are cut into where the whole graph misses
+  // An operator doing fewer FLOPs per byte it reads and writes (in float32) is memory-bound on the device
+  // (below its roofline's ridge: peak FLOP/s over bytes/s): lowering it saves no compute, and its casts
+  // add traffic and launches. Such operators stay float32.
+  double least_flops_per_byte = 0;
   // Filled by ChooseLoweredOperators:
   std::vector<bool> chosen;  // per LowerableOperators position
-  int lowerable = 0, lowered = 0;
+  int lowerable = 0;         // those of LowerableOperators at or above least_flops_per_byte
+  int lowered = 0;
   double whole_error = -1;  // every lowerable operator lowered; -1 where there is none
   double error = -1;        // the chosen operators lowered; -1 where none is chosen
 };

@@ -192,6 +192,24 @@ TEST(ChooseLoweredOperators, NoneWhereNoRunStaysWithinTheTolerance) {
   EXPECT_EQ(request.chosen, std::vector<bool>(4, false));
 }
 
+// Each of Chain(4)'s linears on a 2 x 64 input does 2 * 2 * 64 * 64 = 16384 FLOPs and moves
+// 4 * (128 + 4096 + 128) = 17408 bytes: 0.94 FLOPs per byte, memory-bound on a device whose ridge is 1.
+TEST(ChooseLoweredOperators, MemoryBoundOperatorsStayFloat32) {
+  auto graph = Chain(4);
+  const autograph::GraphValues values = autograph::GraphValues::Record(graph, {torch::randn({2, 64})});
+  autograph::LoweringRequest request;
+  request.tolerance = 0.5;
+  request.least_flops_per_byte = 1.0;
+  autograph::ChooseLoweredOperators(values, &request);
+  EXPECT_EQ(request.lowerable, 0);
+  EXPECT_EQ(request.lowered, 0);
+  EXPECT_EQ(request.whole_error, -1);
+  EXPECT_EQ(request.chosen, std::vector<bool>(4, false));
+  request.least_flops_per_byte = 0.9;
+  autograph::ChooseLoweredOperators(values, &request);
+  EXPECT_EQ(request.lowered, 4);
+}
+
 TEST(ChooseLoweredOperators, WhereTheWholeGraphMissesTheRunsKeptStayWithinIt) {
   auto graph = Chain(8);
   const autograph::GraphValues values = autograph::GraphValues::Record(graph, {torch::randn({2, 64})});
