@@ -122,7 +122,8 @@ c10::intrusive_ptr<Program> ChoosePrecision(c10::intrusive_ptr<Program> planned,
       decision = Untried(options, "the lowered plan could not be made: " +
                                       (lowered ? lowered->failure : std::string("none was planned")));
     } else if (lowered->lowerable == 0) {
-      decision = Untried(options, "the graph has no float32 matrix product or convolution to lower");
+      decision = Untried(options, "the graph has no compute-bound float32 matrix product or convolution to lower "
+                                  "(below the device's roofline ridge lowering saves no compute): everything ran in fp32");
     } else if (!lowered->program) {
       decision = Untried(options, "its outputs are beyond the tolerance with any run of its " +
                                       std::to_string(lowered->lowerable) +

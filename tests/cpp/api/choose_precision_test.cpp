@@ -111,6 +111,26 @@ TEST(ChoosePrecision, Bf16BeyondTheToleranceStaysFp32AndSaysSo) {
   EXPECT_LE(autograph::RelativeError(Flat(optimized.forward({x})), Flat(BranchyModule().forward({x}))), 1e-5);
 }
 
+// A 1x1 convolution of 4 channels does 2 * 4 = 8 FLOPs per output element and moves about 8 bytes per
+// output element: memory-bound on every device model (the CPU's ridge is 8 FLOPs per byte at the least).
+TEST(ChoosePrecision, AGraphWithNothingComputeBoundLowersNothingAndSaysWhy) {
+  autograph::OptimizeOptions options = Options("bf16");
+  if (!autograph::OffersLoweredPlan(options)) GTEST_SKIP() << "this CPU has no bf16 instructions";
+  torch::jit::Module m("__torch__.autograph_test.Pointwise");
+  m.register_attribute("training", c10::BoolType::get(), false);
+  m.register_parameter("w", torch::randn({4, 4, 1, 1}), false);
+  m.define(R"JIT(
+def forward(self, x):
+    return torch.relu(torch.conv2d(x, self.w))
+)JIT");
+  autograph::OptimizeReport report;
+  autograph::optimize(m, options, &report);
+  ASSERT_TRUE(report.precision.has_value());
+  EXPECT_EQ(report.precision->kept, "fp32");
+  EXPECT_NE(report.precision->note.find("no compute-bound"), std::string::npos) << report.precision->note;
+  EXPECT_EQ(report.ops_lowered, 0);
+}
+
 TEST(ChoosePrecision, ATwinWithinTheToleranceIsTimedBesideTheProgram) {
   torch::jit::Module optimized = autograph::optimize(BranchyModule(), Options("fp32"));
   auto planned = ProgramOf(optimized);
