@@ -103,6 +103,37 @@ std::string LoweredOutcome(const std::string& precision, const PrecisionDecision
   return precision + ": " + decision.note + " (error " + c10::str(decision.error) + ")";
 }
 
+// The lowered plan's judgement (JudgeTwin where there is a program to judge; else why none was tried).
+PrecisionDecision JudgeLoweredPlan(const Program& planned, const LoweredPlan* lowered,
+                                   const std::vector<c10::IValue>& inputs, const OptimizeOptions& options) {
+  std::string why;
+  if (!OffersLoweredPlan(options, &why)) return Untried(options, why);
+  if (!lowered || !lowered->failure.empty())
+    return Untried(options, "the lowered plan could not be made: " +
+                                (lowered ? lowered->failure : std::string("none was planned")));
+  const LoweringRequest& selection = lowered->selection;
+  if (selection.lowerable == 0)
+    return Untried(options, "the graph has no compute-bound float32 matrix product or convolution to lower "
+                            "(below the device's roofline ridge lowering saves no compute): everything ran in fp32");
+  if (!lowered->program) {
+    PrecisionDecision decision = Untried(options, "its outputs are beyond the tolerance with any run of its " +
+                                                      std::to_string(selection.lowerable) +
+                                                      " matrix products and convolutions lowered");
+    decision.error = selection.whole_error;  // all of them lowered
+    return decision;
+  }
+  const std::string& asked = options.numerics.precision;
+  PrecisionDecision decision =
+      JudgeTwin(planned, *lowered->program, asked, inputs, options.numerics.tolerance, options.executor.device);
+  if (selection.lowered < selection.lowerable) {
+    const std::string part = std::to_string(selection.lowered) + " of " + std::to_string(selection.lowerable) +
+                             " matrix products and convolutions lowered (all of them: error " +
+                             c10::str(selection.whole_error) + ")";
+    decision.note = decision.note.empty() ? part : decision.note + "; " + part;
+  }
+  return decision;
+}
+
 }  // namespace
 
 c10::intrusive_ptr<Program> ChoosePrecision(c10::intrusive_ptr<Program> planned, const LoweredPlan* lowered,
@@ -110,52 +141,24 @@ c10::intrusive_ptr<Program> ChoosePrecision(c10::intrusive_ptr<Program> planned,
                                             OptimizeReport* report) {
   const std::string& asked = options.numerics.precision;
   if (asked == "fp32") return planned;
-  const c10::Device device = options.executor.device;
-  const double tolerance = options.numerics.tolerance;
+  const bool cuda = options.executor.device.is_cuda();
   std::string before;  // the lowered plan's outcome, where it was not kept
   if (asked != "tf32") {
-    std::string why;
-    PrecisionDecision decision;
-    if (!OffersLoweredPlan(options, &why)) {
-      decision = Untried(options, why);
-    } else if (!lowered || !lowered->failure.empty()) {
-      decision = Untried(options, "the lowered plan could not be made: " +
-                                      (lowered ? lowered->failure : std::string("none was planned")));
-    } else if (lowered->lowerable == 0) {
-      decision = Untried(options, "the graph has no compute-bound float32 matrix product or convolution to lower "
-                                  "(below the device's roofline ridge lowering saves no compute): everything ran in fp32");
-    } else if (!lowered->program) {
-      decision = Untried(options, "its outputs are beyond the tolerance with any run of its " +
-                                      std::to_string(lowered->lowerable) +
-                                      " matrix products and convolutions lowered");
-      decision.error = lowered->whole_error;  // all of them lowered
-    } else {
-      decision = JudgeTwin(*planned, *lowered->program, asked, inputs, tolerance, device);
-      decision.asked = asked;
-      if (lowered->lowered < lowered->lowerable) {
-        const std::string part = std::to_string(lowered->lowered) + " of " + std::to_string(lowered->lowerable) +
-                                 " matrix products and convolutions lowered (all of them: error " +
-                                 c10::str(lowered->whole_error) + ")";
-        decision.note = decision.note.empty() ? part : decision.note + "; " + part;
-      }
-      if (decision.kept == asked) {
-        report->precision = decision;
-        return lowered->program;
-      }
-    }
-    if (!device.is_cuda()) {
+    PrecisionDecision decision = JudgeLoweredPlan(*planned, lowered, inputs, options);
+    if (decision.kept == asked || !cuda) {
       report->precision = decision;
-      return planned;
+      return decision.kept == asked ? lowered->program : planned;
     }
     before = LoweredOutcome(asked, decision) + "; ";
-  } else if (!device.is_cuda()) {
+  } else if (!cuda) {
     report->precision = Untried(options, "a CPU has no TF32: everything ran in fp32");
     return planned;
   }
   ExecutorOptions tf32_options = planned->options();
   tf32_options.tf32 = true;
   auto twin = c10::make_intrusive<Program>(planned->graph(), planned->schedule(), planned->inputs(), tf32_options);
-  PrecisionDecision decision = JudgeTwin(*planned, *twin, "tf32", inputs, tolerance, device);
+  PrecisionDecision decision =
+      JudgeTwin(*planned, *twin, "tf32", inputs, options.numerics.tolerance, options.executor.device);
   decision.asked = asked;
   if (!before.empty()) decision.note = before + (decision.kept == "tf32" ? "tf32 kept" : "tf32: " + decision.note);
   report->precision = decision;

@@ -15,6 +15,7 @@
 
 #include "autograph/optimize.h"
 #include "executor/program.h"
+#include "graph_pass/choose_lowered_operators.h"
 
 namespace autograph {
 
@@ -22,11 +23,11 @@ namespace autograph {
 // not, `why` (when given) says why, for the report.
 bool OffersLoweredPlan(const OptimizeOptions& options, std::string* why = nullptr);
 
-// The lowered plan beside the float32 one: its program, or why there is none.
+// The lowered plan beside the float32 one: what was asked of the lowering and what it chose, its
+// program, or why there is none.
 struct LoweredPlan {
+  LoweringRequest selection;
   c10::intrusive_ptr<Program> program;  // null where none was made
-  int lowerable = 0, lowered = 0;       // matrix products and convolutions: in float32, and lowered
-  double whole_error = -1;              // all of them lowered (-1: none lowerable, or not tried)
   std::string failure;                  // why planning failed, where it did
 };
 

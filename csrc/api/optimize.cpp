@@ -19,7 +19,6 @@
 #include "autograph/optimize.h"
 #include "executor/program.h"
 #include "executor/validate_schedule.h"
-#include "graph_pass/choose_lowered_operators.h"
 #include "graph_pass/lower_precision.h"
 #include "graph_pass/import_op_graph.h"
 #include "graph_pass/merge_sibling_linears.h"
@@ -167,7 +166,7 @@ torch::jit::Module OptimizeModule(const torch::jit::Module& module, const Optimi
   OptimizeReport lowered_report;
   LoweredPlan lowered;
   if (unrewritten) {
-    LoweringRequest request;
+    LoweringRequest& request = lowered.selection;
     request.dtype = LoweredDtype(options.numerics.precision);
     request.tolerance = options.numerics.tolerance;
     const DeviceModel device = DeviceModel::ByName(DeviceModelName(options));
@@ -178,9 +177,6 @@ torch::jit::Module OptimizeModule(const torch::jit::Module& module, const Optimi
     } catch (const std::exception& e) {  // a kernel without the dtype, say: the float32 plan stands
       lowered.failure = FirstLineOf(e);
     }
-    lowered.lowerable = request.lowerable;
-    lowered.lowered = request.lowered;
-    lowered.whole_error = request.whole_error;
   }
   c10::intrusive_ptr<Program> program =
       ChoosePrecision(planned.program, unrewritten ? &lowered : nullptr, planned.inputs, options, report);

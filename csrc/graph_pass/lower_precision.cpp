@@ -43,8 +43,9 @@ bool Lowerable(const Node* n, const GraphValues& values) {
   return tensors > 0;
 }
 
-Value* CastBefore(torch::jit::Graph& graph, Node* before, Value* v, c10::ScalarType dtype) {
-  torch::jit::WithInsertPoint point(before);
+// `v` as `dtype`, by an aten::to inserted before `at`; its type says the dtype.
+Value* CastBefore(torch::jit::Graph& graph, Node* at, Value* v, c10::ScalarType dtype) {
+  torch::jit::WithInsertPoint point(at);
   Value* cast = graph.insert(c10::aten::to, {v, static_cast<int64_t>(dtype)});
   if (auto type = v->type()->cast<c10::TensorType>()) cast->setType(type->withScalarType(dtype));
   return cast;
@@ -78,7 +79,7 @@ int LowerMatmulsAndConvolutions(std::shared_ptr<torch::jit::Graph>& graph, const
   torch::jit::AliasDb aliases(graph);  // of the graph as it was: asked about its own values below
   std::unordered_map<Value*, Value*> origin;  // a result cast back to float32: the operator's own output
   std::unordered_map<Value*, Value*> shared;  // an operand never written in place: its one cast
-  std::unordered_map<const Node*, Value*> constants;  // a constant weight's node: the lowered copy
+  std::unordered_map<Node*, Value*> constants;  // a constant weight's node: the lowered copy
   for (Node* n : lowered) {
     for (size_t i = 0; i < n->inputs().size(); ++i) {
       Value* v = n->input(i);
@@ -101,16 +102,14 @@ int LowerMatmulsAndConvolutions(std::shared_ptr<torch::jit::Graph>& graph, const
       }
     }
     Value* out = n->output();
-    torch::jit::WithInsertPoint after(n->next());
-    Value* back = graph->insert(c10::aten::to, {out, static_cast<int64_t>(at::kFloat)});
-    back->setType(out->type());
+    Value* back = CastBefore(*graph, n->next(), out, at::kFloat);
     out->replaceAllUsesAfterNodeWith(back->node(), back);
     origin.emplace(back, out);
     if (auto type = out->type()->cast<c10::TensorType>()) out->setType(type->withScalarType(dtype));
   }
   // The float32 constants nothing reads any more.
   for (const auto& [source, _] : constants)
-    if (!source->output()->hasUses()) const_cast<Node*>(source)->destroy();
+    if (!source->output()->hasUses()) source->destroy();
   return static_cast<int>(lowered.size());
 }
 

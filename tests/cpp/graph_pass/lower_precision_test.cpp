@@ -168,9 +168,14 @@ std::shared_ptr<torch::jit::Graph> Chain(int layers) {
   return GraphWithConstants(ir, weights);
 }
 
+// Chain(layers) run on a 2 x 64 input.
+autograph::GraphValues ChainRun(int layers) {
+  auto graph = Chain(layers);  // seeds the generator, then draws the weights before the input
+  return autograph::GraphValues::Record(graph, {torch::randn({2, 64})});
+}
+
 TEST(ChooseLoweredOperators, AllWhereTheWholeGraphStaysWithinTheTolerance) {
-  auto graph = Chain(4);
-  const autograph::GraphValues values = autograph::GraphValues::Record(graph, {torch::randn({2, 64})});
+  const autograph::GraphValues values = ChainRun(4);
   autograph::LoweringRequest request;
   request.tolerance = 0.5;
   autograph::ChooseLoweredOperators(values, &request);
@@ -181,8 +186,7 @@ TEST(ChooseLoweredOperators, AllWhereTheWholeGraphStaysWithinTheTolerance) {
 }
 
 TEST(ChooseLoweredOperators, NoneWhereNoRunStaysWithinTheTolerance) {
-  auto graph = Chain(4);
-  const autograph::GraphValues values = autograph::GraphValues::Record(graph, {torch::randn({2, 64})});
+  const autograph::GraphValues values = ChainRun(4);
   autograph::LoweringRequest request;
   request.tolerance = 1e-6;
   autograph::ChooseLoweredOperators(values, &request);
@@ -195,8 +199,7 @@ TEST(ChooseLoweredOperators, NoneWhereNoRunStaysWithinTheTolerance) {
 // Each of Chain(4)'s linears on a 2 x 64 input does 2 * 2 * 64 * 64 = 16384 FLOPs and moves
 // 4 * (128 + 4096 + 128) = 17408 bytes: 0.94 FLOPs per byte, memory-bound on a device whose ridge is 1.
 TEST(ChooseLoweredOperators, MemoryBoundOperatorsStayFloat32) {
-  auto graph = Chain(4);
-  const autograph::GraphValues values = autograph::GraphValues::Record(graph, {torch::randn({2, 64})});
+  const autograph::GraphValues values = ChainRun(4);
   autograph::LoweringRequest request;
   request.tolerance = 0.5;
   request.least_flops_per_byte = 1.0;
@@ -211,8 +214,8 @@ TEST(ChooseLoweredOperators, MemoryBoundOperatorsStayFloat32) {
 }
 
 TEST(ChooseLoweredOperators, WhereTheWholeGraphMissesTheRunsKeptStayWithinIt) {
-  auto graph = Chain(8);
-  const autograph::GraphValues values = autograph::GraphValues::Record(graph, {torch::randn({2, 64})});
+  const autograph::GraphValues values = ChainRun(8);
+  const auto& graph = values.graph();
   autograph::LoweringRequest probe;
   probe.tolerance = 1.0;
   autograph::ChooseLoweredOperators(values, &probe);
