@@ -90,6 +90,12 @@ def build_method(method: str, ctx: dict) -> Tuple[Callable[[list], object], dict
     elif method == "jit":
         scripted = ctx["scripted"]
         run = lambda xs: scripted(*xs)  # noqa: E731
+    elif method == "jit_frozen" and cli_module_path(ctx["cli_cache"], ctx["name"], ctx["batch"], str(device),
+                                                    method) is None:
+        # `autograph bench` caches no module that does not load back (on a CPU, optimize_for_inference's
+        # oneDNN constants): made here as the CLI makes it.
+        frozen = torch.jit.optimize_for_inference(torch.jit.freeze(ctx["scripted"].eval()))
+        run = lambda xs: frozen(*xs)  # noqa: E731
     elif method in CLI_METHODS:
         import autograph
         path = cli_module_path(ctx["cli_cache"], ctx["name"], ctx["batch"], str(device), method)

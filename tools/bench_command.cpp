@@ -136,15 +136,30 @@ std::string CachePath(const BenchOptions& o, const std::string& model_path, cons
   return dir + "/" + name.str();
 }
 
-// The module a method runs, and the seconds spent making it (from the cache's note when reused).
+// The cache's entry at `path` (module and note) removed, with why on stderr: an entry that does not load
+// back must not break this run or the next.
+void DropCacheEntry(const std::string& path, const std::string& why) {
+  std::error_code ec;
+  fs::remove(path, ec);
+  fs::remove(path + ".json", ec);
+  std::cerr << "bench: not caching " << path << ": " << why << "\n";
+}
+
+// The module a method runs, and the seconds spent making it (from the cache's note when reused). A
+// cached module is kept only where it loads back: TorchScript cannot load every module it saves (on a
+// CPU, optimize_for_inference's oneDNN constants), and an entry damaged on disk is made anew.
 torch::jit::Module Build(const std::string& method, const torch::jit::Module& module,
                          const std::vector<c10::IValue>& cpu_inputs, const c10::Device& device,
                          const std::string& cache_path, double* seconds) {
   *seconds = 0;
   if (method == "jit") return module;
   if (!cache_path.empty() && fs::exists(cache_path) && fs::exists(cache_path + ".json")) {
-    *seconds = nlohmann::json::parse(std::ifstream(cache_path + ".json")).value("search_s", 0.0);
-    return torch::jit::load(cache_path, device);
+    try {
+      *seconds = nlohmann::json::parse(std::ifstream(cache_path + ".json")).value("search_s", 0.0);
+      return torch::jit::load(cache_path, device);
+    } catch (const std::exception& e) {
+      DropCacheEntry(cache_path, "it does not load (" + FirstLineOf(e) + "); made anew");
+    }
   }
   const auto start = std::chrono::steady_clock::now();
   torch::jit::Module built;
@@ -160,8 +175,13 @@ torch::jit::Module Build(const std::string& method, const torch::jit::Module& mo
   *seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (!cache_path.empty()) {
     fs::create_directories(fs::path(cache_path).parent_path());
-    built.save(cache_path);
-    std::ofstream(cache_path + ".json") << nlohmann::json{{"search_s", *seconds}, {"method", method}}.dump();
+    try {
+      built.save(cache_path);
+      torch::jit::load(cache_path, device);
+      std::ofstream(cache_path + ".json") << nlohmann::json{{"search_s", *seconds}, {"method", method}}.dump();
+    } catch (const std::exception& e) {
+      DropCacheEntry(cache_path, "the saved module does not load back (" + FirstLineOf(e) + ")");
+    }
   }
   return built;
 }

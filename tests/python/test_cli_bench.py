@@ -52,6 +52,37 @@ def test_paper_methods_side_by_side_then_cached(cli, zoo, tmp_path):
     assert (out / "speedup.svg").is_file() and "Speedup over jit" in rep.stdout
 
 
+def _methods_run(out):
+    with (out / "results.csv").open() as f:
+        return sorted(row["method"] for row in csv.DictReader(f))
+
+
+def test_a_cache_entry_that_does_not_load_is_made_anew(cli, zoo, tmp_path):
+    # On a CPU optimize_for_inference folds convolutions' weights into oneDNN constants that TorchScript
+    # saves but cannot load: such a module is not cached, and every rerun still runs jit_frozen.
+    out, cache = tmp_path / "out", tmp_path / "cache"
+    run = lambda *methods: subprocess.run(  # noqa: E731
+        [cli, "bench", "squeezenet", "--zoo", str(zoo), "--warmup", "1", "--runs", "2", "--out", str(out),
+         "--cache", str(cache), "--methods", *methods], capture_output=True, text=True, timeout=600)
+    for _ in range(2):
+        r = run("jit", "jit_frozen")
+        assert r.returncode == 0, r.stderr
+        assert _methods_run(out) == ["jit", "jit_frozen"]
+        assert "not caching" in r.stderr and "does not load back" in r.stderr
+    assert not list(cache.glob("*jit_frozen*"))
+    # An entry damaged on disk is dropped and made anew, not a failure of this run or the next.
+    r = run("jit", "taso_jit")
+    assert r.returncode == 0, r.stderr
+    [saved] = cache.glob("*taso_jit*.pt")
+    saved.write_bytes(b"not a module")
+    r = run("jit", "taso_jit")
+    assert r.returncode == 0, r.stderr
+    assert "does not load" in r.stderr and "made anew" in r.stderr
+    assert _methods_run(out) == ["jit", "taso_jit"]
+    r = run("jit", "taso_jit")
+    assert r.returncode == 0 and "not caching" not in r.stderr, r.stderr
+
+
 def test_bad_method_or_model_is_one_clear_error(cli, zoo, tmp_path):
     r = bench(cli, zoo, tmp_path, tmp_path, "--methods", "tensorrt")
     assert r.returncode != 0 and "tensorrt" in r.stderr and "Traceback" not in r.stderr
