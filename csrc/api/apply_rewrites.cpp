@@ -49,7 +49,18 @@ struct RewriteStep {
   std::function<RewriteOutcome(GraphPtr&, const GraphValues&)> apply;
   std::function<void(const RewriteOutcome&, OptimizeReport*)> count;  // into the report, when kept
   bool timed = true;  // with check_rewrites, kept only where the graph measures faster with it
+  bool pattern = false;  // finds operators by their pattern, whatever their dtype (RewriteSet::Patterns)
 };
+
+bool InSet(const RewriteStep& step, RewriteSet set) {
+  switch (set) {
+    case RewriteSet::All: return true;
+    case RewriteSet::Substitutions: return step.substitution;
+    case RewriteSet::Patterns: return step.pattern;
+    case RewriteSet::AfterPatterns: return !step.pattern;
+  }
+  return true;
+}
 
 
 int CountAtenNodes(const torch::jit::Graph& graph) {
@@ -62,10 +73,10 @@ std::vector<RewriteStep> RewriteSteps(const OptimizeOptions& options, bool searc
   std::vector<RewriteStep> steps;
   if (options.substitutions.fuse_attention)
     steps.push_back({"fuse_attention", true, [](GraphPtr& g, const GraphValues& v) { return RewriteOutcome{FuseScaledDotProductAttention(g, v)}; },
-                     [](const RewriteOutcome& o, OptimizeReport* r) { r->attentions_fused += o.changes; }});
+                     [](const RewriteOutcome& o, OptimizeReport* r) { r->attentions_fused += o.changes; }, true, true});
   if (options.substitutions.merge_linears && !(searched && options.search.merge))
     steps.push_back({"merge_linears", true, [](GraphPtr& g, const GraphValues&) { return RewriteOutcome{MergeSiblingLinears(g)}; },
-                     [](const RewriteOutcome& o, OptimizeReport* r) { r->linears_merged += o.changes; }});
+                     [](const RewriteOutcome& o, OptimizeReport* r) { r->linears_merged += o.changes; }, true, true});
   if (options.substitutions.regroup_convolutions)
     steps.push_back({"regroup_convolutions", true,
                      [&](GraphPtr& g, const GraphValues& v) {
@@ -73,7 +84,7 @@ std::vector<RewriteStep> RewriteSteps(const OptimizeOptions& options, bool searc
                        if (options.substitutions.check_rewrites) regroup.keep_graph_below = 0;  // the driver checks the graph
                        return RewriteOutcome{RegroupGroupedConvolutions(g, v, regroup).regrouped};
                      },
-                     [](const RewriteOutcome& o, OptimizeReport* r) { r->convolutions_regrouped += o.changes; }});
+                     [](const RewriteOutcome& o, OptimizeReport* r) { r->convolutions_regrouped += o.changes; }, true, true});
   // After the rewrites that find operators by their pattern (attention, sibling linears, grouped
   // convolutions), before those that pick kernels for a dtype (cuDNN's fused convolutions, oneDNN's
   // packed weights) and stitching, which then see the casts. Not timed here: the operators are chosen for
@@ -173,7 +184,7 @@ GraphValues ApplyRewrites(GraphValues recorded, const OptimizeOptions& options, 
                           RewriteSet set, LoweringRequest* lowering) {
   const auto start = std::chrono::steady_clock::now();
   for (const RewriteStep& step : RewriteSteps(options, searched, lowering)) {
-    if (set == RewriteSet::Substitutions && !step.substitution) continue;
+    if (!InSet(step, set)) continue;
     RewriteDecision decision;
     decision.name = step.name;
     const bool checked = options.substitutions.check_rewrites && step.timed;
@@ -204,7 +215,7 @@ GraphValues ApplyRewrites(GraphValues recorded, const OptimizeOptions& options, 
     if (decision.kept) step.count(outcome, report);
     report->rewrites.push_back(std::move(decision));
   }
-  report->rewrite_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  report->rewrite_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return recorded;
 }
 

@@ -29,7 +29,11 @@ StitchPlanOptions StitchPlanOptionsFor(const DeviceModel& device);
 // Which rewrites of the one registry (apply_rewrites.cpp) a driver runs: optimize all of them;
 // substitute (the "TASO + JIT" baseline) the graph substitutions alone — fuse_attention,
 // merge_linears, regroup_convolutions, fold_conv_relu — not the CPU layout rewrites or stitching.
-enum class RewriteSet { All, Substitutions };
+// Patterns: those that find operators by their pattern whatever their dtype (fuse_attention,
+// merge_linears, regroup_convolutions); AfterPatterns: the others, which pick kernels for the graph's
+// dtypes (from lower_precision on). Patterns then AfterPatterns is All: the graph after Patterns is where
+// a plan lowered below float32 forks from the float32 plan.
+enum class RewriteSet { All, Substitutions, Patterns, AfterPatterns };
 
 // `recorded`: the lowered graph's run on the example inputs (on options.device); returns the record
 // of the rewritten graph (its graph() is the result). The graph runs once more only after a

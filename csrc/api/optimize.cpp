@@ -117,14 +117,14 @@ struct PlannedGraph {
   c10::intrusive_ptr<Program> program;
 };
 
-// `recorded`: the lowered graph's run on the example inputs (its graph is rewritten in place where
-// rewrites are not checked). `lowering`: the plan computes the matrix products and convolutions it
-// chooses below float32; where it chooses none, nothing is planned (no program). Fills `report` with the
-// rewrites and the search.
+// `recorded`: the lowered graph's run on the example inputs, after the pattern rewrites (its graph is
+// rewritten in place where rewrites are not checked). `lowering`: the plan computes the matrix products
+// and convolutions it chooses below float32; where it chooses none, nothing is planned (no program).
+// Fills `report` with the rewrites after the patterns and the search.
 PlannedGraph PlanGraph(GraphValues recorded, const std::vector<InputSignature>& signature,
                        const OptimizeOptions& options, LoweringRequest* lowering, OptimizeReport* report) {
   const bool searched = Searches(MethodOf(options));
-  recorded = ApplyRewrites(std::move(recorded), options, searched, report, RewriteSet::All, lowering);
+  recorded = ApplyRewrites(std::move(recorded), options, searched, report, RewriteSet::AfterPatterns, lowering);
   PlannedGraph plan;
   if (lowering && lowering->lowered == 0) return plan;
   plan.lowered = recorded.graph();
@@ -157,29 +157,34 @@ torch::jit::Module OptimizeModule(const torch::jit::Module& module, const Optimi
     for (const OpNode& n : original.nodes()) memory_bound_before += n.kind == OpKind::MemoryBound;
   }
   *report = OptimizeReport{};
-  // The graph as it was before any rewrite, for the plan lowered below float32 (option precision).
-  std::optional<GraphValues> unrewritten;
-  if (OffersLoweredPlan(options)) unrewritten = recorded.ForCopy(prepared.lowered->copy());
+  recorded = ApplyRewrites(std::move(recorded), options, Searches(MethodOf(options)), report, RewriteSet::Patterns);
+  // The plan lowered below float32 (option precision) forks from the graph after the pattern rewrites,
+  // whose decisions hold for it too (they find operators whatever their dtype): they are not timed twice.
+  std::optional<GraphValues> after_patterns;
+  OptimizeReport lowered_report;
+  if (OffersLoweredPlan(options)) {
+    after_patterns = recorded.ForCopy(recorded.graph()->copy());
+    lowered_report = *report;
+  }
   PlannedGraph planned = PlanGraph(std::move(recorded), signature, options, nullptr, report);
 
   std::optional<PlannedGraph> lowered_plan;
-  OptimizeReport lowered_report;
   LoweredPlan lowered;
-  if (unrewritten) {
+  if (after_patterns) {
     LoweringRequest& request = lowered.selection;
     request.dtype = LoweredDtype(options.numerics.precision);
     request.tolerance = options.numerics.tolerance;
     const DeviceModel device = DeviceModel::ByName(DeviceModelName(options));
     request.least_flops_per_byte = device.fp32_tflops * 1e3 / device.memory_gbps;  // the roofline's ridge
     try {
-      lowered_plan = PlanGraph(std::move(*unrewritten), signature, options, &request, &lowered_report);
+      lowered_plan = PlanGraph(std::move(*after_patterns), signature, options, &request, &lowered_report);
       lowered.program = lowered_plan->program;
     } catch (const std::exception& e) {  // a kernel without the dtype, say: the float32 plan stands
       lowered.failure = FirstLineOf(e);
     }
   }
   c10::intrusive_ptr<Program> program =
-      ChoosePrecision(planned.program, unrewritten ? &lowered : nullptr, planned.inputs, options, report);
+      ChoosePrecision(planned.program, after_patterns ? &lowered : nullptr, planned.inputs, options, report);
   if (lowered_plan && program.get() == lowered_plan->program.get()) {
     std::optional<PrecisionDecision> decision = report->precision;
     *report = std::move(lowered_report);

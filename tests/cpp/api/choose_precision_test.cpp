@@ -10,6 +10,8 @@
 #include <torch/script.h>
 #include <torch/torch.h>
 
+#include <algorithm>
+#include <set>
 #include <sstream>
 
 #include "api/choose_precision.h"
@@ -90,6 +92,14 @@ TEST(ChoosePrecision, Bf16PlansTheGraphLoweredAndJudgesIt) {
   EXPECT_GT(d.fp32_ms, 0.0);
   EXPECT_EQ(d.kept, d.lowered_ms < 0.98 * d.fp32_ms ? "bf16" : "fp32");
   EXPECT_EQ(report.ops_lowered > 0, d.kept == "bf16") << "the report describes the program kept";
+  // Either plan's report lists the pattern rewrites (decided once, before the plans fork) then the
+  // others, each once; lower_precision only where the lowered plan was kept.
+  std::vector<std::string> steps;
+  for (const auto& r : report.rewrites) steps.push_back(r.name);
+  ASSERT_GE(steps.size(), 2u);
+  EXPECT_EQ(steps.front(), "fuse_attention");
+  EXPECT_EQ(std::set<std::string>(steps.begin(), steps.end()).size(), steps.size());
+  EXPECT_EQ(std::count(steps.begin(), steps.end(), "lower_precision"), d.kept == "bf16" ? 1 : 0);
   const at::Tensor x = BranchyInput(2);
   const std::vector<at::Tensor> got = Flat(optimized.forward({x})), want = Flat(BranchyModule().forward({x}));
   for (const at::Tensor& t : got) EXPECT_EQ(t.scalar_type(), at::kFloat);
