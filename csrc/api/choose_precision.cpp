@@ -54,7 +54,8 @@ bool OffersLoweredPlan(const OptimizeOptions& options, std::string* why) {
 }
 
 PrecisionDecision JudgeTwin(const Program& planned, const Program& twin, const std::string& twin_precision,
-                            const std::vector<c10::IValue>& inputs, double tolerance, c10::Device device) {
+                            const std::vector<c10::IValue>& inputs, double tolerance, c10::Device device,
+                            const std::vector<std::vector<c10::IValue>>& calibration) {
   PrecisionDecision decision;
   decision.asked = twin_precision;
   decision.tolerance = tolerance;
@@ -66,14 +67,19 @@ PrecisionDecision JudgeTwin(const Program& planned, const Program& twin, const s
   full_options.tf32 = false;
   const auto full_program = c10::make_intrusive<Program>(planned.graph(), planned.schedule(), planned.inputs(),
                                                          full_options);
-  std::vector<at::Tensor> reference;
+  std::vector<std::vector<c10::IValue>> calls = {inputs};
+  calls.insert(calls.end(), calibration.begin(), calibration.end());
+  std::vector<std::vector<at::Tensor>> reference, got;
   {
     const FullPrecisionScope full;
-    reference = Outputs(*full_program, inputs);
+    for (const std::vector<c10::IValue>& call : calls) reference.push_back(Outputs(*full_program, call));
   }
-  decision.error = RelativeError(Outputs(twin, inputs), reference);
+  for (const std::vector<c10::IValue>& call : calls) got.push_back(Outputs(twin, call));
+  decision.error = LargestRelativeError(got, reference);
+  decision.calibration_inputs = static_cast<int>(calibration.size());
   if (!(decision.error <= tolerance)) {  // also NaN
     decision.note = "its outputs are beyond the tolerance";
+    if (!calibration.empty()) decision.note += " (the largest error of the example's and the calibration inputs')";
     return decision;
   }
   const std::vector<std::function<void()>> runs = {[&] { Outputs(planned, inputs); }, [&] { Outputs(twin, inputs); }};
@@ -105,7 +111,8 @@ std::string LoweredOutcome(const std::string& precision, const PrecisionDecision
 
 // The lowered plan's judgement (JudgeTwin where there is a program to judge; else why none was tried).
 PrecisionDecision JudgeLoweredPlan(const Program& planned, const LoweredPlan* lowered,
-                                   const std::vector<c10::IValue>& inputs, const OptimizeOptions& options) {
+                                   const std::vector<c10::IValue>& inputs, const OptimizeOptions& options,
+                                   const std::vector<std::vector<c10::IValue>>& calibration) {
   std::string why;
   if (!OffersLoweredPlan(options, &why)) return Untried(options, why);
   if (!lowered || !lowered->failure.empty())
@@ -120,11 +127,13 @@ PrecisionDecision JudgeLoweredPlan(const Program& planned, const LoweredPlan* lo
                                                       std::to_string(selection.lowerable) +
                                                       " matrix products and convolutions lowered");
     decision.error = selection.whole_error;  // all of them lowered
+    decision.calibration_inputs = static_cast<int>(calibration.size());
     return decision;
   }
   const std::string& asked = options.numerics.precision;
   PrecisionDecision decision =
-      JudgeTwin(planned, *lowered->program, asked, inputs, options.numerics.tolerance, options.executor.device);
+      JudgeTwin(planned, *lowered->program, asked, inputs, options.numerics.tolerance, options.executor.device,
+                calibration);
   if (selection.lowered < selection.lowerable) {
     const std::string part = std::to_string(selection.lowered) + " of " + std::to_string(selection.lowerable) +
                              " matrix products and convolutions lowered (all of them: error " +
@@ -138,13 +147,14 @@ PrecisionDecision JudgeLoweredPlan(const Program& planned, const LoweredPlan* lo
 
 c10::intrusive_ptr<Program> ChoosePrecision(c10::intrusive_ptr<Program> planned, const LoweredPlan* lowered,
                                             const std::vector<c10::IValue>& inputs, const OptimizeOptions& options,
-                                            OptimizeReport* report) {
+                                            OptimizeReport* report,
+                                            const std::vector<std::vector<c10::IValue>>& calibration) {
   const std::string& asked = options.numerics.precision;
   if (asked == "fp32") return planned;
   const bool cuda = options.executor.device.is_cuda();
   std::string before;  // the lowered plan's outcome, where it was not kept
   if (asked != "tf32") {
-    PrecisionDecision decision = JudgeLoweredPlan(*planned, lowered, inputs, options);
+    PrecisionDecision decision = JudgeLoweredPlan(*planned, lowered, inputs, options, calibration);
     if (decision.kept == asked || !cuda) {
       report->precision = decision;
       return decision.kept == asked ? lowered->program : planned;
@@ -158,7 +168,7 @@ c10::intrusive_ptr<Program> ChoosePrecision(c10::intrusive_ptr<Program> planned,
   tf32_options.tf32 = true;
   auto twin = c10::make_intrusive<Program>(planned->graph(), planned->schedule(), planned->inputs(), tf32_options);
   PrecisionDecision decision =
-      JudgeTwin(*planned, *twin, "tf32", inputs, options.numerics.tolerance, options.executor.device);
+      JudgeTwin(*planned, *twin, "tf32", inputs, options.numerics.tolerance, options.executor.device, calibration);
   decision.asked = asked;
   if (!before.empty()) decision.note = before + (decision.kept == "tf32" ? "tf32 kept" : "tf32: " + decision.note);
   report->precision = decision;

@@ -32,18 +32,22 @@ struct LoweredPlan {
 };
 
 // The program to keep among `planned`, the `lowered` plan (may be null: none asked or offered) and, on
-// CUDA, `planned`'s TF32 twin (all run on `inputs`, the forward's arguments on the device);
+// CUDA, `planned`'s TF32 twin (all run on `inputs`, the forward's arguments on the device, and judged on
+// `calibration` too: more calls' arguments on the device);
 // report->precision says what was tried, measured and kept (left empty with precision fp32). Its `kept`
 // names the precision of the program returned: the lowered plan's where that is kept.
 c10::intrusive_ptr<Program> ChoosePrecision(c10::intrusive_ptr<Program> planned, const LoweredPlan* lowered,
                                             const std::vector<c10::IValue>& inputs, const OptimizeOptions& options,
-                                            OptimizeReport* report);
+                                            OptimizeReport* report,
+                                            const std::vector<std::vector<c10::IValue>>& calibration = {});
 
 // ChoosePrecision's judgement of `twin` (what `planned` computes, in `twin_precision`): its error relative
-// to each output's scale against `planned` run in full float32, and, within `tolerance`, both timed side
-// by side on `device`; kept (the decision's `kept` is `twin_precision`) where faster by 2 % or more. Also on the CPU
-// (where a TF32 twin computes as float32 does), which is how it is tested without a GPU.
+// to each output's scale against `planned` run in full float32, the largest on `inputs` and on each of
+// `calibration` (more calls' arguments, on the device), and, within `tolerance`, both timed side by side
+// on `device` (on `inputs`); kept (the decision's `kept` is `twin_precision`) where faster by 2 % or more.
+// Also on the CPU (where a TF32 twin computes as float32 does), which is how it is tested without a GPU.
 PrecisionDecision JudgeTwin(const Program& planned, const Program& twin, const std::string& twin_precision,
-                            const std::vector<c10::IValue>& inputs, double tolerance, c10::Device device);
+                            const std::vector<c10::IValue>& inputs, double tolerance, c10::Device device,
+                            const std::vector<std::vector<c10::IValue>>& calibration = {});
 
 }  // namespace autograph

@@ -176,6 +176,7 @@ torch::jit::Module OptimizeModule(const torch::jit::Module& module, const Optimi
     request.tolerance = options.numerics.tolerance;
     const DeviceModel device = DeviceModel::ByName(DeviceModelName(options));
     request.least_flops_per_byte = device.fp32_tflops * 1e3 / device.memory_gbps;  // the roofline's ridge
+    request.calibration = prepared.calibration;
     try {
       lowered_plan = PlanGraph(std::move(*after_patterns), signature, options, &request, &lowered_report);
       lowered.program = lowered_plan->program;
@@ -184,7 +185,8 @@ torch::jit::Module OptimizeModule(const torch::jit::Module& module, const Optimi
     }
   }
   c10::intrusive_ptr<Program> program =
-      ChoosePrecision(planned.program, after_patterns ? &lowered : nullptr, planned.inputs, options, report);
+      ChoosePrecision(planned.program, after_patterns ? &lowered : nullptr, planned.inputs, options, report,
+                      prepared.calibration);
   if (lowered_plan && program.get() == lowered_plan->program.get()) {
     std::optional<PrecisionDecision> decision = report->precision;
     *report = std::move(lowered_report);

@@ -49,6 +49,7 @@ nlohmann::json ReportToJson(const OptimizeReport& report) {
                  {"error", p.error >= 0 ? nlohmann::json(p.error) : nlohmann::json(nullptr)},  // NaN: null too
                  {"fp32_ms", MsOrNull(p.fp32_ms)},
                  {"lowered_ms", MsOrNull(p.lowered_ms)},
+                 {"calibration_inputs", p.calibration_inputs},
                  {"note", TextOrNull(p.note)}};
   }
   nlohmann::json left = nlohmann::json::array();

@@ -20,6 +20,13 @@ PreparedModule PrepareModule(const torch::jit::Module& module, const OptimizeOpt
   on_device.to(device);
   PreparedModule prepared;
   prepared.inputs = InputsOn(options.example_inputs, device);
+  for (const std::vector<c10::IValue>& call : options.calibration_inputs) {
+    if (call.size() != options.example_inputs.size())
+      throw InputError(caller + ": calibration input " + std::to_string(prepared.calibration.size()) + " has " +
+                       std::to_string(call.size()) + " arguments; the example inputs have " +
+                       std::to_string(options.example_inputs.size()));
+    prepared.calibration.push_back(InputsOn(call, device));
+  }
   prepared.lowered = LowerModule(on_device);
   return prepared;
 }

@@ -20,6 +20,7 @@ namespace autograph {
 struct PreparedModule {
   std::shared_ptr<torch::jit::Graph> lowered;
   std::vector<c10::IValue> inputs;  // options.example_inputs on options.executor.device
+  std::vector<std::vector<c10::IValue>> calibration;  // options.calibration_inputs on it
 };
 
 // `caller` names the entry point in messages ("optimize", "substitute"). Throws InputError without

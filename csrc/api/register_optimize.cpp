@@ -58,12 +58,20 @@ auto WithErrorKinds(Body&& body) -> decltype(body()) {
 // Runs optimize or substitute (same signature) and returns the new module and the report JSON.
 using Driver = torch::jit::Module (*)(const torch::jit::Module&, const OptimizeOptions&, OptimizeReport*);
 
+// `calibration`: optimize's calibration inputs, each a list of a call's arguments (substitute's is empty).
 template <Driver run>
 std::tuple<c10::IValue, std::string> DriverOp(c10::IValue module, std::vector<c10::IValue> example_inputs,
-                                              std::string options_json) {
+                                              std::string options_json, std::vector<c10::IValue> calibration) {
   return WithErrorKinds([&]() -> std::tuple<c10::IValue, std::string> {
     OptimizeReport report;
-    const OptimizeOptions options = OptionsOf(example_inputs, options_json, ModelPath::TorchScript);
+    OptimizeOptions options = OptionsOf(example_inputs, options_json, ModelPath::TorchScript);
+    for (size_t k = 0; k < calibration.size(); ++k) {
+      if (!calibration[k].isList())
+        throw InputError("calibration input " + std::to_string(k) + ": a list of the call's arguments, not " +
+                         calibration[k].tagKind());
+      const c10::List<c10::IValue> call = calibration[k].toList();
+      options.calibration_inputs.emplace_back(call.begin(), call.end());
+    }
     torch::jit::Module result = run(ModuleOf(module), options, &report);
     return {result._ivalue(), ReportToJson(report).dump()};
   });
@@ -109,8 +117,9 @@ std::string TimelineSvgOp(std::string timeline_json, std::string title) {
 }  // namespace autograph
 
 TORCH_LIBRARY_FRAGMENT(autograph, m) {
-  m.def("optimize(Any module, Any[] example_inputs, str options) -> (Any, str)", &autograph::DriverOp<&autograph::optimize>);
-  m.def("substitute(Any module, Any[] example_inputs, str options) -> (Any, str)",
+  m.def("optimize(Any module, Any[] example_inputs, str options, Any[] calibration) -> (Any, str)",
+        &autograph::DriverOp<&autograph::optimize>);
+  m.def("substitute(Any module, Any[] example_inputs, str options, Any[] calibration) -> (Any, str)",
         &autograph::DriverOp<&autograph::substitute>);
   m.def("optimize_exported(str graph, Tensor[] tensors, str options) -> (str, str)", &autograph::OptimizeExportedOp);
   m.def("timeline_svg(str timeline, str title) -> str", &autograph::TimelineSvgOp);

@@ -27,4 +27,16 @@ double RelativeError(const std::vector<at::Tensor>& got, const std::vector<at::T
   return worst;
 }
 
+double LargestRelativeError(const std::vector<std::vector<at::Tensor>>& got,
+                            const std::vector<std::vector<at::Tensor>>& want) {
+  if (got.size() != want.size()) return std::numeric_limits<double>::infinity();
+  double worst = 0;
+  for (size_t k = 0; k < got.size(); ++k) {
+    const double error = RelativeError(got[k], want[k]);
+    if (std::isnan(error)) return error;
+    worst = std::max(worst, error);
+  }
+  return worst;
+}
+
 }  // namespace autograph

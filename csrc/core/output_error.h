@@ -11,4 +11,9 @@ namespace autograph {
 // an infinity; infinite where an output differs in shape or dtype, or an integer one in any value.
 double RelativeError(const std::vector<at::Tensor>& got, const std::vector<at::Tensor>& want);
 
+// RelativeError call by call (`got[k]` against `want[k]`, the outputs of one call each): the worst, NaN
+// where any is NaN.
+double LargestRelativeError(const std::vector<std::vector<at::Tensor>>& got,
+                            const std::vector<std::vector<at::Tensor>>& want);
+
 }  // namespace autograph

@@ -21,12 +21,21 @@ std::vector<at::Tensor> TensorsOf(const std::vector<c10::IValue>& values) {
   return out;
 }
 
-// The graph's outputs with the `chosen` operators lowered (a copy of the graph, run once).
-std::vector<at::Tensor> OutputsLowered(const GraphValues& values, const std::vector<bool>& chosen,
-                                       c10::ScalarType dtype) {
+// The graph's outputs on each of `calls` (arguments), run as TorchScript runs it.
+std::vector<std::vector<at::Tensor>> OutputsOn(const std::shared_ptr<torch::jit::Graph>& graph,
+                                               const std::vector<std::vector<c10::IValue>>& calls) {
+  std::vector<std::vector<at::Tensor>> out;
+  for (const std::vector<c10::IValue>& call : calls) out.push_back(TensorsOf(GraphValues::Record(graph, call).outputs()));
+  return out;
+}
+
+// The graph's outputs on `calls` with the `chosen` operators lowered (a copy of the graph).
+std::vector<std::vector<at::Tensor>> OutputsLowered(const GraphValues& values, const std::vector<bool>& chosen,
+                                                    c10::ScalarType dtype,
+                                                    const std::vector<std::vector<c10::IValue>>& calls) {
   std::shared_ptr<torch::jit::Graph> copy = values.graph()->copy();
   LowerMatmulsAndConvolutions(copy, values.ForCopy(copy), dtype, &chosen);
-  return TensorsOf(GraphValues::Record(copy, values.inputs()).outputs());
+  return OutputsOn(copy, calls);
 }
 
 // Bytes a float32 operator reads and writes: its tensor inputs and its output.
@@ -61,14 +70,16 @@ void ChooseLoweredOperators(const GraphValues& values, LoweringRequest* request)
   const size_t n = candidates.size();
   request->lowerable = static_cast<int>(n);
   if (n == 0) return;
-  const std::vector<at::Tensor> reference = TensorsOf(GraphValues::Record(values.graph(), values.inputs()).outputs());
+  std::vector<std::vector<c10::IValue>> calls = {values.inputs()};
+  calls.insert(calls.end(), request->calibration.begin(), request->calibration.end());
+  const std::vector<std::vector<at::Tensor>> reference = OutputsOn(values.graph(), calls);
   // A trial whose graph fails to run (an operator without a kernel for the dtype on this device) counts
   // as beyond any tolerance: the runs without that operator may still be lowered.
   auto error_with = [&](const std::vector<bool>& chosen) {
     std::vector<bool> marked(found.size(), false);
     for (size_t k = 0; k < n; ++k) marked[candidates[k]] = chosen[k];
     try {
-      return RelativeError(OutputsLowered(values, marked, request->dtype), reference);
+      return LargestRelativeError(OutputsLowered(values, marked, request->dtype, calls), reference);
     } catch (const std::exception&) {
       return std::numeric_limits<double>::infinity();
     }

@@ -5,6 +5,7 @@
 // lowered one by one, the most FLOPs first, each kept where the outputs stay within the tolerance with
 // it and the runs kept before it. Early operators' rounding grows through the layers after them, so it
 // is mostly the later runs that stay within the bound.
+#include <ATen/core/ivalue.h>
 #include <c10/core/ScalarType.h>
 
 #include <memory>
@@ -27,6 +28,9 @@ struct LoweringRequest {
   // (below its roofline's ridge: peak FLOP/s over bytes/s): lowering it saves no compute, and its casts
   // add traffic and launches. Such operators stay float32.
   double least_flops_per_byte = 0;
+  // More inputs (each a call's arguments, on the graph's device) on which the outputs must stay within
+  // the tolerance too.
+  std::vector<std::vector<c10::IValue>> calibration;
   // Filled by ChooseLoweredOperators:
   std::vector<bool> chosen;  // per LowerableOperators position
   int lowerable = 0;         // those of LowerableOperators at or above least_flops_per_byte
@@ -36,8 +40,9 @@ struct LoweringRequest {
 };
 
 // Fills `request`'s choice for `values`' graph (which it leaves as it is: each trial lowers a copy and
-// runs it on the example inputs, in full float32 otherwise, beside the graph's own full-float32 run; a
-// trial that fails to run is beyond the tolerance).
+// runs it on the example inputs and on the request's calibration inputs, in full float32 otherwise,
+// beside the graph's own full-float32 runs; a trial's error is its largest on any of them; a trial that
+// fails to run is beyond the tolerance).
 void ChooseLoweredOperators(const GraphValues& values, LoweringRequest* request);
 
 }  // namespace autograph

@@ -84,6 +84,9 @@ struct OptimizeOptions {
   // One per forward() argument, of any TorchScript structure (tensors, tuples, lists, dicts with
   // string keys, numbers, bools, None); the tensors inside are moved to executor.device.
   std::vector<c10::IValue> example_inputs;
+  // Option precision: more calls' arguments, each structured like example_inputs, on which a program
+  // computing below float32 must meet numerics.tolerance too (the example inputs are always checked).
+  std::vector<std::vector<c10::IValue>> calibration_inputs;
   // More input shapes to plan for, one schedule each (a server's batch sizes and sequence lengths): per
   // shape, the sizes of every tensor inside example_inputs, in order. A call runs the schedule planned
   // for its shapes, or for the nearest ones. The rewrites are chosen at example_inputs' shapes.

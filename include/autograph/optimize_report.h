@@ -49,6 +49,7 @@ struct PrecisionDecision {
   double error = -1;      // the twin's, relative to each output's scale (the worst output); -1: none tried
   double fp32_ms = -1, lowered_ms = -1;  // medians, timed side by side; -1: not timed
   std::string note;       // why the twin was not kept, or none tried
+  int calibration_inputs = 0;  // besides the example inputs, the calls `error` is the largest over
 };
 
 struct OptimizeReport {

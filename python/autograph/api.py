@@ -2,7 +2,7 @@
 import contextlib
 import json
 import os
-from typing import Any, Dict, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import torch
 
@@ -36,8 +36,11 @@ def optimize(model: Model, example_inputs: Union[Sequence[Any], torch.Tensor, No
     The TorchScript path (ir=None or "torchscript"):
     `model` is an nn.Module (traced in eval mode with the example inputs; scripted when tracing fails), a
     ScriptModule, or the path of a saved one. With precision="tf32" on CUDA the planned program competes
-    once more with its float32 matmuls and convolutions in TF32, kept where its outputs stay within option
-    tolerance and it measures faster (report["precision"]).
+    once more with its float32 matmuls and convolutions in TF32; with "bf16" (CUDA, a CPU with bf16
+    instructions) or "fp16" (CUDA) the graph is planned once more with its matmuls and convolutions
+    lowered (all of them, or the runs of them within option tolerance); either is kept where its outputs
+    stay within option tolerance, on the example and the `calibration` inputs, and it measures faster
+    (report["precision"]).
 
     Options: `settings` (an autograph.Settings) and/or the same names as keywords (they win), among them
     `method` (the scheduler: autograph; the baselines sequential, greedy, nimble, ios) and `device` (where
@@ -48,7 +51,7 @@ def optimize(model: Model, example_inputs: Union[Sequence[Any], torch.Tensor, No
     cannot take apart (report["fallback"]), a compiled candidate or the every-shape package that failed
     (report["inductor"]["errors"], report["dynamic_shapes"]["error"]), or, with option precision below
     fp32, no lowered candidate within option tolerance (report["inductor"]["precision"]; on the TorchScript
-    path, whose precision is fp32 or tf32, report["precision"]); not an optional
+    path report["precision"]); not an optional
     compiler that is not installed (report["inductor"]["not_available"] names it).
 
     Returns the optimized ScriptModule (save it with torch.jit.save, load it with autograph.load) and the
@@ -72,8 +75,7 @@ def optimize(model: Model, example_inputs: Union[Sequence[Any], torch.Tensor, No
     from torch.export import ExportedProgram
     path = "export" if isinstance(model, ExportedProgram) or ir == "export" else "torchscript"
     check_options_apply(list(given) + list(settings.options() if settings is not None else ()), path)  # set
-    if path == "torchscript":
-        _check_calibration_on_torchscript(calibration)
+    calls = _calibration_on_torchscript(calibration, example_inputs) if path == "torchscript" else []
     if path == "export":
         optimized, report = _optimized_on_the_export_path(model, example_inputs, dynamic_shapes, method, device,
                                                           options, calibration)
@@ -82,7 +84,7 @@ def optimize(model: Model, example_inputs: Union[Sequence[Any], torch.Tensor, No
         return optimized, report
     if example_inputs is None:
         raise InputError("example_inputs are required: one per forward() argument")
-    module, report = _run("optimize", model, example_inputs, method, device, options)
+    module, report = _run("optimize", model, example_inputs, method, device, options, calls)
     if strict:
         _raise_on_fallback(report)
     if report.get("timeline"):
@@ -91,12 +93,18 @@ def optimize(model: Model, example_inputs: Union[Sequence[Any], torch.Tensor, No
     return module, report
 
 
-def _check_calibration_on_torchscript(calibration: Optional[Sequence[Any]]) -> None:
-    """InputError, before any tracing, for calibration inputs, which only the export path reads (the
-    TorchScript path judges its programs below fp32 on the example inputs)."""
-    if calibration is not None:
-        raise InputError("calibration applies to the export path (option precision), not the TorchScript path "
-                         "this model takes: drop it, or optimize an ExportedProgram (or ir=\"export\")")
+def _calibration_on_torchscript(calibration: Optional[Sequence[Any]], example_inputs: Any) -> List[List[Any]]:
+    """The calibration inputs for the TorchScript path, each a list of a call's arguments, checked against
+    the example inputs (export.calibration.calibration_sets) before any tracing: InputError where one
+    differs from them in structure, dtype or shape."""
+    from .export.calibration import calibration_sets
+    if calibration is None:
+        return []
+    if example_inputs is None:
+        raise InputError("example_inputs are required: one per forward() argument")
+    example = (example_inputs,) if isinstance(example_inputs, torch.Tensor) else tuple(example_inputs)
+    calibration_sets(calibration, example, None)
+    return [[entry] if isinstance(entry, torch.Tensor) else list(entry) for entry in calibration]
 
 
 def _optimized_on_the_export_path(model: Model, example_inputs: Any, dynamic_shapes: Any, method: str,
@@ -199,8 +207,10 @@ def to_script_module(model: Model, example_inputs: Sequence[Any]) -> torch.jit.S
                                 ". Pass a ScriptModule you made yourself, or make forward() traceable")
 
 
-def _run(what: str, model: Model, example_inputs, method: Optional[str], device, options: Dict[str, Any]):
-    """`options` checked already (by the caller, before any tracing)."""
+def _run(what: str, model: Model, example_inputs, method: Optional[str], device, options: Dict[str, Any],
+         calibration: Sequence[List[Any]] = ()):
+    """`options` checked already (by the caller, before any tracing); `calibration`: optimize's, each a
+    list of a call's arguments."""
     inputs = [example_inputs] if isinstance(example_inputs, torch.Tensor) else list(example_inputs)
     module = to_script_module(model, inputs)
     settings = dict(options)
@@ -210,7 +220,7 @@ def _run(what: str, model: Model, example_inputs, method: Optional[str], device,
     load_library()
     op = getattr(torch.ops.autograph, what)
     try:
-        result, report = op(module, inputs, json.dumps(settings))
+        result, report = op(module, inputs, json.dumps(settings), list(calibration))
     except (RuntimeError, ValueError) as e:
         raise translate(e) from None
     if not isinstance(result, torch.jit.ScriptModule):

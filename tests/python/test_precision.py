@@ -165,10 +165,18 @@ def test_bad_calibration_inputs_are_input_errors_before_any_work(block, monkeypa
         autograph.optimize(model, (x,), ir="export", precision="bf16", calibration=calibration)
 
 
-def test_the_torchscript_path_refuses_calibration(block):
+@pytest.mark.parametrize("calibration, message", [
+    (torch.randn(1, 3, 24, 24), "calibration: a list of input tuples"),
+    ([(torch.randn(2, 3, 24, 24),)], r"calibration\[0\], input 0: torch.float32 \(2, 3, 24, 24\)"),
+    ([(torch.randn(1, 3, 24, 24), torch.randn(1))], "not structured like the example inputs"),
+])
+def test_bad_calibration_inputs_on_the_torchscript_path_are_input_errors_before_tracing(block, monkeypatch,
+                                                                                         calibration, message):
+    from autograph import api
+    monkeypatch.setattr(api, "to_script_module", lambda *a, **k: pytest.fail("tracing began"))
     model, x, _, _ = block
-    with pytest.raises(autograph.InputError, match="calibration applies to the export path"):
-        autograph.optimize(model, [x], calibration=[(x,)])
+    with pytest.raises(autograph.InputError, match=message):
+        autograph.optimize(model, [x], precision="bf16", calibration=calibration)
 
 
 class Cancelling(torch.nn.Module):

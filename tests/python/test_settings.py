@@ -105,7 +105,7 @@ def test_options_for_the_other_path_are_refused_not_ignored():
     autograph.load_library()
     scripted = torch.jit.trace(model, (x,))
     with pytest.raises(ValueError, match="option 'openvino' applies to the export path"):
-        torch.ops.autograph.optimize(scripted, [x], json.dumps({"openvino": True}))
+        torch.ops.autograph.optimize(scripted, [x], json.dumps({"openvino": True}), [])
     with pytest.raises(ValueError, match="option 'stitch' applies to the TorchScript path"):
         torch.ops.autograph.optimize_exported("{}", [], json.dumps({"stitch": True}))
 

@@ -1,8 +1,9 @@
 """Option precision on the TorchScript path: bf16 plans the graph once more with its matrix products and
 convolutions in bfloat16 (on a CPU with bf16 instructions, or CUDA), kept where its outputs stay within
 the tolerance of float32's and it measures faster; the report says what was lowered, its error and both
-times; a saved module keeps its lowered operators; beyond the tolerance the module stays float32 (and
-strict=True raises); fp16 on a CPU lowers nothing and says why.
+times; a saved module keeps its lowered operators; beyond the tolerance, on the example inputs or on a
+calibration input, the module stays float32 (and strict=True raises); fp16 on a CPU lowers nothing and
+says why.
 
 Tolerances: bfloat16 keeps 8 significant bits, so one product moves its result by about 2^-8 = 3.9e-3 of
 its scale; through two linears 0.05 admits that with room, and 1e-7 (below float32's own rounding of
@@ -82,6 +83,46 @@ def test_bf16_beyond_the_tolerance_stays_fp32_and_strict_raises(mlp):
         assert _error(optimized(x), want) <= 1e-5
     with pytest.raises(autograph.Error, match="strict: no program in bf16 met the tolerance"):
         autograph.optimize(model, [x], method="greedy", precision="bf16", tolerance=1e-7, strict=True)
+
+
+class Cancelling(torch.nn.Module):
+    """Two linears of nearly the same weights, subtracted, beside a passthrough: in bfloat16 their
+    difference is lost in their rounding. Where the linears' input is small and the passthrough large (the
+    example) that error is small beside the output's scale; the other way round (the calibration input) it
+    is of the output's own order. Wide enough (64 x 256 x 256) to be compute-bound on a CPU's roofline."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = torch.nn.Linear(256, 256, bias=False)
+        self.b = torch.nn.Linear(256, 256, bias=False)
+        with torch.no_grad():
+            self.b.weight.copy_(self.a.weight + 1e-4 * torch.randn_like(self.a.weight))
+
+    def forward(self, x, passthrough):
+        return self.a(x) - self.b(x) + passthrough
+
+
+@needs_bf16_cpu
+def test_bf16_within_the_tolerance_on_the_example_but_not_on_a_calibration_input_stays_fp32():
+    torch.manual_seed(0)
+    model = Cancelling().eval()
+    example = [0.01 * torch.randn(64, 256), 100 * torch.randn(64, 256)]
+    calibration = [(100 * torch.randn(64, 256), 0.01 * torch.randn(64, 256))]
+    _, report = autograph.optimize(model, example, method="greedy", precision="bf16", tolerance=0.02)
+    decision = report["precision"]
+    assert decision["error"] <= 0.02 and "beyond" not in (decision["note"] or ""), decision  # the example alone
+    assert decision["calibration_inputs"] == 0
+    optimized, report = autograph.optimize(model, example, method="greedy", precision="bf16", tolerance=0.02,
+                                           calibration=calibration)
+    decision = report["precision"]
+    assert decision["kept"] == "fp32" and "beyond the tolerance" in decision["note"], decision
+    assert decision["calibration_inputs"] == 1 and decision["error"] > 0.02 and report["ops_lowered"] == 0
+    with torch.no_grad():
+        got, want = optimized(*calibration[0]), model(*calibration[0])
+    assert _error(got, want) <= 1e-3  # float32's, on an output that is a small difference
+    with pytest.raises(autograph.Error, match="strict: no program in bf16 met the tolerance"):
+        autograph.optimize(model, example, method="greedy", precision="bf16", tolerance=0.02,
+                           calibration=calibration, strict=True)
 
 
 def test_fp16_on_a_cpu_lowers_nothing_and_says_why(mlp):

@@ -166,6 +166,25 @@ TEST(ChoosePrecision, ATwinBeyondTheToleranceIsNotKeptNorTimed) {
   EXPECT_NE(d.note.find("beyond the tolerance"), std::string::npos) << d.note;
 }
 
+// On zeros the moved weight's products are zeros either way; on the calibration input they are not.
+TEST(ChoosePrecision, ATwinIsJudgedOnTheCalibrationInputsToo) {
+  torch::jit::Module optimized = autograph::optimize(BranchyModule(), Options("fp32"));
+  torch::jit::Module other = BranchyModule();
+  other.attr("w1").toTensor().mul_(1.1);
+  torch::jit::Module moved = autograph::optimize(other, Options("fp32"));
+  const std::vector<c10::IValue> zeros = {at::zeros_like(BranchyInput(2))};
+  const autograph::PrecisionDecision alone =
+      autograph::JudgeTwin(*ProgramOf(optimized), *ProgramOf(moved), "tf32", zeros, 0.01, c10::kCPU);
+  ASSERT_LE(alone.error, 0.01);
+  EXPECT_EQ(alone.calibration_inputs, 0);
+  const autograph::PrecisionDecision d = autograph::JudgeTwin(*ProgramOf(optimized), *ProgramOf(moved), "tf32", zeros,
+                                                              0.01, c10::kCPU, {{BranchyInput(2)}});
+  EXPECT_GT(d.error, 0.01);
+  EXPECT_EQ(d.kept, "fp32");
+  EXPECT_EQ(d.calibration_inputs, 1);
+  EXPECT_NE(d.note.find("calibration"), std::string::npos) << d.note;
+}
+
 TEST(ChoosePrecision, ASavedProgramKeepsItsTf32Switch) {
   torch::jit::Module optimized = autograph::optimize(BranchyModule(), Options("fp32"));
   auto twin = Twin(*ProgramOf(optimized));

@@ -237,4 +237,20 @@ TEST(ChooseLoweredOperators, WhereTheWholeGraphMissesTheRunsKeptStayWithinIt) {
   EXPECT_NEAR(autograph::RelativeError(got, want), request.error, 1e-9);
 }
 
+// On zeros every trial's outputs are exact (zeros); on a calibration input they are not: its error counts
+// as the example's does.
+TEST(ChooseLoweredOperators, TheCalibrationInputsCountLikeTheExample) {
+  auto graph = Chain(4);
+  const autograph::GraphValues values = autograph::GraphValues::Record(graph, {torch::zeros({2, 64})});
+  autograph::LoweringRequest request;
+  request.tolerance = 1e-6;
+  autograph::ChooseLoweredOperators(values, &request);
+  EXPECT_EQ(request.lowered, 4);
+  EXPECT_EQ(request.whole_error, 0.0);
+  request.calibration = {{torch::randn({2, 64})}};
+  autograph::ChooseLoweredOperators(values, &request);
+  EXPECT_EQ(request.lowered, 0);
+  EXPECT_GT(request.whole_error, 1e-6);
+}
+
 }  // namespace
