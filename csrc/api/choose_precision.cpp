@@ -109,6 +109,14 @@ std::string LoweredOutcome(const std::string& precision, const PrecisionDecision
   return precision + ": " + decision.note + " (error " + c10::str(decision.error) + ")";
 }
 
+// The runs tried, for the report: what each computes in and the error measured when it was tried.
+std::vector<PrecisionPart> PartsOf(const LoweringRequest& selection, const std::string& precision) {
+  std::vector<PrecisionPart> parts;
+  for (const LoweredRun& run : selection.runs_tried)
+    parts.push_back({run.operators, run.flops, run.lowered ? precision : "fp32", run.error});
+  return parts;
+}
+
 // The lowered plan's judgement (JudgeTwin where there is a program to judge; else why none was tried).
 PrecisionDecision JudgeLoweredPlan(const Program& planned, const LoweredPlan* lowered,
                                    const std::vector<c10::IValue>& inputs, const OptimizeOptions& options,
@@ -128,12 +136,14 @@ PrecisionDecision JudgeLoweredPlan(const Program& planned, const LoweredPlan* lo
                                                       " matrix products and convolutions lowered");
     decision.error = selection.whole_error;  // all of them lowered
     decision.calibration_inputs = static_cast<int>(calibration.size());
+    decision.parts = PartsOf(selection, options.numerics.precision);
     return decision;
   }
   const std::string& asked = options.numerics.precision;
   PrecisionDecision decision =
       JudgeTwin(planned, *lowered->program, asked, inputs, options.numerics.tolerance, options.executor.device,
                 calibration);
+  decision.parts = PartsOf(selection, asked);
   if (selection.lowered < selection.lowerable) {
     const std::string part = std::to_string(selection.lowered) + " of " + std::to_string(selection.lowerable) +
                              " matrix products and convolutions lowered (all of them: error " +

@@ -51,6 +51,13 @@ nlohmann::json ReportToJson(const OptimizeReport& report) {
                  {"lowered_ms", MsOrNull(p.lowered_ms)},
                  {"calibration_inputs", p.calibration_inputs},
                  {"note", TextOrNull(p.note)}};
+    nlohmann::json parts = nlohmann::json::array();
+    for (const PrecisionPart& part : p.parts)
+      parts.push_back({{"operators", part.operators},
+                       {"flops", part.flops},
+                       {"precision", part.precision},
+                       {"error", part.error >= 0 ? nlohmann::json(part.error) : nlohmann::json(nullptr)}});
+    precision["parts"] = parts;
   }
   nlohmann::json left = nlohmann::json::array();
   for (const TorchScriptPart& part : report.left_to_torchscript)

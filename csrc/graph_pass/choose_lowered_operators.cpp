@@ -55,6 +55,7 @@ void ChooseLoweredOperators(const GraphValues& values, LoweringRequest* request)
   request->chosen.assign(found.size(), false);
   request->lowered = 0;
   request->whole_error = request->error = -1;
+  request->runs_tried.clear();
   // The compute-bound ones (positions in `found`) and their FLOPs.
   std::vector<size_t> candidates;
   std::vector<double> flops;
@@ -106,6 +107,10 @@ void ChooseLoweredOperators(const GraphValues& values, LoweringRequest* request)
     run_flops[run_of[i]] += flops[i];
     before += flops[i];
   }
+  std::vector<LoweredRun>& tried = request->runs_tried;
+  tried.assign(runs, LoweredRun{});
+  for (size_t i = 0; i < n; ++i) ++tried[run_of[i]].operators;
+  for (int run = 0; run < runs; ++run) tried[run].flops = run_flops[run];
   std::vector<int> order(runs);
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return run_flops[a] > run_flops[b]; });
@@ -114,11 +119,16 @@ void ChooseLoweredOperators(const GraphValues& values, LoweringRequest* request)
     if (run_flops[run] <= 0) continue;
     std::vector<bool> tentative = chosen;
     for (size_t i = 0; i < n; ++i) tentative[i] = tentative[i] || run_of[i] == run;
-    if (tentative == all) continue;  // the whole graph, which missed already
+    if (tentative == all) {  // the whole graph, which missed already
+      tried[run].error = request->whole_error;
+      continue;
+    }
     const double error = error_with(tentative);
+    tried[run].error = error;
     if (error <= request->tolerance) {
       chosen = std::move(tentative);
       request->error = error;
+      tried[run].lowered = true;
     }
   }
   mark(chosen);

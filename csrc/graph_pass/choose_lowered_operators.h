@@ -19,6 +19,14 @@ namespace autograph {
 
 class GraphValues;
 
+// One run of operators tried lowered where the whole graph missed the tolerance.
+struct LoweredRun {
+  int operators = 0;     // how many of the compute-bound ones, contiguous in graph order
+  double flops = 0;      // theirs (EstimateFlops)
+  bool lowered = false;  // kept lowered
+  double error = -1;     // the outputs' with it and the runs kept before it lowered
+};
+
 // What the lowering step of the rewrites is asked for, and what it did.
 struct LoweringRequest {
   c10::ScalarType dtype = c10::ScalarType::BFloat16;
@@ -37,6 +45,7 @@ struct LoweringRequest {
   int lowered = 0;
   double whole_error = -1;  // every lowerable operator lowered; -1 where there is none
   double error = -1;        // the chosen operators lowered; -1 where none is chosen
+  std::vector<LoweredRun> runs_tried;  // in graph order, where the whole graph missed the tolerance
 };
 
 // Fills `request`'s choice for `values`' graph (which it leaves as it is: each trial lowers a copy and

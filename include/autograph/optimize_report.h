@@ -42,6 +42,14 @@ struct TorchScriptPart {
 
 // Option precision below fp32 on the TorchScript path: what was asked, the twin tried (the program in a
 // lower precision), its error and time beside the program's, and what was kept.
+// A run of matrix products and convolutions tried lowered (PrecisionDecision::parts).
+struct PrecisionPart {
+  int operators = 0;
+  double flops = 0;
+  std::string precision;  // what it computes in: the lowered dtype, or fp32
+  double error = -1;      // the outputs' when it was tried (with the runs kept before it lowered)
+};
+
 struct PrecisionDecision {
   std::string asked;      // option precision
   double tolerance = 0;   // option tolerance
@@ -50,6 +58,7 @@ struct PrecisionDecision {
   double fp32_ms = -1, lowered_ms = -1;  // medians, timed side by side; -1: not timed
   std::string note;       // why the twin was not kept, or none tried
   int calibration_inputs = 0;  // besides the example inputs, the calls `error` is the largest over
+  std::vector<PrecisionPart> parts;  // where the whole graph lowered missed the tolerance: each run tried
 };
 
 struct OptimizeReport {

@@ -228,6 +228,20 @@ TEST(ChooseLoweredOperators, WhereTheWholeGraphMissesTheRunsKeptStayWithinIt) {
   EXPECT_LT(request.lowered, 8);
   EXPECT_LE(request.error, request.tolerance);
   EXPECT_EQ(request.lowered % 2, 0) << "runs of two operators each";
+  // Each run tried, as the report lists it: its operators, whether kept lowered, the error measured.
+  ASSERT_EQ(request.runs_tried.size(), 4u);
+  int lowered = 0;
+  for (const autograph::LoweredRun& run : request.runs_tried) {
+    EXPECT_EQ(run.operators, 2);
+    EXPECT_GT(run.flops, 0.0);
+    if (run.lowered) {
+      lowered += run.operators;
+      EXPECT_LE(run.error, request.tolerance);
+    } else {
+      EXPECT_GT(run.error, request.tolerance);
+    }
+  }
+  EXPECT_EQ(lowered, request.lowered);
   // What was chosen, lowered and run, is what the request says.
   auto copy = graph->copy();
   EXPECT_EQ(autograph::LowerMatmulsAndConvolutions(copy, values.ForCopy(copy), request.dtype, &request.chosen),
