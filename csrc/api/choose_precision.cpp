@@ -113,7 +113,7 @@ std::string LoweredOutcome(const std::string& precision, const PrecisionDecision
 std::vector<PrecisionPart> PartsOf(const LoweringRequest& selection, const std::string& precision) {
   std::vector<PrecisionPart> parts;
   for (const LoweredRun& run : selection.runs_tried)
-    parts.push_back({run.operators, run.flops, run.lowered ? precision : "fp32", run.error});
+    if (run.operators > 0) parts.push_back({run.operators, run.flops, run.lowered ? precision : "fp32", run.error});
   return parts;
 }
 

@@ -14,6 +14,26 @@ nlohmann::json TextOrNull(const std::string& text) {
   return text.empty() ? nlohmann::json(nullptr) : nlohmann::json(text);
 }
 
+nlohmann::json ErrorOrNull(double error) { return error >= 0 ? nlohmann::json(error) : nlohmann::json(nullptr); }  // NaN too
+
+nlohmann::json PrecisionJson(const PrecisionDecision& p) {
+  nlohmann::json parts = nlohmann::json::array();
+  for (const PrecisionPart& part : p.parts)
+    parts.push_back({{"operators", part.operators},
+                     {"flops", part.flops},
+                     {"precision", part.precision},
+                     {"error", ErrorOrNull(part.error)}});
+  return {{"asked", p.asked},
+          {"tolerance", p.tolerance},
+          {"kept", p.kept},
+          {"error", ErrorOrNull(p.error)},
+          {"fp32_ms", MsOrNull(p.fp32_ms)},
+          {"lowered_ms", MsOrNull(p.lowered_ms)},
+          {"calibration_inputs", p.calibration_inputs},
+          {"note", TextOrNull(p.note)},
+          {"parts", parts}};
+}
+
 }  // namespace
 
 nlohmann::json ReportToJson(const OptimizeReport& report) {
@@ -40,25 +60,7 @@ nlohmann::json ReportToJson(const OptimizeReport& report) {
                            {"predicted_ms", MsOrNull(p.predicted_ms)},
                            {"measured_ms", MsOrNull(p.measured_ms)},
                            {"skipped", TextOrNull(p.skipped)}});
-  nlohmann::json precision = nullptr;
-  if (report.precision) {
-    const PrecisionDecision& p = *report.precision;
-    precision = {{"asked", p.asked},
-                 {"tolerance", p.tolerance},
-                 {"kept", p.kept},
-                 {"error", p.error >= 0 ? nlohmann::json(p.error) : nlohmann::json(nullptr)},  // NaN: null too
-                 {"fp32_ms", MsOrNull(p.fp32_ms)},
-                 {"lowered_ms", MsOrNull(p.lowered_ms)},
-                 {"calibration_inputs", p.calibration_inputs},
-                 {"note", TextOrNull(p.note)}};
-    nlohmann::json parts = nlohmann::json::array();
-    for (const PrecisionPart& part : p.parts)
-      parts.push_back({{"operators", part.operators},
-                       {"flops", part.flops},
-                       {"precision", part.precision},
-                       {"error", part.error >= 0 ? nlohmann::json(part.error) : nlohmann::json(nullptr)}});
-    precision["parts"] = parts;
-  }
+  const nlohmann::json precision = report.precision ? PrecisionJson(*report.precision) : nlohmann::json(nullptr);
   nlohmann::json left = nlohmann::json::array();
   for (const TorchScriptPart& part : report.left_to_torchscript)
     left.push_back({{"op", part.op}, {"reason", part.reason}, {"count", part.count}});

@@ -47,6 +47,19 @@ double BytesMoved(const std::vector<c10::IValue>& inputs, const c10::IValue* out
   return 4.0 * elements;
 }
 
+// Each operator's run (of at most `runs`, contiguous in order, of about equal shares of `flops`; an
+// operator of many FLOPs may leave the run after it empty).
+std::vector<int> RunsOf(const std::vector<double>& flops, int runs) {
+  const double total = std::accumulate(flops.begin(), flops.end(), 0.0);
+  std::vector<int> run_of(flops.size());
+  double before = 0;
+  for (size_t i = 0; i < flops.size(); ++i) {
+    run_of[i] = std::min(runs - 1, static_cast<int>(before / total * runs));
+    before += flops[i];
+  }
+  return run_of;
+}
+
 }  // namespace
 
 void ChooseLoweredOperators(const GraphValues& values, LoweringRequest* request) {
@@ -96,21 +109,16 @@ void ChooseLoweredOperators(const GraphValues& values, LoweringRequest* request)
     request->error = request->whole_error;
     return;
   }
-  // Runs of about equal FLOPs, in graph order.
-  const double total = std::accumulate(flops.begin(), flops.end(), 0.0);
-  const int runs = std::max(1, std::min<int>(request->runs, static_cast<int>(n)));
-  std::vector<int> run_of(n);
-  std::vector<double> run_flops(runs, 0.0);
-  double before = 0;
-  for (size_t i = 0; i < n; ++i) {
-    run_of[i] = std::min(runs - 1, static_cast<int>(before / total * runs));
-    run_flops[run_of[i]] += flops[i];
-    before += flops[i];
-  }
+  const std::vector<int> run_of = RunsOf(flops, std::max(1, std::min<int>(request->runs, static_cast<int>(n))));
   std::vector<LoweredRun>& tried = request->runs_tried;
-  tried.assign(runs, LoweredRun{});
-  for (size_t i = 0; i < n; ++i) ++tried[run_of[i]].operators;
-  for (int run = 0; run < runs; ++run) tried[run].flops = run_flops[run];
+  tried.assign(run_of.back() + 1, LoweredRun{});
+  for (size_t i = 0; i < n; ++i) {
+    ++tried[run_of[i]].operators;
+    tried[run_of[i]].flops += flops[i];
+  }
+  const int runs = static_cast<int>(tried.size());
+  std::vector<double> run_flops(runs);
+  for (int run = 0; run < runs; ++run) run_flops[run] = tried[run].flops;
   std::vector<int> order(runs);
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return run_flops[a] > run_flops[b]; });
