@@ -97,9 +97,9 @@ def _calibration_on_torchscript(calibration: Optional[Sequence[Any]], example_in
     """The calibration inputs for the TorchScript path, each a list of a call's arguments, checked against
     the example inputs (export.calibration.calibration_sets) before any tracing: InputError where one
     differs from them in structure, dtype or shape."""
-    from .export.calibration import calibration_sets
     if calibration is None:
         return []
+    from .export.calibration import calibration_sets
     if example_inputs is None:
         raise InputError("example_inputs are required: one per forward() argument")
     example = (example_inputs,) if isinstance(example_inputs, torch.Tensor) else tuple(example_inputs)
