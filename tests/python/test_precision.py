@@ -13,6 +13,7 @@ import torch
 
 import autograph
 from autograph._library import openvino_missing
+from precision_models import Cancelling
 
 needs_openvino = pytest.mark.skipif(openvino_missing() is not None, reason=f"no OpenVINO parts: {openvino_missing()}")
 
@@ -177,23 +178,6 @@ def test_bad_calibration_inputs_on_the_torchscript_path_are_input_errors_before_
     model, x, _, _ = block
     with pytest.raises(autograph.InputError, match=message):
         autograph.optimize(model, [x], precision="bf16", calibration=calibration)
-
-
-class Cancelling(torch.nn.Module):
-    """Two linears of nearly the same weights, subtracted, beside a passthrough: computed in bfloat16 the
-    difference is lost in their rounding. Where the linears' input is small and the passthrough large (the
-    example) that error is small beside the output's scale; the other way round (the calibration input)
-    it is of the output's own order."""
-
-    def __init__(self):
-        super().__init__()
-        self.a = torch.nn.Linear(64, 64, bias=False)
-        self.b = torch.nn.Linear(64, 64, bias=False)
-        with torch.no_grad():
-            self.b.weight.copy_(self.a.weight + 1e-4 * torch.randn_like(self.a.weight))
-
-    def forward(self, x, passthrough):
-        return self.a(x) - self.b(x) + passthrough
 
 
 @needs_openvino

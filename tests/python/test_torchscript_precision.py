@@ -13,6 +13,7 @@ import pytest
 import torch
 
 import autograph
+from precision_models import Cancelling
 
 HAS_BF16_CPU = torch.backends.mkldnn.is_available() and torch.ops.mkldnn._is_mkldnn_bf16_supported()
 needs_bf16_cpu = pytest.mark.skipif(not HAS_BF16_CPU, reason="this CPU has no bf16 instructions")
@@ -85,27 +86,10 @@ def test_bf16_beyond_the_tolerance_stays_fp32_and_strict_raises(mlp):
         autograph.optimize(model, [x], method="greedy", precision="bf16", tolerance=1e-7, strict=True)
 
 
-class Cancelling(torch.nn.Module):
-    """Two linears of nearly the same weights, subtracted, beside a passthrough: in bfloat16 their
-    difference is lost in their rounding. Where the linears' input is small and the passthrough large (the
-    example) that error is small beside the output's scale; the other way round (the calibration input) it
-    is of the output's own order. Wide enough (64 x 256 x 256) to be compute-bound on a CPU's roofline."""
-
-    def __init__(self):
-        super().__init__()
-        self.a = torch.nn.Linear(256, 256, bias=False)
-        self.b = torch.nn.Linear(256, 256, bias=False)
-        with torch.no_grad():
-            self.b.weight.copy_(self.a.weight + 1e-4 * torch.randn_like(self.a.weight))
-
-    def forward(self, x, passthrough):
-        return self.a(x) - self.b(x) + passthrough
-
-
 @needs_bf16_cpu
 def test_bf16_within_the_tolerance_on_the_example_but_not_on_a_calibration_input_stays_fp32():
     torch.manual_seed(0)
-    model = Cancelling().eval()
+    model = Cancelling(256).eval()
     example = [0.01 * torch.randn(64, 256), 100 * torch.randn(64, 256)]
     calibration = [(100 * torch.randn(64, 256), 0.01 * torch.randn(64, 256))]
     _, report = autograph.optimize(model, example, method="greedy", precision="bf16", tolerance=0.02)
