@@ -12,7 +12,9 @@ over the example and the calibration inputs against eager float32, relative to t
 option tolerance measures it); times are side by side on the example (warm-up, then each method once per
 round), median ms. --accuracy-control adds nncf.quantize_with_accuracy_control (layers reverted to float
 until the error on those inputs is within the tolerance), with how long it took: slow, one model at a
-time. Writes DIR/results.csv and DIR/README.md. Needs `pip install nncf`. A benchmark, never a test.
+time. Writes DIR/results.csv and DIR/README.md. Needs NNCF (`pip install nncf`), best in an environment
+of its own: with it installed, an optimize interrupted by Ctrl-C exits with status 1 instead of by the
+signal (tests/python/test_optimize_interrupted.py then fails). A benchmark, never a test.
 """
 import argparse
 import csv
