@@ -90,20 +90,19 @@ def build_method(method: str, ctx: dict) -> Tuple[Callable[[list], object], dict
     elif method == "jit":
         scripted = ctx["scripted"]
         run = lambda xs: scripted(*xs)  # noqa: E731
-    elif method == "jit_frozen" and cli_module_path(ctx["cli_cache"], ctx["name"], ctx["batch"], str(device),
-                                                    method) is None:
-        # `autograph bench` caches no module that does not load back (on a CPU, optimize_for_inference's
-        # oneDNN constants): made here as the CLI makes it.
-        frozen = torch.jit.optimize_for_inference(torch.jit.freeze(ctx["scripted"].eval()))
-        run = lambda xs: frozen(*xs)  # noqa: E731
     elif method in CLI_METHODS:
         import autograph
         path = cli_module_path(ctx["cli_cache"], ctx["name"], ctx["batch"], str(device), method)
-        if path is None:
+        if path is not None:
+            module = autograph.load(path, map_location=device)
+            note = Path(str(path) + ".json")
+            info["search_s"] = json.loads(note.read_text()).get("search_s", 0.0) if note.exists() else 0.0
+        elif method == "jit_frozen":
+            # `autograph bench` caches no module that does not load back (on a CPU, optimize_for_inference's
+            # oneDNN constants): made here as the CLI makes it.
+            module = torch.jit.optimize_for_inference(torch.jit.freeze(ctx["scripted"].eval()))
+        else:
             raise RuntimeError(f"`autograph bench` saved no module of it in {ctx['cli_cache']}")
-        module = autograph.load(path, map_location=device)
-        note = Path(str(path) + ".json")
-        info["search_s"] = json.loads(note.read_text()).get("search_s", 0.0) if note.exists() else 0.0
         run = lambda xs: module(*xs)  # noqa: E731
     elif method in COMPILE_MODES:
         mode = COMPILE_MODES[method]

@@ -116,15 +116,12 @@ void ChooseLoweredOperators(const GraphValues& values, LoweringRequest* request)
     ++tried[run_of[i]].operators;
     tried[run_of[i]].flops += flops[i];
   }
-  const int runs = static_cast<int>(tried.size());
-  std::vector<double> run_flops(runs);
-  for (int run = 0; run < runs; ++run) run_flops[run] = tried[run].flops;
-  std::vector<int> order(runs);
+  std::vector<int> order(tried.size());
   std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return run_flops[a] > run_flops[b]; });
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return tried[a].flops > tried[b].flops; });
   std::vector<bool> chosen(n, false);
   for (int run : order) {
-    if (run_flops[run] <= 0) continue;
+    if (tried[run].flops <= 0) continue;
     std::vector<bool> tentative = chosen;
     for (size_t i = 0; i < n; ++i) tentative[i] = tentative[i] || run_of[i] == run;
     if (tentative == all) {  // the whole graph, which missed already
