@@ -41,5 +41,8 @@ void AddInputOptions(CLI::App* cmd, InputOptions* options);
 // Shapes from the options (--input-shape, or --inputs FILE), else from NAME.json beside the model;
 // InputError when none exists or both options are given.
 std::vector<InputSpec> ResolveInputSpecs(const std::string& model, const InputOptions& options);
+// --calibration FILE: the calls' arguments saved by torch.save([(x1,), (x2,)], FILE) (an entry may be one
+// tensor, a model's one argument); InputError where the file is missing or holds anything else.
+std::vector<std::vector<c10::IValue>> ReadCalibrationInputs(const std::string& path);
 
 }  // namespace autograph::cli

@@ -1,3 +1,9 @@
+#include <torch/serialize.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
 #include "autograph/error.h"
 #include "commands.h"
 
@@ -38,6 +44,39 @@ std::vector<InputSpec> ResolveInputSpecs(const std::string& model, const InputOp
     specs.push_back(spec);
   }
   return specs;
+}
+
+std::vector<std::vector<c10::IValue>> ReadCalibrationInputs(const std::string& path) {
+  const std::string flag = "--calibration " + path;
+  if (!std::filesystem::is_regular_file(path)) throw InputError(flag + ": no such file");
+  std::ifstream in(path, std::ios::binary);
+  const std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (!in.good() && !in.eof()) throw InputError(flag + ": cannot read it");
+  c10::IValue saved;
+  try {
+    saved = torch::pickle_load(bytes);
+  } catch (const std::exception& e) {  // c10::Error, or the unpickler's std::runtime_error
+    const std::string why = FirstLineOf(e);  // its first sentence: the rest is the reader's internals
+    throw InputError(flag + ": not a file of input tuples saved by torch.save (" + why.substr(0, why.find(". ")) + ")");
+  }
+  auto entries_of = [](const c10::IValue& v) {
+    return v.isTuple() ? v.toTupleRef().elements().vec() : v.toList().vec();
+  };
+  if (!saved.isList() && !saved.isTuple())
+    throw InputError(flag + ": a list of input tuples, one per call to check (torch.save([(x1,), (x2,)], FILE)), not " +
+                     saved.tagKind());
+  std::vector<std::vector<c10::IValue>> calls;
+  for (const c10::IValue& entry : entries_of(saved)) {
+    if (entry.isTensor()) {
+      calls.push_back({entry});
+    } else if (entry.isList() || entry.isTuple()) {
+      calls.push_back(entries_of(entry));
+    } else {
+      throw InputError(flag + ": entry " + std::to_string(calls.size()) + " (" + entry.tagKind() +
+                       ") is not a tuple of a call's arguments");
+    }
+  }
+  return calls;
 }
 
 }  // namespace autograph::cli

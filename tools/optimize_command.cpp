@@ -1,5 +1,6 @@
 // autograph optimize MODEL.pt -o OUT.pt [--method sequential|greedy|nimble|ios|autograph]
 //                    [--cost analytical|measured] [--device cpu|cuda|cuda:N] [--json] ...
+//                    [--precision bf16 [--tolerance T] [--calibration INPUTS.pt]]
 // Every optimize option is a flag made from the option table (option_flags.cpp).
 #include <torch/cuda.h>
 #include <torch/script.h>
@@ -32,6 +33,7 @@ struct OptimizeCommandOptions {
   bool json = false;
   int measure_runs = 0;
   std::string trace, timeline;
+  std::string calibration;  // --calibration FILE
 };
 
 // Median wall time of `runs` forward calls after `runs / 5 + 1` warm-up calls; on CUDA each call is
@@ -63,6 +65,7 @@ void WriteTextFile(const std::string& path, const std::string& text) {
 OptimizeOptions OptionsOf(const OptimizeCommandOptions& o) {
   OptimizeOptions options = OptimizeOptionsFromJson(o.options);  // InputError naming a bad value
   options.example_inputs = MakeExampleInputs(ResolveInputSpecs(o.model, o.inputs));  // optimize moves them
+  if (!o.calibration.empty()) options.calibration_inputs = ReadCalibrationInputs(o.calibration);
   return options;
 }
 
@@ -157,6 +160,9 @@ Command AddOptimizeCommand(CLI::App& app) {
                   "Write the kept schedule as an SVG picture: stages x streams, each operator a box as wide as "
                   "its predicted time, merged and stitched kernels marked");
   AddInputOptions(cmd, &o->inputs);
+  cmd->add_option("--calibration", o->calibration,
+                  "More inputs on which a program below float32 must meet --tolerance: a list of input tuples "
+                  "saved by torch.save([(x1,), (x2,)], FILE), each like the example inputs");
   return [o] { return RunOptimize(*o); };
 }
 

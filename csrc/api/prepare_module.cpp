@@ -3,6 +3,7 @@
 #include <ATen/Context.h>
 #include <torch/script.h>
 
+#include "api/calibration_inputs.h"
 #include "autograph/error.h"
 #include "autograph/model_loading.h"
 #include "graph_pass/lower_module.h"
@@ -14,19 +15,15 @@ PreparedModule PrepareModule(const torch::jit::Module& module, const OptimizeOpt
   const c10::Device device = options.executor.device;
   if (options.example_inputs.empty())
     throw InputError(caller + " needs example inputs, one per forward() argument, to plan for real shapes");
+  CheckCalibrationInputs(options.calibration_inputs, options.example_inputs, caller);
   if (device.is_cuda() && !at::hasCUDA())
     throw Error("--device " + device.str() + " was asked for but no CUDA device is available here");
   torch::jit::Module on_device = module.clone();
   on_device.to(device);
   PreparedModule prepared;
   prepared.inputs = InputsOn(options.example_inputs, device);
-  for (const std::vector<c10::IValue>& call : options.calibration_inputs) {
-    if (call.size() != options.example_inputs.size())
-      throw InputError(caller + ": calibration input " + std::to_string(prepared.calibration.size()) + " has " +
-                       std::to_string(call.size()) + " arguments; the example inputs have " +
-                       std::to_string(options.example_inputs.size()));
+  for (const std::vector<c10::IValue>& call : options.calibration_inputs)
     prepared.calibration.push_back(InputsOn(call, device));
-  }
   prepared.lowered = LowerModule(on_device);
   return prepared;
 }

@@ -24,7 +24,8 @@ struct PreparedModule {
 };
 
 // `caller` names the entry point in messages ("optimize", "substitute"). Throws InputError without
-// example inputs, Error when a CUDA device is asked for and there is none, and what LowerModule throws.
+// example inputs or with calibration inputs unlike them (CheckCalibrationInputs), Error when a CUDA
+// device is asked for and there is none, and what LowerModule throws.
 PreparedModule PrepareModule(const torch::jit::Module& module, const OptimizeOptions& options,
                              const std::string& caller);
 

@@ -86,6 +86,7 @@ struct OptimizeOptions {
   std::vector<c10::IValue> example_inputs;
   // Option precision: more calls' arguments, each structured like example_inputs, on which a program
   // computing below float32 must meet numerics.tolerance too (the example inputs are always checked).
+  // One whose structure, dtypes or shapes differ from example_inputs' is an InputError before any work.
   std::vector<std::vector<c10::IValue>> calibration_inputs;
   // More input shapes to plan for, one schedule each (a server's batch sizes and sequence lengths): per
   // shape, the sizes of every tensor inside example_inputs, in order. A call runs the schedule planned

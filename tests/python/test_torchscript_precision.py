@@ -3,12 +3,16 @@ convolutions in bfloat16 (on a CPU with bf16 instructions, or CUDA), kept where 
 the tolerance of float32's and it measures faster; the report says what was lowered, its error and both
 times; a saved module keeps its lowered operators; beyond the tolerance, on the example inputs or on a
 calibration input, the module stays float32 (and strict=True raises); fp16 on a CPU lowers nothing and
-says why.
+says why. The C++ CLI reads calibration inputs from a file (--calibration) and refuses a bad one before any
+work.
 
 Tolerances: bfloat16 keeps 8 significant bits, so one product moves its result by about 2^-8 = 3.9e-3 of
 its scale; through two linears 0.05 admits that with room, and 1e-7 (below float32's own rounding of
 these sums) cannot. The MLP is wide enough (64 x 1024 x 4096) that bf16's kernels on a CPU with bf16
 instructions run it well over 2 % faster than float32's, so the lowered plan is kept."""
+import json
+import subprocess
+
 import pytest
 import torch
 
@@ -142,3 +146,59 @@ def test_cuda_lowers_bf16_and_fp16_and_the_module_keeps_the_users_dtypes(mlp, pr
     with torch.no_grad():
         got = optimized(x)
     assert got.dtype == torch.float32 and _error(got, want) <= 0.05
+
+
+class _ScaledCancelling(torch.nn.Module):
+    """Cancelling with its inputs scaled inside, so that the C++ CLI's example inputs (standard normal)
+    are the small-difference, large-passthrough case that bfloat16 computes within the tolerance."""
+
+    def __init__(self):
+        super().__init__()
+        self.inner = Cancelling(256)
+
+    def forward(self, x, passthrough):
+        return self.inner(0.01 * x, 100 * passthrough)
+
+
+def _cli_optimize(cli, tmp_path, *flags):
+    torch.manual_seed(0)
+    model = tmp_path / "cancelling.pt"
+    torch.jit.trace(_ScaledCancelling().eval(), (torch.randn(64, 256), torch.randn(64, 256))).save(str(model))
+    return subprocess.run([cli, "optimize", str(model), "-o", str(tmp_path / "o.pt"), "--input-shape", "64,256",
+                           "--input-shape", "64,256", "--method", "greedy", *map(str, flags)],
+                          capture_output=True, text=True, timeout=300)
+
+
+@needs_bf16_cpu
+def test_the_clis_calibration_file_reaches_the_accuracy_gate(cli, tmp_path):
+    like_example = tmp_path / "like_example.pt"
+    torch.save([(torch.randn(64, 256), torch.randn(64, 256))] * 2, str(like_example))
+    r = _cli_optimize(cli, tmp_path, "--precision", "bf16", "--tolerance", "0.02", "--calibration", like_example,
+                      "--json")
+    assert r.returncode == 0, r.stderr
+    decision = json.loads(r.stdout)["precision"]
+    assert decision["calibration_inputs"] == 2 and decision["error"] <= 0.02, decision
+    # A call whose difference is large beside its passthrough: bf16 misses the tolerance there.
+    unlike = tmp_path / "unlike.pt"
+    torch.save([(100 * torch.randn(64, 256), 1e-4 * torch.randn(64, 256))], str(unlike))
+    r = _cli_optimize(cli, tmp_path, "--precision", "bf16", "--tolerance", "0.02", "--calibration", unlike, "--json")
+    assert r.returncode == 0, r.stderr
+    decision = json.loads(r.stdout)["precision"]
+    assert decision["kept"] == "fp32" and "beyond the tolerance" in decision["note"], decision
+    assert decision["calibration_inputs"] == 1 and decision["error"] > 0.02
+
+
+def test_bad_calibration_files_are_one_line_errors_before_any_work(cli, tmp_path):
+    junk, listed_dict, wrong_shape = tmp_path / "junk.pt", tmp_path / "dict.pt", tmp_path / "wrong.pt"
+    junk.write_text("not a torch.save file")
+    torch.save({"x": torch.randn(64, 256)}, str(listed_dict))
+    torch.save([(torch.randn(64, 128), torch.randn(64, 256))], str(wrong_shape))
+    for path, said in ((tmp_path / "absent.pt", ": no such file"),
+                       (junk, ": not a file of input tuples saved by torch.save"),
+                       (listed_dict, ": a list of input tuples, one per call to check"),
+                       (wrong_shape, "optimize: calibration input 0, argument 0: Float [64, 128]; the example's is "
+                                     "Float [64, 256]")):
+        r = _cli_optimize(cli, tmp_path, "--precision", "bf16", "--calibration", path)
+        lines = r.stderr.strip().splitlines()
+        assert r.returncode == 2 and len(lines) == 1 and said in lines[0], (path, r.stderr)
+        assert lines[0].startswith("autograph: error: ") and not (tmp_path / "o.pt").exists()
