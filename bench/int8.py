@@ -1,23 +1,27 @@
 #!/usr/bin/env python3
 """Whether INT8 on a CPU can meet option tolerance: OpenVINO's INT8 through NNCF's post-training
-quantization, beside OpenVINO at f32 and bf16, model by model.
+quantization and ONNX Runtime's (quantize_static), beside OpenVINO at f32 and bf16, model by model.
 
     python bench/int8.py [--models a,b] [--unseen c,d] [--calibration N] [--repeats N] [--tolerance T]
                          [--accuracy-control] [--out DIR]
 
 For each model: the ONNX export read by OpenVINO, compiled at f32 and with the bf16 hint, and quantized
 by nncf.quantize on N calibration inputs (the registry's inputs of other seeds, plus the example) and
-compiled at f32 (the quantized layers run INT8, the others float32). Each method's error is its largest
+compiled at f32 (the quantized layers run INT8, the others float32); and by ONNX Runtime's quantize_static
+on the same inputs (after its quant_pre_process; QDQ format, weights per channel, min-max calibration:
+its defaults besides per-channel weights), run by its CPU provider. Each method's error is its largest
 over the example and the calibration inputs against eager float32, relative to the output's scale (as
 option tolerance measures it); times are side by side on the example (warm-up, then each method once per
 round), median ms. --accuracy-control adds nncf.quantize_with_accuracy_control (layers reverted to float
 until the error on those inputs is within the tolerance), with how long it took: slow, one model at a
-time. Writes DIR/results.csv and DIR/README.md. Needs NNCF (`pip install nncf`), best in an environment
-of its own: with it installed, an optimize interrupted by Ctrl-C exits with status 1 instead of by the
-signal (tests/python/test_optimize_interrupted.py then fails). A benchmark, never a test.
+time. Writes DIR/results.csv and DIR/README.md. OpenVINO's INT8 needs NNCF (`pip install nncf`; without
+it those columns are left out), best in an environment of its own: with it installed, an optimize
+interrupted by Ctrl-C exits with status 1 instead of by the signal (tests/python/test_optimize_interrupted.py
+then fails). A benchmark, never a test.
 """
 import argparse
 import csv
+import math
 import statistics
 import sys
 import tempfile
@@ -35,7 +39,8 @@ from models import registry  # noqa: E402
 from precision import _unseen  # noqa: E402  (bench/precision.py: torchvision models the zoo lacks)
 
 DEFAULT_MODELS = "squeezenet,resnet50,inception_v3,bert_base,randwire"
-METHODS = ("openvino_f32", "openvino_bf16", "openvino_int8", "openvino_int8_ac")
+METHODS = ("openvino_f32", "openvino_bf16", "openvino_int8", "openvino_int8_ac", "onnxruntime_f32",
+           "onnxruntime_int8")
 
 
 def _inputs(name, args):
@@ -60,9 +65,53 @@ def _error(compiled, items, references) -> float:
     return worst
 
 
+def _onnxruntime(path: Path, items, references, row) -> dict:
+    """ONNX Runtime at f32 and its INT8 (quantize_static on `items`): {method: run}, errors in `row`."""
+    import onnxruntime as ort
+    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
+    from onnxruntime.quantization.shape_inference import quant_pre_process
+
+    def session(model_path):
+        options = ort.SessionOptions()
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")  # as bench/rivals.py
+        return ort.InferenceSession(str(model_path), options, providers=["CPUExecutionProvider"])
+    names = [i.name for i in session(path).get_inputs()]
+    feeds = [dict(zip(names, item)) for item in items]
+
+    class Reader(CalibrationDataReader):
+        def __init__(self):
+            self.left = iter(feeds)
+
+        def get_next(self):
+            return next(self.left, None)
+    quantized, prepared = path.with_name("model_int8.onnx"), path.with_name("model_prepared.onnx")
+    start = time.perf_counter()
+    try:  # the pre-processing ONNX Runtime's quantization guide asks for (shapes inferred, graph optimized)
+        quant_pre_process(str(path), str(prepared))
+    except Exception:  # noqa: BLE001 - the quantizer takes the model as exported too
+        prepared = path
+    quantize_static(str(prepared), str(quantized), Reader(), quant_format=QuantFormat.QDQ, per_channel=True,
+                    activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8)
+    row["onnxruntime_int8_quantize_s"] = round(time.perf_counter() - start, 1)
+    runs = {}
+    for method, model_path in (("onnxruntime_f32", path), ("onnxruntime_int8", quantized)):
+        made = session(model_path)
+        worst = 0.0
+        for feed, reference in zip(feeds, references):
+            for got, want in zip(made.run(None, feed), reference):
+                worst = max(worst, float(np.abs(got - want).max() / max(np.abs(want).max(), 1e-12)))
+        row[f"{method}_rel_err"] = worst
+        runs[method] = lambda made=made: made.run(None, feeds[0])
+    return runs
+
+
 def measure(name, args) -> dict:
-    import nncf
     import openvino as ov
+    try:
+        import nncf
+    except ImportError:
+        nncf = None
     torch.manual_seed(0)
     model, example, others = _inputs(name, args)
     batches = [example] + others
@@ -75,7 +124,10 @@ def measure(name, args) -> dict:
         path = Path(workdir) / "model.onnx"
         rivals.export_onnx(model, example, path)
         read = core.read_model(str(path))
+        runs = _onnxruntime(path, items, references, row)
     models = {"openvino_f32": (read, "f32"), "openvino_bf16": (read, "bf16")}
+    if nncf is None:
+        return _timed(row, core, models, items, references, runs, args)
     # Token ids for inputs: a transformer (NNCF then keeps its softmax and normalizations in float).
     kind = {"model_type": nncf.ModelType.TRANSFORMER} if any(b.dtype != torch.float32 for b in example) else {}
     start = time.perf_counter()
@@ -93,7 +145,11 @@ def measure(name, args) -> dict:
         row["openvino_int8_ac_quantize_s"] = round(time.perf_counter() - start, 1)
         row["openvino_int8_ac_fake_quantize"] = sum(op.get_type_name() == "FakeQuantize" for op in restored.get_ops())
         models["openvino_int8_ac"] = (restored, "f32")
-    runs = {}
+    return _timed(row, core, models, items, references, runs, args)
+
+
+def _timed(row, core, models, items, references, runs, args) -> dict:
+    """`row` with each OpenVINO model's error and every method's median ms, timed side by side."""
     for method, (m, hint) in models.items():
         compiled = core.compile_model(m, "CPU", {"PERFORMANCE_HINT": "LATENCY", "INFERENCE_PRECISION_HINT": hint})
         row[f"{method}_rel_err"] = _error(compiled, items, references)
@@ -116,17 +172,19 @@ def write(rows, args) -> None:
              f"(largest error over the example and {args.calibration} calibration inputs against eager float32, "
              "relative to the output's scale); within: the error at or under the tolerance "
              f"{args.tolerance:g}.", "",
-             "| model | " + " | ".join(methods) + " | int8 ÷ f32 | int8 ÷ bf16 | int8 within |",
+             "| model | " + " | ".join(methods) + " | fastest int8 ÷ f32 | ÷ bf16 | int8 within |",
              "|---|" + "---:|" * len(methods) + "---:|---:|---|"]
     for r in rows:
         cells = []
         for m in methods:
             ms, err = r.get(f"{m}_median_ms"), r.get(f"{m}_rel_err")
             cells.append("–" if ms is None else f"{ms:.2f} ({err:.1e})")
-        f32, bf16, int8 = (r.get(f"openvino_{k}_median_ms") for k in ("f32", "bf16", "int8"))
-        within = r.get("openvino_int8_rel_err", 1.0) <= args.tolerance
+        f32, bf16 = r.get("openvino_f32_median_ms"), r.get("openvino_bf16_median_ms")
+        kept = [m for m in ("openvino_int8", "onnxruntime_int8") if f"{m}_median_ms" in r]
+        int8 = min((r[f"{m}_median_ms"] for m in kept), default=math.nan)
+        within = [m.split("_")[0] for m in kept if r[f"{m}_rel_err"] <= args.tolerance]
         lines.append(f"| {r['model']} | " + " | ".join(cells) + f" | {f32 / int8:.2f}× | {bf16 / int8:.2f}× | "
-                     f"{'yes' if within else 'no'} |")
+                     f"{', '.join(within) or 'no'} |")
     (args.out / "README.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 

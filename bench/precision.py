@@ -7,9 +7,10 @@ For each zoo model on this machine's CPU: eager float32 (the reference every err
 relative to the output's scale); autograph's export path at its default (fp32) and with precision="bf16"
 (option tolerance as given, the default otherwise); OpenVINO at f32, with its own defaults (on a CPU with
 bf16 units its default inference precision is bf16) and with the bf16 hint; torch.compile with freezing
-under CPU autocast to bfloat16. All timed in alternation (autograph.export.timing: warm-up, then each
-method once per round), median ms. ONNX Runtime's CPU provider has no bf16 path: not in the table. Writes
-DIR/results.csv and DIR/README.md. Long: a benchmark, never a timed test. --unseen adds torchvision models
+under CPU autocast to bfloat16; ONNX Runtime's CPU provider at f32 and on the model converted to float16
+(its reduced-precision float path: it has no bf16 one; onnxruntime.transformers.float16, inputs and
+outputs kept float32). All timed in alternation (autograph.export.timing: warm-up, then each method once
+per round), median ms. Writes DIR/results.csv and DIR/README.md. Long: a benchmark, never a timed test. --unseen adds torchvision models
 the zoo lacks (random weights, batch 1, 3x224x224), as a user would try them. --torchscript adds
 autograph's TorchScript path at fp32 and bf16 (a table of its own below the first).
 """
@@ -34,7 +35,9 @@ from models import registry  # noqa: E402
 
 DEFAULT_MODELS = "squeezenet,resnet50,inception_v3,resnext50_32x4d,nasnet_a_mobile,rnntc_sru,bert_base,randwire"
 METHODS = ("eager", "autograph_fp32", "autograph_bf16", "openvino_f32", "openvino_default", "openvino_bf16",
-           "compile_autocast_bf16")
+           "compile_autocast_bf16", "onnxruntime_f32", "onnxruntime_fp16")
+# The rivals computing below float32, for the ratio against the best of them (their errors in the table).
+REDUCED_RIVALS = ("openvino_default", "openvino_bf16", "compile_autocast_bf16", "onnxruntime_fp16")
 
 
 def _autograph(model, inputs, row, key, **options):
@@ -76,11 +79,19 @@ def _compile_autocast(model, inputs):
     return run
 
 
-def _openvino(model, inputs, workdir):
+def _onnx_rivals(model, inputs, workdir):
+    """OpenVINO at f32, its default and bf16; ONNX Runtime at f32 and on the float16 model."""
+    import onnx
+    from onnxruntime.transformers.float16 import convert_float_to_float16
     path = Path(workdir) / "model.onnx"
     rivals.export_onnx(model, inputs, path)
-    return {f"openvino_{name}": rivals.openvino_runner(path, inputs, precision)[0]
+    runs = {f"openvino_{name}": rivals.openvino_runner(path, inputs, precision)[0]
             for name, precision in (("f32", "f32"), ("default", None), ("bf16", "bf16"))}
+    runs["onnxruntime_f32"] = rivals.onnxruntime_runner(path, inputs)[0]
+    half = Path(workdir) / "model_fp16.onnx"
+    onnx.save(convert_float_to_float16(onnx.load(str(path)), keep_io_types=True), str(half))
+    runs["onnxruntime_fp16"] = rivals.onnxruntime_runner(half, inputs)[0]
+    return runs
 
 
 def _unseen(name: str):
@@ -116,9 +127,9 @@ def measure(name: str, args) -> dict:
                 row[f"{key}_error"] = str(e).splitlines()[0][:200]
     try:
         with tempfile.TemporaryDirectory() as workdir:
-            runs.update(_openvino(model, inputs, workdir))
+            runs.update(_onnx_rivals(model, inputs, workdir))
     except Exception as e:  # noqa: BLE001 - as above
-        row["openvino_error"] = str(e).splitlines()[0][:200]
+        row["onnx_rivals_error"] = str(e).splitlines()[0][:200]
     try:
         runs["compile_autocast_bf16"] = _compile_autocast(model, inputs)
     except Exception as e:  # noqa: BLE001 - as above
@@ -146,7 +157,7 @@ def write(rows, args) -> None:
         writer.writeheader()
         writer.writerows(rows)
     head = ("| model | " + " | ".join(METHODS)
-            + " | kept (bf16) | bf16 ÷ fp32 | vs OpenVINO default | vs best bf16 rival |")
+            + " | kept (bf16) | bf16 ÷ fp32 | vs OpenVINO default | vs best bf16/fp16 rival |")
     lines = [head, "|---|" + "---:|" * len(METHODS) + "---|---:|---:|---:|"]
     speedups = {"fp32": [], "default": [], "rival": []}
     for r in rows:
@@ -154,8 +165,7 @@ def write(rows, args) -> None:
         for m in METHODS:
             ms, err = r.get(f"{m}_median_ms"), r.get(f"{m}_rel_err")
             cells.append(f"{ms:.2f} ({err:.1e})" if ms else "—")
-        best_rival = min((r[f"{m}_median_ms"] for m in ("openvino_default", "openvino_bf16", "compile_autocast_bf16")
-                          if f"{m}_median_ms" in r), default=None)
+        best_rival = min((r[f"{m}_median_ms"] for m in REDUCED_RIVALS if f"{m}_median_ms" in r), default=None)
         ratios = (_ratio(r, "autograph_fp32", "autograph_bf16"), _ratio(r, "openvino_default", "autograph_bf16"),
                   best_rival / r["autograph_bf16_median_ms"] if best_rival and "autograph_bf16_median_ms" in r
                   else math.nan)
@@ -166,7 +176,7 @@ def write(rows, args) -> None:
                      + " | ".join(f"{x:.2f}×" for x in ratios) + " |")
     geo = {k: math.exp(sum(map(math.log, v)) / len(v)) if v else math.nan for k, v in speedups.items()}
     lines.append(f"\nGeometric means: bf16 ÷ fp32 {geo['fp32']:.2f}×, vs OpenVINO's defaults {geo['default']:.2f}×, "
-                 f"vs the best bf16 rival {geo['rival']:.2f}×.")
+                 f"vs the best bf16/fp16 rival {geo['rival']:.2f}×.")
     if any("torchscript_bf16_median_ms" in r for r in rows):
         lines += ["", "The TorchScript path (`ir=\"torchscript\"`):", "",
                   "| model | torchscript_fp32 | torchscript_bf16 | kept (bf16) | bf16 ÷ fp32 |", "|---|---:|---:|---|---:|"]
