@@ -129,6 +129,11 @@ def autograph_backend(gm: torch.fx.GraphModule, example_inputs: List[Any], optio
         raise InputError(f"option ir={ir!r}: the autograph backend takes ir='export' (default) or 'torchscript'")
     if not isinstance(options.get("strict", False), bool):
         raise InputError(f"option strict={options['strict']!r}: True or False")
+    if "calibration" in options:
+        raise InputError("calibration: the autograph backend takes none (torch.compile hands it the graphs Dynamo "
+                         "captures, whose inputs are not the model's; a lowered graph is judged on its first call's "
+                         "inputs): for calibration inputs, call autograph.optimize(model, inputs, precision=..., "
+                         "calibration=[...])")
     check_options({k: v for k, v in options.items() if k not in ("ir", "strict")}, path=ir)
     return CompiledGraph(gm, options)
 

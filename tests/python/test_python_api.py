@@ -197,6 +197,12 @@ def test_torch_compile_backend_refuses_bad_options():
     with pytest.raises(Exception, match="option 'stitch' applies to the TorchScript path"):
         with torch.no_grad():
             compiled(torch.randn(4))
+    torch._dynamo.reset()  # calibration inputs are the model's, not a captured graph's
+    compiled = torch.compile(lambda x: x * 2, backend="autograph",
+                             options={"precision": "bf16", "calibration": [(torch.randn(4),)]})
+    with pytest.raises(Exception, match="calibration: the autograph backend takes none"):
+        with torch.no_grad():
+            compiled(torch.randn(4))
 
 
 def test_bad_options_are_refused_before_any_export():
