@@ -15,9 +15,11 @@ option tolerance measures it); times are side by side on the example (warm-up, t
 round), median ms. --accuracy-control adds nncf.quantize_with_accuracy_control (layers reverted to float
 until the error on those inputs is within the tolerance), with how long it took: slow, one model at a
 time. Writes DIR/results.csv and DIR/README.md. OpenVINO's INT8 needs NNCF (`pip install nncf`; without
-it those columns are left out), best in an environment of its own: with it installed, an optimize
-interrupted by Ctrl-C exits with status 1 instead of by the signal (tests/python/test_optimize_interrupted.py
-then fails). A benchmark, never a test.
+it those columns are left out), best in an environment of its own (or `pip install --target DIR` and
+DIR on PYTHONPATH for this script alone): its dependency tabulate makes every process that imported
+torch._dynamo exit with status 1 instead of by the signal after an unhandled Ctrl-C (torch's atexit
+handler imports tabulate, and on Python 3.11 an import at exit loses the interrupt's status), which
+tests/python/test_optimize_interrupted.py checks. A benchmark, never a test.
 """
 import argparse
 import csv
