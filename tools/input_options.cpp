@@ -57,14 +57,15 @@ std::vector<std::vector<c10::IValue>> ReadCalibrationInputs(const std::string& p
     saved = torch::pickle_load(bytes);
   } catch (const std::exception& e) {  // c10::Error, or the unpickler's std::runtime_error
     const std::string why = FirstLineOf(e);  // its first sentence: the rest is the reader's internals
-    throw InputError(flag + ": not a file of input tuples saved by torch.save (" + why.substr(0, why.find(". ")) + ")");
+    throw InputError(flag + ": not a file of input tuples saved by torch.save (" + why.substr(0, why.find(". ")) +
+                     ")");
   }
   auto entries_of = [](const c10::IValue& v) {
     return v.isTuple() ? v.toTupleRef().elements().vec() : v.toList().vec();
   };
   if (!saved.isList() && !saved.isTuple())
-    throw InputError(flag + ": a list of input tuples, one per call to check (torch.save([(x1,), (x2,)], FILE)), not " +
-                     saved.tagKind());
+    throw InputError(flag + ": a list of input tuples, one per call to check (torch.save([(x1,), (x2,)], FILE)), " +
+                     "not " + saved.tagKind());
   std::vector<std::vector<c10::IValue>> calls;
   for (const c10::IValue& entry : entries_of(saved)) {
     if (entry.isTensor()) {

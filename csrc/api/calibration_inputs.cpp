@@ -45,11 +45,16 @@ std::optional<std::string> FirstDifference(const c10::IValue& got, const c10::IV
   if (want.isList()) return elements(got.toList().vec(), want.toList().vec());
   if (want.isGenericDict()) {
     const c10::Dict<c10::IValue, c10::IValue> g = got.toGenericDict(), w = want.toGenericDict();
-    if (g.size() != w.size()) return differs("a dict of " + std::to_string(g.size()), "a dict of " + std::to_string(w.size()));
-    for (auto gi = g.begin(), wi = w.begin(); wi != w.end(); ++gi, ++wi) {
-      if (gi->key() != wi->key()) return differs("a dict with other keys", "a dict with other keys");
-      const std::string key = wi->key().isString() ? "'" + wi->key().toStringRef() + "'" : wi->key().tagKind();
-      if (auto d = FirstDifference(gi->value(), wi->value(), at + "[" + key + "]")) return d;
+    if (g.size() != w.size())
+      return differs("a dict of " + std::to_string(g.size()), "a dict of " + std::to_string(w.size()));
+    auto key_of = [](const c10::IValue& key) {
+      return key.isString() ? "'" + key.toStringRef() + "'" : key.tagKind();
+    };
+    size_t i = 0;
+    for (auto gi = g.begin(), wi = w.begin(); wi != w.end(); ++gi, ++wi, ++i) {
+      if (gi->key() != wi->key())
+        return differs("a dict whose key " + std::to_string(i) + " is " + key_of(gi->key()), key_of(wi->key()));
+      if (auto d = FirstDifference(gi->value(), wi->value(), at + "[" + key_of(wi->key()) + "]")) return d;
     }
   }
   return std::nullopt;  // plain values: the same kind is enough (their values may differ)
@@ -62,8 +67,8 @@ void CheckCalibrationInputs(const std::vector<std::vector<c10::IValue>>& calibra
   for (size_t k : c10::irange(calibration.size())) {
     const std::string which = caller + ": calibration input " + std::to_string(k);
     if (calibration[k].size() != example.size())
-      throw InputError(which + " has " + std::to_string(calibration[k].size()) + " arguments; the example inputs have " +
-                       std::to_string(example.size()));
+      throw InputError(which + " has " + std::to_string(calibration[k].size()) +
+                       " arguments; the example inputs have " + std::to_string(example.size()));
     for (size_t i : c10::irange(example.size()))
       if (auto d = FirstDifference(calibration[k][i], example[i], ""))
         throw InputError(which + ", argument " + std::to_string(i) + *d +

@@ -1,7 +1,8 @@
 """Option precision and its accuracy gate (option tolerance) on the export path.
 
 Bad values are InputErrors before any work; with precision="bf16" on CPU, OpenVINO's candidate competes
-once more computing in bfloat16 (the same package, the precision in its spec), kept only where each
+once more computing in bfloat16 (the same package, the precision in its spec), and Inductor's whole graph
+too where the CPU has bf16 instructions (compiled just in time, packaged where it wins), each kept only where each
 output stays within the tolerance of float32's and it measures faster; a candidate beyond the tolerance
 stays out and the program keeps float32; a saved program keeps its precision.
 
@@ -13,6 +14,7 @@ import torch
 
 import autograph
 from autograph._library import openvino_missing
+from autograph.export.compilers.inductor import _cpu_has_bf16
 from precision_models import Cancelling
 
 needs_openvino = pytest.mark.skipif(openvino_missing() is not None, reason=f"no OpenVINO parts: {openvino_missing()}")
@@ -89,12 +91,35 @@ def test_a_bf16_candidate_within_the_tolerance_and_faster_is_kept_and_reported(b
     entry = contest["candidates"]["whole_openvino_bf16"]
     assert contest["kept"] == "whole_openvino_bf16" and entry["precision"] == "bf16"
     assert 0 < entry["error"] <= 0.1  # bfloat16 rounds: an error, and within the bound
-    assert contest["precision"] == {"asked": "bf16", "tolerance": 0.1, "lowered": ["whole_openvino_bf16"],
-                                    "met": ["whole_openvino_bf16"], "kept": "bf16"}
+    # Inductor's whole graph in bf16 competes too where the CPU has bf16 instructions (just in time here).
+    lowered = (["whole_bf16"] if _cpu_has_bf16() else []) + ["whole_openvino_bf16"]
+    assert contest["precision"] == {"asked": "bf16", "tolerance": 0.1, "lowered": lowered, "met": lowered,
+                                    "kept": "bf16"}
     assert report["chosen"].startswith("openvino whole in bf16")
     with torch.no_grad():
         got = optimized.module()(x)
     assert got.dtype == want.dtype and 0 < _error(got, want) <= 0.1
+
+
+@needs_openvino
+@pytest.mark.skipif(not _cpu_has_bf16(), reason="this CPU has no bf16 instructions: Inductor lowers nothing")
+def test_inductors_bf16_whole_graph_competes_beside_openvinos_and_is_packaged_where_it_wins(block, monkeypatch,
+                                                                                            tmp_path):
+    monkeypatch.setenv("AUTOGRAPH_CACHE_DIR", str(tmp_path / "cache"))  # compiled just in time, not read
+    _, x, want, ep = block
+    _timed(monkeypatch, {"whole_bf16": 0.5, "whole_openvino_bf16": 1.0})
+    optimized, report = autograph.optimize(ep, method="sequential", precision="bf16", tolerance=0.1)
+    contest = report["inductor"]
+    entry = contest["candidates"]["whole_bf16"]
+    assert contest["kept"] == "whole_bf16" and entry["precision"] == "bf16" and entry["compiled"] == "just in time"
+    assert 0 < entry["error"] <= 0.1 and 0 < entry["packaged_error"] <= 0.1  # the package judged by the tolerance
+    with torch.no_grad():
+        got = optimized.module()(x)
+    assert 0 < _error(got, want) <= 0.1  # computed in bf16, within the bound
+    path = tmp_path / "kept.pt2"
+    torch.export.save(optimized, str(path))
+    with torch.no_grad():
+        assert torch.equal(torch.export.load(str(path)).module()(x), got)  # reloads computing as it did
 
 
 @needs_openvino

@@ -23,6 +23,7 @@ class JustInTime(NamedTuple):
     part: List[int]
     label: str
     freezing: bool
+    precision: str = "fp32"  # below fp32: its matmuls and convolutions compute in it (module_of)
 
     def inputs(self, graph: Dict[str, Any], passed: List[torch.Tensor]) -> List[torch.Tensor]:
         """Its input tensors among those a program of `graph` is passed (its weights, then the user's)."""
@@ -69,7 +70,10 @@ class Candidate:
     @classmethod
     def of(cls, name: str, built: Union[Program, JustInTime], precision: str = "fp32") -> "Candidate":
         if isinstance(built, JustInTime):
-            return cls(name, built, {"parts": 1, "compiled": "just in time"})
+            entry = {"parts": 1, "compiled": "just in time"}
+            if built.precision != "fp32":
+                entry["precision"] = built.precision
+            return cls(name, built, entry, precision=built.precision)
         entry = {"parts": built.parts} if precision == "fp32" else {"parts": built.parts, "precision": precision}
         return cls(name, built, entry, precision=precision)
 

@@ -98,24 +98,30 @@ def compiles_before_search(device: torch.device, settings: Dict[str, Any]) -> bo
     return openvino_parts.available()
 
 
-def compile_before_search(builder: PartBuilder, graph: Dict[str, Any]) -> Dict[str, Any]:
+def compile_before_search(builder: PartBuilder, graph: Dict[str, Any], settings: Dict[str, Any]) -> Dict[str, Any]:
     """The whole graph's candidates started before the search, which they do not need: OpenVINO's
     conversion in its process of its own (the longest step of an optimize on CPU, bert_base's among
     them), and beside it Inductor's just-in-time compile of the whole graph (a JustInTime; none
-    when its package is in the disk cache). Returns {"whole": JustInTime, "whole_openvino": a call that
-    waits for the conversion}, or the exception that stopped a candidate, for compiled_candidates."""
+    when its package is in the disk cache), and of the whole graph lowered to each precision Inductor
+    lowers it to under option precision ("whole_bf16": a JustInTime too, where its package is not cached).
+    Returns {"whole": JustInTime, "whole_bf16": JustInTime, "whole_openvino": a call that waits for the
+    conversion}, or the exception that stopped a candidate, for compiled_candidates."""
     part = inductor_parts.every_node(graph)
     ready: Dict[str, Any] = {}
     try:
         ready["whole_openvino"] = openvino_parts.start(builder, part, "whole_openvino part 1/1")
     except Exception as e:  # noqa: BLE001 - the candidate is dropped and the report says why
         ready["whole_openvino"] = e
-    if not builder.is_cached(part):
+    for precision in ["fp32"] + inductor_parts.COMPILER.lowered(builder.device, settings["precision"], "whole"):
+        name = "whole" if precision == "fp32" else f"whole_{precision}"
+        if builder.is_cached(part, precision=precision):
+            continue
+        label = f"{name} part 1/1"
         try:
-            ready["whole"] = JustInTime(*builder.compile_just_in_time(part, "whole part 1/1"), part, "whole part 1/1",
-                                        True)
+            ready[name] = JustInTime(*builder.compile_just_in_time(part, label, precision=precision), part, label,
+                                     True, precision)
         except Exception as e:  # noqa: BLE001 - as above
-            ready["whole"] = e
+            ready[name] = e
     return ready
 
 
@@ -166,6 +172,8 @@ def compiled_candidates(builder: PartBuilder, graph: Dict[str, Any], program: st
                 raise made
             if isinstance(made, JustInTime):
                 out[name] = Candidate.of(name, made)
+                out.update(_lowered(compiler, name, builder, graph, weights, tensors, settings, body, parts,
+                                    None, ready))
                 continue
             compiled = [made()] if made else started[name]()
             out[name] = Candidate.of(name, program_with_parts(builder, graph, weights, tensors, settings, body, parts,
@@ -173,21 +181,29 @@ def compiled_candidates(builder: PartBuilder, graph: Dict[str, Any], program: st
         except Exception as e:  # noqa: BLE001 - the candidate is out and the report says why
             out[name] = Candidate.failed(name, e)
             continue
-        out.update(_lowered(compiler, name, builder, graph, weights, tensors, settings, body, parts, compiled))
+        out.update(_lowered(compiler, name, builder, graph, weights, tensors, settings, body, parts, compiled, ready))
     return out, builder.cached
 
 
 def _lowered(compiler: Any, name: str, builder: PartBuilder, graph: Dict[str, Any], weights: List[torch.Tensor],
              tensors: List[torch.Tensor], settings: Dict[str, Any], body: Dict[str, Any], parts: List[List[int]],
-             compiled) -> Dict[str, Candidate]:
+             compiled, ready: Dict[str, Any]) -> Dict[str, Candidate]:
     """Candidate `name` once more in each precision below float32 its compiler lowers its parts to, down to
     option precision (compiler.lowered): "<name>_<precision>", its parts as compiler.lower makes them, the
-    precision in their specs."""
+    precision in their specs; or what compile_before_search made of it (`ready`: a JustInTime, or the
+    exception that stopped it)."""
     out = {}
     for precision in compiler.lowered(builder.device, settings["precision"], name):
         lowered = f"{name}_{precision}"
         labels = [f"{lowered} part {k + 1}/{len(parts)}" for k in range(len(parts))]
         try:
+            made = ready.get(lowered)
+            if isinstance(made, Exception):
+                raise made
+            if isinstance(made, JustInTime):
+                out[lowered] = Candidate.of(lowered, made)
+                out[lowered].compiler = compiler
+                continue
             made = compiler.lower(builder, name, parts, labels, compiled, precision)
             out[lowered] = Candidate.of(lowered, program_with_parts(
                 builder, graph, weights, tensors, settings, body, parts, made, precision=precision,

@@ -42,7 +42,7 @@ def plan_and_compile(decomposed: ExportedProgram, graph: Dict[str, Any], importe
         if settings["inductor"] and compiles_beside_search(device):
             builder.compile_in_background(inductor_parts.every_node(graph), "whole part 1/1")
         elif settings["inductor"] and compiles_before_search(device, settings):
-            ready = compile_before_search(builder, graph)
+            ready = compile_before_search(builder, graph, settings)
         # With candidates made first, the plan on ATen's kernels stands in planned one operator at a time;
         # the search runs only where its plan could be kept (Contest._searched_if_it_could_win).
         deferred = bool(ready) and settings["method"] == "autograph"
@@ -385,14 +385,16 @@ class Contest:
         part = jit.built
         start = time.perf_counter()
         try:
-            compiled = [self.builder.compile(part.part, part.label, freezing=part.freezing)]
+            compiled = [self.builder.compile(part.part, part.label, freezing=part.freezing, precision=part.precision)]
             aten = competing["aten"].package
             body = body_of(aten.text)
             built = program_with_parts(self.builder, self.graph, aten.weights, self.tensors, self.settings, body,
-                                       [part.part], compiled)
+                                       [part.part], compiled, precision=part.precision)
             with torch.no_grad(), self.recorded.running(name):
                 got = list(Candidate.of(name, built).call(self.graph, [], self.tensors)())
-            error, why, _ = self.reference.judge(got, "the plan")
+            # The same kernels as the just-in-time candidate's: the bound it was judged against.
+            tolerance = self.settings["tolerance"] if jit.lowered else None
+            error, why, _ = self.reference.judge(got, "the plan", tolerance=tolerance)
             if why:
                 raise ValueError(why)
             jit.built = built

@@ -17,7 +17,8 @@ using Calls = std::vector<std::vector<c10::IValue>>;
 std::vector<c10::IValue> Arguments(const at::Tensor& x, const at::Tensor& b, int64_t flag = 1) {
   c10::Dict<std::string, at::Tensor> named;
   named.insert("scale", torch::ones({1}));
-  return {x, c10::ivalue::Tuple::create({torch::zeros({2, 4}, torch::kBool), c10::List<at::Tensor>({torch::ones(3), b})}),
+  return {x,
+          c10::ivalue::Tuple::create({torch::zeros({2, 4}, torch::kBool), c10::List<at::Tensor>({torch::ones(3), b})}),
           named, flag};
 }
 
@@ -54,7 +55,8 @@ TEST(CheckCalibrationInputs, EachDifferenceIsAnInputErrorThatSaysWhere) {
   c10::Dict<std::string, at::Tensor> renamed;
   renamed.insert("shift", torch::ones({1}));
   other_key[2] = renamed;
-  EXPECT_NE(MessageOf({other_key}, example).find("argument 2: a dict with other keys"), std::string::npos);
+  EXPECT_NE(MessageOf({other_key}, example).find("argument 2: a dict whose key 0 is 'shift'; the example's is 'scale'"),
+            std::string::npos);
   auto other_kind = example;
   other_kind[3] = 0.5;
   EXPECT_NE(MessageOf({other_kind}, example).find("argument 3: Double; the example's is Int"), std::string::npos);

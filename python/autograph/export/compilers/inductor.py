@@ -256,20 +256,20 @@ class PartBuilder:
             return pending.result()
         return self._compile_now(part, label, freezing, precision)
 
-    def is_cached(self, part: Sequence[int], freezing: bool = True) -> bool:
+    def is_cached(self, part: Sequence[int], freezing: bool = True, precision: str = "fp32") -> bool:
         """Whether the part's AOTInductor package is in the disk cache (compile then only reads it)."""
-        return part_cache.contains(self._package_path(part, freezing)[3], _SUFFIX)
+        return part_cache.contains(self._package_path(part, freezing, precision)[3], _SUFFIX)
 
-    def compile_just_in_time(self, part: Sequence[int], label: str,
-                             freezing: bool = True) -> Tuple[Callable[..., Any], List[int], List[int]]:
+    def compile_just_in_time(self, part: Sequence[int], label: str, freezing: bool = True,
+                             precision: str = "fp32") -> Tuple[Callable[..., Any], List[int], List[int]]:
         """The part compiled by Inductor just in time (compile_fx, as torch.compile does after tracing;
         weights frozen with `freezing`): a callable on the part's input tensors, with its input / output
         ids. The same graph and settings as `compile`'s package, so the same kernels, without the
         ahead-of-time wrapper's C++ build, the link of its weights and the packaging, which make a package
         far slower to build (bench/results/export-path-2026-11-26e-cpu); what is timed to decide whether
-        the package is worth making."""
+        the package is worth making. `precision`: as module_of's."""
         from torch._inductor.compile_fx import compile_fx
-        gm, input_ids, output_ids = self.module_of(part)
+        gm, input_ids, output_ids = self.module_of(part, precision=precision)
         self.progress(f"compiling {label} with Inductor just in time ({len(part)} operators)")
         with torch.no_grad(), torch._inductor.config.patch(freezing=freezing), vec_isa_checks_remembered():
             compiled = compile_fx(gm, list(self.examples(input_ids)))
