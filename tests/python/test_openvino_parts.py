@@ -331,8 +331,8 @@ def test_a_just_in_time_candidate_whose_outputs_differ_is_never_kept(separable, 
     compiles, _ = _counted(monkeypatch)
     just_in_time = inductor_parts.PartBuilder.compile_just_in_time
 
-    def doubled(self, part, label, freezing=True):
-        call, input_ids, output_ids = just_in_time(self, part, label, freezing)
+    def doubled(self, part, label, freezing=True, precision="fp32"):
+        call, input_ids, output_ids = just_in_time(self, part, label, freezing, precision)
         return (lambda *inputs: [2 * t for t in call(*inputs)]), input_ids, output_ids
 
     monkeypatch.setattr(inductor_parts.PartBuilder, "compile_just_in_time", doubled)
