@@ -57,29 +57,25 @@ def _inputs(name, args):
     return model.eval(), example, others
 
 
+def _largest_error(outputs, references) -> float:
+    """The largest error, relative to its output's scale, of each call's outputs (arrays, in order)."""
+    return max((float(np.abs(got - want).max() / max(np.abs(want).max(), 1e-12))
+                for got_call, want_call in zip(outputs, references) for got, want in zip(got_call, want_call)),
+               default=0.0)
+
+
 def _error(compiled, items, references) -> float:
-    worst = 0.0
-    for item, reference in zip(items, references):
-        result = compiled(item)
-        for output, want in zip(compiled.outputs, reference):
-            got = result[output]
-            worst = max(worst, float(np.abs(got - want).max() / max(np.abs(want).max(), 1e-12)))
-    return worst
+    results = [compiled(item) for item in items]
+    return _largest_error([[r[o] for o in compiled.outputs] for r in results], references)
 
 
 def _onnxruntime(path: Path, items, references, row) -> dict:
     """ONNX Runtime at f32 and its INT8 (quantize_static on `items`): {method: run}, errors in `row`."""
-    import onnxruntime as ort
     from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
     from onnxruntime.quantization.shape_inference import quant_pre_process
 
-    def session(model_path):
-        options = ort.SessionOptions()
-        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")  # as bench/rivals.py
-        return ort.InferenceSession(str(model_path), options, providers=["CPUExecutionProvider"])
-    names = [i.name for i in session(path).get_inputs()]
-    feeds = [dict(zip(names, item)) for item in items]
+    f32 = rivals.onnxruntime_session(path)
+    feeds = [dict(zip([i.name for i in f32.get_inputs()], item)) for item in items]
 
     class Reader(CalibrationDataReader):
         def __init__(self):
@@ -97,13 +93,8 @@ def _onnxruntime(path: Path, items, references, row) -> dict:
                     activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8)
     row["onnxruntime_int8_quantize_s"] = round(time.perf_counter() - start, 1)
     runs = {}
-    for method, model_path in (("onnxruntime_f32", path), ("onnxruntime_int8", quantized)):
-        made = session(model_path)
-        worst = 0.0
-        for feed, reference in zip(feeds, references):
-            for got, want in zip(made.run(None, feed), reference):
-                worst = max(worst, float(np.abs(got - want).max() / max(np.abs(want).max(), 1e-12)))
-        row[f"{method}_rel_err"] = worst
+    for method, made in (("onnxruntime_f32", f32), ("onnxruntime_int8", rivals.onnxruntime_session(quantized))):
+        row[f"{method}_rel_err"] = _largest_error([made.run(None, feed) for feed in feeds], references)
         runs[method] = lambda made=made: made.run(None, feeds[0])
     return runs
 

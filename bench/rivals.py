@@ -27,15 +27,20 @@ def _as_torch(outputs) -> List[torch.Tensor]:
     return [torch.from_numpy(o) if not isinstance(o, torch.Tensor) else o for o in outputs]
 
 
-def onnxruntime_runner(path: Path, inputs: Sequence[torch.Tensor]) -> Tuple[Callable[[], List[torch.Tensor]], float]:
+def onnxruntime_session(path: Path):
+    """ONNX Runtime's CPU provider on the model at `path`, configured as every benchmark runs it."""
     import onnxruntime as ort
-    start = time.perf_counter()
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL  # its parallel mode is slower on few cores
     # Its idle threads otherwise spin after each run and slow whatever runs next (methods alternate)
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-    session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+
+
+def onnxruntime_runner(path: Path, inputs: Sequence[torch.Tensor]) -> Tuple[Callable[[], List[torch.Tensor]], float]:
+    start = time.perf_counter()
+    session = onnxruntime_session(path)
     names = [i.name for i in session.get_inputs()]
     feeds = {n: t.detach().cpu().numpy() for n, t in zip(names, inputs)}
     session.run(None, feeds)  # the first run finishes the session's setup
