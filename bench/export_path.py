@@ -94,12 +94,15 @@ def warm_compilers() -> None:
 
 
 def rel_err(got, want) -> float:
-    """max |got - want| / max |want| over all output tensors (flattened in order: the rivals return lists)."""
+    """max |got - want| / max |want| over all output tensors (flattened in order: the rivals return lists);
+    max |got - want| itself where every wanted value is 0. No floor on the scale: some random-weight models'
+    outputs are many orders of magnitude below one, and a floor would shrink their errors."""
     got = torch.cat([g.flatten() for g in torch.utils._pytree.tree_leaves(got)])
     want = torch.cat([w.flatten() for w in torch.utils._pytree.tree_leaves(want)])
     if got.numel() != want.numel():
         raise RuntimeError(f"outputs differ in size: {got.numel()} values, expected {want.numel()}")
-    return ((got.float() - want.float()).abs().max() / want.float().abs().max().clamp_min(1e-12)).item()
+    diff, scale = (got.double() - want.double()).abs().max().item(), want.double().abs().max().item()
+    return diff / scale if scale > 0 else diff
 
 
 def time_side_by_side(runs, warmup: int, repeats: int, device: torch.device):

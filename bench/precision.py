@@ -212,7 +212,7 @@ def main() -> int:
     args = parser.parse_args()
     args.unseen = [n for n in args.unseen.split(",") if n]
     rows = []
-    for name in args.models.split(",") + args.unseen:
+    for name in [n for n in args.models.split(",") if n] + args.unseen:
         rows.append(measure(name, args))
         print({k: v for k, v in rows[-1].items() if "median" in k or "err" in k or "kept" in k}, flush=True)
     write(rows, args)

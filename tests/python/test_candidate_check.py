@@ -51,6 +51,24 @@ def test_a_candidate_off_by_5e_3_is_wrong_at_full_precision_and_right_within_the
                                                            "bound": FLOOR}
 
 
+def test_an_output_far_below_one_is_judged_by_its_own_scale_and_one_of_zeros_by_the_difference():
+    # Random-weight networks whose activations shrink layer by layer give outputs of scale 1e-14: an error
+    # of 2 % of that scale is 2 %, whatever the scale, and misses a tolerance of 1 %.
+    torch.manual_seed(0)
+    want = 1e-14 * torch.randn(1, 1000)
+    got = _moved(want, 0.02)
+    error, why, bound = candidate_check.Reference([want]).judge([got], "the plan", tolerance=0.01)
+    assert error == pytest.approx(0.02, rel=1e-3) and why is not None and bound == 0.01
+    assert candidate_check.relative_error(got, want) == pytest.approx(0.02, rel=1e-3)
+    # An output of zeros (a head initialized to zero): the difference itself, exact zeros within any bound.
+    zeros = torch.zeros(8)
+    assert candidate_check.Reference([zeros]).judge([zeros.clone()], "the plan", tolerance=0.01)[:2] == (0.0, None)
+    off = zeros.clone()
+    off[2] = 0.5
+    error, why, _ = candidate_check.Reference([zeros]).judge([off], "the plan", tolerance=0.01)
+    assert error == 0.5 and why is not None
+
+
 def test_nan_is_never_within_the_bound_and_integer_outputs_are_exact():
     torch.manual_seed(0)
     want = torch.randn(16)

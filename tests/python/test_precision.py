@@ -93,8 +93,8 @@ def test_a_bf16_candidate_within_the_tolerance_and_faster_is_kept_and_reported(b
     assert 0 < entry["error"] <= 0.1  # bfloat16 rounds: an error, and within the bound
     # Inductor's whole graph in bf16 competes too where the CPU has bf16 instructions (just in time here).
     lowered = (["whole_bf16"] if _cpu_has_bf16() else []) + ["whole_openvino_bf16"]
-    assert contest["precision"] == {"asked": "bf16", "tolerance": 0.1, "lowered": lowered, "met": lowered,
-                                    "kept": "bf16"}
+    assert contest["precision"] == {"asked": "bf16", "tolerance": 0.1, "judged_inputs": 1, "lowered": lowered,
+                                    "met": lowered, "kept": "bf16"}
     assert report["chosen"].startswith("openvino whole in bf16")
     with torch.no_grad():
         got = optimized.module()(x)
@@ -221,6 +221,7 @@ def test_a_bf16_candidate_within_the_tolerance_on_the_example_but_not_on_a_calib
     dropped = contest["dropped"]["whole_openvino_bf16"]
     assert dropped["why"] == "beyond tolerance" and "calibration input 0" in dropped["detail"]
     assert contest["kept"] != "whole_openvino_bf16" and contest["precision"]["met"] == []
+    assert contest["precision"]["judged_inputs"] == 2  # the example and the calibration input
     with torch.no_grad():
         got, want = optimized.module()(*calibration[0]), model(*calibration[0])
     assert _error(got, want) <= 1e-3  # float32's floor (check.py), on an output that is a small difference

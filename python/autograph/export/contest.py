@@ -224,13 +224,15 @@ class Contest:
         return summary
 
     def _precision(self, candidates: Dict[str, Candidate], best: str) -> Dict[str, Any]:
-        """The report's word on option precision: what was asked, the tolerance, the candidates lowered
-        below float32 and those of them that met the tolerance, what the kept one computes in, and why
-        nothing was lowered where nothing was."""
+        """The report's word on option precision: what was asked, the tolerance, on how many inputs the
+        lowered candidates were judged (the example's and the calibration inputs: the bound is measured
+        there, not promised elsewhere), the candidates lowered below float32 and those of them that met the
+        tolerance, what the kept one computes in, and why nothing was lowered where nothing was."""
         lowered = sorted(name for name, c in candidates.items() if c.lowered)
         met = [name for name in lowered if candidates[name].competing or candidates[name].out["why"] in _LOST]
-        entry = {"asked": self.settings["precision"], "tolerance": self.settings["tolerance"], "lowered": lowered,
-                 "met": met, "kept": candidates[best].precision}
+        entry = {"asked": self.settings["precision"], "tolerance": self.settings["tolerance"],
+                 "judged_inputs": 1 + len(self.calibration), "lowered": lowered, "met": met,
+                 "kept": candidates[best].precision}
         if not lowered:
             entry["note"] = (f"no compiler here lowers to {self.settings['precision']} on {self.settings['device']} "
                              "(every candidate does to tf32 on CUDA; OpenVINO's candidate to bf16 on CPU; Inductor's whole "
