@@ -72,7 +72,7 @@ def test_a_tf32_twin_is_made_judged_kept_and_saved(monkeypatch, tmp_path, fresh_
     optimized, report = autograph.optimize(ep, method="sequential", precision="tf32", tolerance=0.01, inductor=False)
     summary = report["inductor"]
     assert summary["kept"] == "aten_tf32" and summary["candidates"]["aten_tf32"]["precision"] == "tf32"
-    assert summary["precision"] == {"asked": "tf32", "tolerance": 0.01, "lowered": ["aten_tf32"],
+    assert summary["precision"] == {"asked": "tf32", "tolerance": 0.01, "judged_inputs": 1, "lowered": ["aten_tf32"],
                                     "met": ["aten_tf32"], "kept": "tf32"}
     assert report["chosen"].startswith("aten in tf32")
     (call,) = [n for n in optimized.graph.nodes if n.target == torch.ops.autograph.execute.default]
