@@ -94,15 +94,15 @@ def warm_compilers() -> None:
 
 
 def rel_err(got, want) -> float:
-    """max |got - want| / max |want| over all output tensors (flattened in order: the rivals return lists);
-    max |got - want| itself where every wanted value is 0. No floor on the scale: some random-weight models'
-    outputs are many orders of magnitude below one, and a floor would shrink their errors."""
+    """max |got - want| / max |want| over all output tensors (flattened in order: the rivals return lists),
+    as the export path's accuracy gate measures it (autograph.export.check.relative_error: no floor on the
+    scale, the difference itself where every wanted value is 0)."""
+    from autograph.export.check import relative_error
     got = torch.cat([g.flatten() for g in torch.utils._pytree.tree_leaves(got)])
     want = torch.cat([w.flatten() for w in torch.utils._pytree.tree_leaves(want)])
     if got.numel() != want.numel():
         raise RuntimeError(f"outputs differ in size: {got.numel()} values, expected {want.numel()}")
-    diff, scale = (got.double() - want.double()).abs().max().item(), want.double().abs().max().item()
-    return diff / scale if scale > 0 else diff
+    return relative_error(got, want)
 
 
 def time_side_by_side(runs, warmup: int, repeats: int, device: torch.device):

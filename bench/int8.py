@@ -36,6 +36,7 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "python"), str(ROOT / "bench")]
 import rivals  # noqa: E402  (bench/rivals.py)
+from autograph.export.check import relative_error  # noqa: E402
 from autograph.export.timing import samples_side_by_side  # noqa: E402
 from models import registry  # noqa: E402
 from precision import _unseen  # noqa: E402  (bench/precision.py: torchvision models the zoo lacks)
@@ -58,8 +59,9 @@ def _inputs(name, args):
 
 
 def _largest_error(outputs, references) -> float:
-    """The largest error, relative to its output's scale, of each call's outputs (arrays, in order)."""
-    return max((float(np.abs(got - want).max() / (np.abs(want).max() or 1.0))  # all zeros: the difference itself
+    """The largest error, relative to its output's scale, of each call's outputs (arrays, in order), as the
+    export path's accuracy gate measures it."""
+    return max((relative_error(torch.from_numpy(np.asarray(got)), torch.from_numpy(np.asarray(want)))
                 for got_call, want_call in zip(outputs, references) for got, want in zip(got_call, want_call)),
                default=0.0)
 
