@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The export path against the TorchScript path, model by model, side by side in one run.
 
-    python bench/export_path.py [--models a,b] [--repeats N] [--out DIR] [--method autograph]
+    python bench/export_path.py [--models a,b] [--unseen c,d] [--repeats N] [--out DIR] [--method autograph]
 
 For each zoo model (models/registry.py): the eval-mode module, exported with torch.export (strict=False)
 and traced for TorchScript; both optimized by autograph with the same method (the export path also with
@@ -10,7 +10,9 @@ them and AOTInductor alone) as the rivals a user would pick; outputs of all comp
 with eager (relative to the output's scale); the optimized models, torch.compile and eager timed in alternation
 (warm-up, then `repeats` rounds, each method once per round) on this machine's CPU. Writes
 DIR/results.csv and DIR/README.md (a table with medians, p10/p90, the ratio export / TorchScript and
-both optimize times). Long: a benchmark, never a timed test.
+both optimize times). --unseen adds models the zoo lacks (bench/unseen_models.py: architectures written
+from their papers by name, else torchvision's; random weights, batch 1), as a user would bring them.
+Long: a benchmark, never a timed test.
 """
 import argparse
 import atexit
@@ -51,6 +53,7 @@ sys.path.insert(0, str(ROOT / "python"))
 sys.path.insert(0, str(ROOT / "bench"))
 import autograph  # noqa: E402
 import rivals  # noqa: E402  (bench/rivals.py)
+import unseen_models  # noqa: E402  (bench/unseen_models.py)
 from models import registry  # noqa: E402
 
 DEFAULT_MODELS = ["squeezenet", "resnet50", "inception_v3", "resnext50_32x4d", "nasnet_a_mobile", "rnntc_sru",
@@ -119,7 +122,7 @@ def pct(xs, q):
 def export_run(model, inputs, want, args, row, key="export", **options):
     """The export path: exported, optimized with `options` (row gets `key`'s optimize time, error, kept
     candidate); the optimized program's callable, or None when the path failed (row[key + "_error"]
-    says why). With inductor=False (key "export_aten": ATen's kernels, as the TorchScript path runs
+    says why). With inductor=False, openvino=False, onnxruntime=False (key "export_aten": ATen's kernels, as the TorchScript path runs
     them) its optimize time is the like-for-like one against the TorchScript path's."""
     try:
         fresh_compile_caches()
@@ -134,14 +137,29 @@ def export_run(model, inputs, want, args, row, key="export", **options):
         row[f"{key}_error"] = str(e).splitlines()[0][:200]
         return None
     row[f"{key}_stages"], row[f"{key}_streams"] = report["stages"], report["streams"]
-    inductor = report.get("inductor") or {}
-    row[f"{key}_kept"] = inductor.get("kept", "aten")
-    row[f"{key}_inductor_s"] = inductor.get("compile_s", 0.0)
-    for candidate, c in inductor.get("candidates", {}).items():
-        row[f"{key}_{candidate}_ms"] = c.get("median_ms", float("nan"))
-    if inductor.get("errors"):
-        row[f"{key}_inductor_errors"] = str(inductor["errors"])[:300]
+    contest_entry(report, row, key)
     return lambda: run_export(*inputs)
+
+
+def contest_entry(report, row, key) -> None:
+    """The contest's outcome into the row: the kept candidate, the chosen program's label, each
+    candidate's time, and whether parts of different compilers were mixed ("mix": present only where two
+    compilers' whole graphs competed). "inductor" is the entry's name before other compilers joined."""
+    contest = report.get("contest") or report.get("inductor") or {}
+    row[f"{key}_kept"] = contest.get("kept", "aten")
+    if report.get("chosen"):
+        row[f"{key}_chosen"] = report["chosen"]
+    row[f"{key}_inductor_s"] = contest.get("compile_s", 0.0)
+    for candidate, c in contest.get("candidates", {}).items():
+        row[f"{key}_{candidate}_ms"] = c.get("median_ms", float("nan"))
+    mix = contest.get("mix")
+    if mix:
+        row[f"{key}_mix"] = mix.get("decision", "")
+        row[f"{key}_mix_parts"] = len(mix.get("parts", []))
+        if "mix_s" in mix:
+            row[f"{key}_mix_s"] = mix["mix_s"]
+    if contest.get("errors"):
+        row[f"{key}_inductor_errors"] = str(contest["errors"])[:300]
 
 
 def aoti_run(model, inputs, want, row):
@@ -177,10 +195,15 @@ def compile_runs(model, inputs, want, device, row):
     for name, compiled in variants.items():
         fresh_compile_caches()
         start = time.perf_counter()
-        # options={"freezing": True} alone does not freeze in torch 2.11 (the weights stay graph inputs);
-        # Inductor's global setting during the compiling call does.
-        with torch.no_grad(), torch._inductor.config.patch(freezing=name == "compile_freezing" and device.type == "cpu"):
-            row[f"{name}_rel_err"] = rel_err(compiled(*inputs), want)
+        try:
+            # options={"freezing": True} alone does not freeze in torch 2.11 (the weights stay graph inputs);
+            # Inductor's global setting during the compiling call does.
+            freezing = name == "compile_freezing" and device.type == "cpu"
+            with torch.no_grad(), torch._inductor.config.patch(freezing=freezing):
+                row[f"{name}_rel_err"] = rel_err(compiled(*inputs), want)
+        except Exception as e:  # noqa: BLE001 - a row says what failed
+            row[f"{name}_error"] = str(e).splitlines()[0][:200]
+            continue
         row[f"{name}_s"] = time.perf_counter() - start
         runs[name] = (lambda c: lambda: c(*inputs))(compiled)
     return runs
@@ -192,45 +215,74 @@ def rival_runs(model, inputs, want, row):
         made, missing = rivals.rivals(model, inputs, Path(workdir))
     runs = {}
     for rival, (run, ready_s) in made.items():
+        try:
+            row[f"{rival}_rel_err"] = rel_err(run(), want)
+        except Exception as e:  # noqa: BLE001 - a row says what failed (e.g. outputs of another size)
+            row[f"{rival}_error"] = str(e).splitlines()[0][:200]
+            continue
         row[f"{rival}_s"] = ready_s
-        row[f"{rival}_rel_err"] = rel_err(run(), want)
         runs[rival] = run
     for rival, why in missing.items():
         row[f"{rival}_error"] = why
     return runs
 
 
+# The rivals a user would pick instead, for "vs best rival": the fastest of them against the export path.
+FASTEST_RIVALS = ("onnxruntime", "openvino", "compile", "compile_freezing")
+
+
 def ratios(row) -> None:
+    """Speedups of the export path: another method's median / the export path's, where both ran."""
     if "export_median_ms" not in row:
         return
-    row["export_over_torchscript"] = row["torchscript_median_ms"] / row["export_median_ms"]
-    if "compile_median_ms" in row:
-        row["export_over_compile"] = row["compile_median_ms"] / row["export_median_ms"]
-        row["export_over_compile_freezing"] = row["compile_freezing_median_ms"] / row["export_median_ms"]
+    export_ms = row["export_median_ms"]
+    for other, key in (("torchscript", "export_over_torchscript"), ("compile", "export_over_compile"),
+                       ("compile_freezing", "export_over_compile_freezing"), ("aoti", "export_over_aoti")):
+        if f"{other}_median_ms" in row:
+            row[key] = row[f"{other}_median_ms"] / export_ms
     rival_ms = [row[f"{r}_median_ms"] for r in ("onnxruntime", "openvino") if f"{r}_median_ms" in row]
     if rival_ms:
-        row["export_over_best_rival"] = min(rival_ms) / row["export_median_ms"]
-    if "aoti_median_ms" in row:
-        row["export_over_aoti"] = row["aoti_median_ms"] / row["export_median_ms"]
+        row["export_over_best_rival"] = min(rival_ms) / export_ms
+    any_ms = [row[f"{r}_median_ms"] for r in FASTEST_RIVALS if f"{r}_median_ms" in row]
+    if any_ms:
+        row["export_over_fastest_rival"] = min(any_ms) / export_ms
+
+
+def torchscript_run(model, inputs, want, args, row):
+    """The TorchScript path: traced, then optimized; {} when it failed (row["torchscript_error"] says
+    why: a model brought by the user may not trace or optimize there)."""
+    try:
+        start = time.perf_counter()
+        with torch.no_grad():
+            traced = torch.jit.trace(model, inputs, check_trace=False)
+        scripted, _ = autograph.optimize(traced, list(inputs), method=args.method)
+        row["torchscript_optimize_s"] = time.perf_counter() - start
+        with torch.no_grad():
+            row["torchscript_rel_err"] = rel_err(scripted(*inputs), want)
+    except Exception as e:  # noqa: BLE001 - a row says what failed
+        row["torchscript_error"] = str(e).splitlines()[0][:200]
+        return {}
+    return {"torchscript": lambda: scripted(*inputs)}
+
+
+def model_and_inputs(name: str, args, device):
+    """The eval-mode model and its inputs on `device`: a zoo model, or one of --unseen."""
+    torch.manual_seed(0)
+    if name in args.unseen:
+        model, inputs = unseen_models.build(name)
+    else:
+        model, inputs = registry.build(name), registry.make_inputs(name)
+    return model.to(device), tuple(t.to(device) for t in inputs)
 
 
 def measure(name: str, args, device, sync):
-    torch.manual_seed(0)
-    model = registry.build(name).to(device)
-    inputs = tuple(t.to(device) for t in registry.make_inputs(name))
+    model, inputs = model_and_inputs(name, args, device)
     with torch.no_grad():
         want = model(*inputs)
     row = {"model": name, "method": args.method}
     run_export = export_run(model, inputs, want, args, row)
-    start = time.perf_counter()
-    with torch.no_grad():
-        traced = torch.jit.trace(model, inputs, check_trace=False)
-    scripted, _ = autograph.optimize(traced, list(inputs), method=args.method)
-    row["torchscript_optimize_s"] = time.perf_counter() - start
-    with torch.no_grad():
-        row["torchscript_rel_err"] = rel_err(scripted(*inputs), want)
-    runs = {"eager": lambda: model(*inputs), "torchscript": lambda: scripted(*inputs)}
-    run_export_aten = export_run(model, inputs, want, args, row, key="export_aten", inductor=False)
+    runs = {"eager": lambda: model(*inputs), **torchscript_run(model, inputs, want, args, row)}
+    run_export_aten = export_run(model, inputs, want, args, row, key="export_aten", inductor=False, openvino=False, onnxruntime=False)
     if run_export_aten is not None:
         runs["export_aten"] = run_export_aten
     if not args.no_compile:
@@ -260,7 +312,8 @@ def earlier_rows(path: Path, skip):
                 del r[k]
             else:
                 try:
-                    r[k] = float(v) if k not in ("model", "method") and not k.endswith(("_kept", "_error", "_errors")) else v
+                    text = k in ("model", "method") or k.endswith(("_kept", "_error", "_errors", "_chosen", "_mix"))
+                    r[k] = v if text else float(v)
                 except ValueError:
                     pass
     return rows
@@ -269,6 +322,8 @@ def earlier_rows(path: Path, skip):
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--models", default=",".join(DEFAULT_MODELS))
+    p.add_argument("--unseen", default="", help="models the zoo lacks (bench/unseen_models.py: "
+                   f"{', '.join(unseen_models.ARCHITECTURES)}, or a torchvision model's name)")
     p.add_argument("--method", default="autograph")
     p.add_argument("--repeats", type=int, default=20)
     p.add_argument("--warmup", type=int, default=3)
@@ -280,13 +335,15 @@ def main() -> int:
     p.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "export-path")
     p.add_argument("--append", action="store_true", help="keep DIR/results.csv's rows of the models not run now")
     args = p.parse_args()
+    args.unseen = [n for n in args.unseen.split(",") if n]
+    names = [n for n in args.models.split(",") if n] + args.unseen
     args.out.mkdir(parents=True, exist_ok=True)
     device = torch.device(args.device)
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
     warm_isa_check()
     warm_compilers()
-    rows = earlier_rows(args.out / "results.csv", skip=args.models.split(",")) if args.append else []
-    for name in args.models.split(","):
+    rows = earlier_rows(args.out / "results.csv", skip=names) if args.append else []
+    for name in names:
         rows.append(measure(name, args, device, sync))
         print({k: (round(v, 4) if isinstance(v, float) else v) for k, v in rows[-1].items()}, flush=True)
         write(args, rows)
@@ -299,55 +356,95 @@ def write(args, rows) -> None:
         w = csv.DictWriter(f, fieldnames=keys)
         w.writeheader()
         w.writerows(rows)
+    lines = speed_table(args, rows) + [""] + optimize_table(rows)
+    (args.out / "README.md").write_text("\n".join(lines) + "\n")
+
+
+def mix_cell(r) -> str:
+    """The contest's mix decision, short: which compilers' parts were mixed, or why not; "—" where no
+    mix was tried (fewer than two compilers' whole graphs competed)."""
+    decision = r.get("export_mix")
+    if not decision:
+        return "—"
+    if decision.startswith("mixed: "):
+        owners = list(dict.fromkeys(o.strip() for o in decision[len("mixed: "):].split(",")))
+        return "mixed: " + ", ".join(owners)
+    short = decision if len(decision) <= 90 else decision[:89] + "…"  # the whole of it is in results.csv
+    return short.replace("|", "/")
+
+
+def speed_table(args, rows):
+    """The timing table: each method's median ms, the kept candidate, and the export path's speedups."""
+    command = (f"python bench/export_path.py --models {args.models}"
+               + (f" --unseen {','.join(args.unseen)}" if args.unseen else "") + f" --repeats {args.repeats}"
+               + (" --no-compile" if args.no_compile else "") + (" --no-rivals" if args.no_rivals else ""))
     lines = [f"# Export path vs TorchScript path and the rivals ({args.method}), {args.device}", "",
-             f"`python bench/export_path.py --models {args.models} --repeats {args.repeats}` on "
+             f"`{command}` on "
              f"{torch.get_num_threads()} threads, torch {torch.__version__}. Median ms (p10–p90) of "
              f"{args.repeats} rounds, methods alternated (each timed call after at least 10 ms of untimed calls of the same method), "
              "cold compile caches; speedups = the other's time / the "
              "export path's (below 1: the export path is slower). torch.compile: Inductor, default settings and "
              "with weight freezing (on CUDA: mode=max-autotune in that column). ONNX Runtime: CPU provider, sequential executor, all graph optimizations; "
              "OpenVINO: CPU, latency hint; both from one torch.onnx.export (dynamo). Kept: which export-path "
-             "candidate was kept (aten: ATen's kernels; whole: the graph as one Inductor part; plan: the plan's "
-             "parts; whole_unfrozen: one Inductor part without freezing; whole_openvino: the graph as one "
-             "OpenVINO part).", "",
+             "candidate the contest kept (aten: ATen's kernels; whole: the graph as one Inductor part; plan: the plan's "
+             "parts; whole_unfrozen: one Inductor part without freezing; whole_openvino / whole_onnxruntime: the "
+             "graph as one OpenVINO / ONNX Runtime part; mix: each part by the compiler fastest on it). Mix: the "
+             "contest's decision on mixing compilers' parts (mixed: the candidate mix was built from those "
+             "compilers' parts and competed like the others, kept says whether it won; — where fewer than two "
+             "compilers' whole graphs competed). vs best rival: the fastest of ONNX Runtime, OpenVINO and torch.compile (either column) "
+             "/ the export path.", "",
              "| model | eager | TorchScript path | torch.compile | torch.compile (freezing) | ONNX Runtime | OpenVINO "
-             "| export path | kept | export vs TS | vs compile / freezing | vs best of ORT, OpenVINO "
-             "| optimize s (TS / export / compile / freezing) | rel. err (TS / export / compile / ORT / OpenVINO) |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|"]
+             "| export path | kept | mix | export vs TS | vs compile / freezing | vs best of ORT, OpenVINO "
+             "| vs best rival | optimize s (TS / export / compile / freezing) "
+             "| rel. err (TS / export / compile / ORT / OpenVINO) |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---|---|---:|---:|---:|---:|---:|---:|"]
+    lines += [speed_row(r) for r in rows]
     nan = float("nan")
-    for r in rows:
-        def cell(m):
-            if m + "_median_ms" in r:
-                return f"{r[m + '_median_ms']:.1f} ({r[m + '_p10_ms']:.1f}–{r[m + '_p90_ms']:.1f})"
-            return r.get(m + "_error", "—")[:60]
-        lines.append(f"| {r['model']} | {cell('eager')} | {cell('torchscript')} | {cell('compile')} | "
-                     f"{cell('compile_freezing')} | {cell('onnxruntime')} | {cell('openvino')} | {cell('export')} | "
-                     f"{r.get('export_kept', '—')} | "
-                     f"{r.get('export_over_torchscript', nan):.2f}× | {r.get('export_over_compile', nan):.2f}× / "
-                     f"{r.get('export_over_compile_freezing', nan):.2f}× | {r.get('export_over_best_rival', nan):.2f}× | "
-                     f"{r['torchscript_optimize_s']:.1f} / {r.get('export_optimize_s', nan):.1f} / "
-                     f"{r.get('compile_s', nan):.1f} / {r.get('compile_freezing_s', nan):.1f} | "
-                     f"{r['torchscript_rel_err']:.1e} / {r.get('export_rel_err', nan):.1e} / "
-                     f"{r.get('compile_rel_err', nan):.1e} / {r.get('onnxruntime_rel_err', nan):.1e} / "
-                     f"{r.get('openvino_rel_err', nan):.1e} |")
-    ratios = {k: [r[k] for r in rows if k in r] for k in ("export_over_torchscript", "export_over_compile_freezing",
-                                                          "export_over_best_rival")}
-    if any(ratios.values()):
-        geo = {k: (statistics.geometric_mean(v) if v else nan) for k, v in ratios.items()}
+    keys = ("export_over_torchscript", "export_over_compile_freezing", "export_over_best_rival",
+            "export_over_fastest_rival")
+    speedups = {k: [r[k] for r in rows if k in r] for k in keys}
+    if any(speedups.values()):
+        geo = {k: (statistics.geometric_mean(v) if v else nan) for k, v in speedups.items()}
         lines += ["", f"Geometric means of the speedups: export vs TorchScript path {geo['export_over_torchscript']:.2f}×, "
                       f"vs torch.compile (freezing) {geo['export_over_compile_freezing']:.2f}×, vs the best of ONNX Runtime "
-                      f"and OpenVINO {geo['export_over_best_rival']:.2f}×."]
-    lines += ["", "Optimize (compile) time in seconds, from the nn.Module: the TorchScript path (trace + optimize); the "
-              "export path with option inductor off (ATen's kernels: the like-for-like one against the TorchScript "
-              "path) and as it runs by default (Inductor parts); torch.compile default and with freezing (the first "
-              "call); AOTInductor alone (torch.export + aoti_compile_and_package with freezing + load: what "
-              "deploying to C++ without autograph costs). Every compiler's one-time costs of the process were "
-              "paid on a tiny model before the first model (warm_compilers). Median ms of the ATen-kernel export "
-              "path and of AOTInductor alone, from the same alternated run.", "",
-              "| model | TS path | export (ATen) | export | compile | compile (freezing) | AOTInductor | "
-              "export (ATen) ÷ TS | export ÷ compile (freezing) | export ÷ AOTInductor | ms: export (ATen) / "
-              "AOTInductor / export |",
-              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+                      f"and OpenVINO {geo['export_over_best_rival']:.2f}×, vs the best rival (ONNX Runtime, OpenVINO, "
+                      f"torch.compile) {geo['export_over_fastest_rival']:.2f}×."]
+    return lines
+
+
+def speed_row(r) -> str:
+    nan = float("nan")
+
+    def cell(m):
+        if m + "_median_ms" in r:
+            return f"{r[m + '_median_ms']:.1f} ({r[m + '_p10_ms']:.1f}–{r[m + '_p90_ms']:.1f})"
+        return r.get(m + "_error", "—")[:60].replace("|", "/")
+    return (f"| {r['model']} | {cell('eager')} | {cell('torchscript')} | {cell('compile')} | "
+            f"{cell('compile_freezing')} | {cell('onnxruntime')} | {cell('openvino')} | {cell('export')} | "
+            f"{r.get('export_kept', '—')} | {mix_cell(r)} | "
+            f"{r.get('export_over_torchscript', nan):.2f}× | {r.get('export_over_compile', nan):.2f}× / "
+            f"{r.get('export_over_compile_freezing', nan):.2f}× | {r.get('export_over_best_rival', nan):.2f}× | "
+            f"{r.get('export_over_fastest_rival', nan):.2f}× | "
+            f"{r.get('torchscript_optimize_s', nan):.1f} / {r.get('export_optimize_s', nan):.1f} / "
+            f"{r.get('compile_s', nan):.1f} / {r.get('compile_freezing_s', nan):.1f} | "
+            f"{r.get('torchscript_rel_err', nan):.1e} / {r.get('export_rel_err', nan):.1e} / "
+            f"{r.get('compile_rel_err', nan):.1e} / {r.get('onnxruntime_rel_err', nan):.1e} / "
+            f"{r.get('openvino_rel_err', nan):.1e} |")
+
+
+def optimize_table(rows):
+    """The optimize (compile) time table."""
+    lines = ["Optimize (compile) time in seconds, from the nn.Module: the TorchScript path (trace + optimize); the "
+             "export path with option inductor off (ATen's kernels: the like-for-like one against the TorchScript "
+             "path) and as it runs by default (Inductor parts); torch.compile default and with freezing (the first "
+             "call); AOTInductor alone (torch.export + aoti_compile_and_package with freezing + load: what "
+             "deploying to C++ without autograph costs). Every compiler's one-time costs of the process were "
+             "paid on a tiny model before the first model (warm_compilers). Median ms of the ATen-kernel export "
+             "path and of AOTInductor alone, from the same alternated run.", "",
+             "| model | TS path | export (ATen) | export | compile | compile (freezing) | AOTInductor | "
+             "export (ATen) ÷ TS | export ÷ compile (freezing) | export ÷ AOTInductor | ms: export (ATen) / "
+             "AOTInductor / export |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         def seconds(k):
             return f"{r[k]:.1f}" if k in r else "—"
@@ -362,7 +459,7 @@ def write(args, rows) -> None:
                      f"{seconds('aoti_s')} | {ratio('export_aten_optimize_s', 'torchscript_optimize_s')} | "
                      f"{ratio('export_optimize_s', 'compile_freezing_s')} | {ratio('export_optimize_s', 'aoti_s')} | "
                      f"{ms('export_aten')} / {ms('aoti')} / {ms('export')} |")
-    (args.out / "README.md").write_text("\n".join(lines) + "\n")
+    return lines
 
 
 if __name__ == "__main__":

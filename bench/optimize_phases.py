@@ -27,17 +27,20 @@ from models import registry  # noqa: E402
 PHASES = (
     ("autograph.export.optimize", "functional"),
     ("autograph.export.contest", "compile_before_search"),
+    ("autograph.export.compilers.onnx_export", "onnx_of"),
     ("autograph.export.compilers.openvino", "start_package"),
-    ("autograph.export.compilers.inductor", "PartBuilder.compile_just_in_time"),
+    ("autograph.export.compilers.onnxruntime", "start_package"),
+    ("autograph.export.compilers.inductor", "compile_just_in_time"),
     ("autograph.export.plans", "plan"),
-    ("autograph.export.compilers.openvino", "PendingPackage.result"),
+    ("autograph.export.compilers.converter_process", "PendingPackage.result"),
     ("autograph.export.contest", "compiled_candidates"),
-    ("autograph.export.compilers.inductor", "rewrite_with_parts"),
+    ("autograph.export.parts.rewrite", "rewrite_with_parts"),
     ("autograph.export.contest", "Contest._reference"),
     ("autograph.export.contest", "Contest._check"),
     ("autograph.export.contest", "_time_candidates"),
+    ("autograph.export.contest", "Contest._mixed"),
     ("autograph.export.contest", "Contest._packaged_winner"),
-    ("autograph.export.compilers.inductor", "PartBuilder._compile_now"),
+    ("autograph.export.compilers.inductor", "_compile_now"),
 )
 
 

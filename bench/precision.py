@@ -10,8 +10,9 @@ bf16 units its default inference precision is bf16) and with the bf16 hint; torc
 under CPU autocast to bfloat16; ONNX Runtime's CPU provider at f32 and on the model converted to float16
 (its reduced-precision float path: it has no bf16 one; onnxruntime.transformers.float16, inputs and
 outputs kept float32). All timed in alternation (autograph.export.timing: warm-up, then each method once
-per round), median ms. Writes DIR/results.csv and DIR/README.md. Long: a benchmark, never a timed test. --unseen adds torchvision models
-the zoo lacks (random weights, batch 1, 3x224x224), as a user would try them. --torchscript adds
+per round), median ms. Writes DIR/results.csv and DIR/README.md. Long: a benchmark, never a timed test. --unseen adds models
+the zoo lacks (bench/unseen_models.py: architectures by name, else torchvision's; random weights, batch 1),
+as a user would try them. --torchscript adds
 autograph's TorchScript path at fp32 and bf16 (a table of its own below the first).
 """
 import argparse
@@ -32,6 +33,7 @@ import rivals  # noqa: E402  (bench/rivals.py)
 from autograph.export.timing import samples_side_by_side  # noqa: E402
 from export_path import rel_err  # noqa: E402
 from models import registry  # noqa: E402
+from unseen_models import build as _unseen  # noqa: E402  (bench/unseen_models.py)
 
 DEFAULT_MODELS = "squeezenet,resnet50,inception_v3,resnext50_32x4d,nasnet_a_mobile,rnntc_sru,bert_base,randwire"
 METHODS = ("eager", "autograph_fp32", "autograph_bf16", "openvino_f32", "openvino_default", "openvino_bf16",
@@ -92,14 +94,6 @@ def _onnx_rivals(model, inputs, workdir):
     onnx.save(convert_float_to_float16(onnx.load(str(path)), keep_io_types=True), str(half))
     runs["onnxruntime_fp16"] = rivals.onnxruntime_runner(half, inputs)[0]
     return runs
-
-
-def _unseen(name: str):
-    """A torchvision model the zoo lacks, with random weights, and its input (batch 1, 3x224x224)."""
-    import torchvision
-    extra = {"googlenet": {"aux_logits": False, "init_weights": True}}.get(name, {})
-    model = torchvision.models.get_model(name, weights=None, **extra).eval()
-    return model, (torch.randn(1, 3, 224, 224, generator=torch.Generator().manual_seed(0)),)
 
 
 def measure(name: str, args) -> dict:
@@ -206,7 +200,7 @@ def main() -> int:
     parser.add_argument("--models", default=DEFAULT_MODELS)
     parser.add_argument("--repeats", type=int, default=10)
     parser.add_argument("--tolerance", type=float, default=None)
-    parser.add_argument("--unseen", default="", help="torchvision models the zoo lacks, e.g. googlenet,efficientnet_b0")
+    parser.add_argument("--unseen", default="", help="models the zoo lacks (bench/unseen_models.py), e.g. googlenet,efficientnet_b0,lstm_tagger")
     parser.add_argument("--torchscript", action="store_true", help="also autograph's TorchScript path, fp32 and bf16")
     parser.add_argument("--out", default="bench/results/precision-cpu")
     args = parser.parse_args()

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Bundle the C++ dependencies that are neither part of torch nor of the CUDA toolkit — nlohmann-json,
-# CLI11, the Boost headers (Boost.Graph), GoogleTest, GLPK and the shared libraries libglpk loads — as
+# CLI11, the Boost headers (Boost.Graph), GoogleTest, GLPK and the shared libraries libglpk loads, and
+# ONNX Runtime's headers (Debian 13's libonnxruntime-dev, pinned in scripts/deps_env.sh) — as
 # Debian's own .deb files in the gitignored .deps/, for a machine with no apt and no network (the GPU
 # machine): copy .deps/ there with the checkout. scripts/build.sh unpacks it on first use (see
 # scripts/deps_env.sh) and builds against it; nothing is copied into the repository.
@@ -19,6 +20,8 @@ case "${1:-}" in
   *) echo "bundle_deps.sh: unknown argument '$1'" >&2; exit 2 ;;
 esac
 log() { echo "bundle_deps: $*" >&2; }
+# shellcheck source=scripts/deps_env.sh
+source "$root/scripts/deps_env.sh"
 
 # The -dev packages the build uses, then libglpk's runtime libraries. libgmp10 and zlib1g (libglpk
 # needs them too) are left out on purpose: every Debian/Ubuntu system has them (coreutils and the
@@ -64,6 +67,11 @@ for p in "${PACKAGES[@]}"; do
   fi
   echo "$p $v $(basename "$existing") $(sha256sum "$existing" | cut -d' ' -f1)" >> "$tmp/MANIFEST"
 done
+# ONNX Runtime's headers: not from apt (no Debian 12 package), by pinned URL and checksum.
+[ $force -eq 0 ] || rm -f "$deps/$AUTOGRAPH_ORT_DEV_FILE"
+[ -f "$deps/$AUTOGRAPH_ORT_DEV_FILE" ] || log "downloading $AUTOGRAPH_ORT_DEV_PACKAGE $AUTOGRAPH_ORT_DEV_VERSION"
+autograph_fetch_onnxruntime_dev "$deps" || exit 1
+echo "$AUTOGRAPH_ORT_DEV_PACKAGE $AUTOGRAPH_ORT_DEV_VERSION $AUTOGRAPH_ORT_DEV_FILE $AUTOGRAPH_ORT_DEV_SHA256" >> "$tmp/MANIFEST"
 # Drop .deb files that are no longer in the list.
 for f in "$deps"/*.deb; do
   grep -q " $(basename "$f") " "$tmp/MANIFEST" || { log "removing $(basename "$f") (no longer bundled)"; rm -f "$f"; }
@@ -74,7 +82,7 @@ if [ ! -f "$manifest" ] || ! diff -q <(tail -n +2 "$manifest") <(tail -n +2 "$tm
 fi
 
 mib=$(du -sm "$deps" | cut -f1)
-log "$deps: ${#PACKAGES[@]} packages, ${mib} MiB ($(du -sh "$deps" | cut -f1))"
+log "$deps: $((${#PACKAGES[@]} + 1)) packages, ${mib} MiB ($(du -sh "$deps" | cut -f1))"
 if [ "$mib" -gt "$MAX_MIB" ]; then
   log "the bundle is over ${MAX_MIB} MiB: too big to copy with the checkout"
   exit 1

@@ -46,16 +46,27 @@ LAYERS = [
     "export.timing",                     # the one timing policy (optimize, the .pt2 CLI, the benchmarks)
     "export.check",                      # how candidates' outputs are judged
     "export.plans",                      # calls into the C++ planner
+    "export.parts.graph",                # the parts layer: what a part is made of, read off the graph and its plan
+    "export.parts.digest",               # the digest of a part's content, for every compiler's cache keys
+    "export.parts.cut",                  # where a graph is cut into parts
+    "export.parts.builder",              # a part as a module with example inputs; the compilers' per-optimize state
+    "export.parts.rewrite",              # the program rewritten to call compiled parts, of any compiler
+    "export.parts",                      # (package __init__)
     "export.candidate",                  # one candidate of the contest: what runs, its report entry, why it is out
     "export.compilers.toolchain",        # Inductor's toolchain settings
-    "export.compilers.base",             # the compilers' protocol, the whole graph as a part, a part's digest
+    "export.compilers.base",             # the compilers' protocol, typed on the parts layer's types
+    "export.compilers.converter_process", # a part converted in a process of its own (OpenVINO's, ONNX Runtime's)
+    "export.compilers.onnx_export",      # a part as an ONNX model, exported once per optimize
     "export.compilers.lowered_module",   # a part's module computing below float32 (lowered weights)
     "export.compilers.inductor",         # parts compiled by Inductor (AOTInductor packages)
     "export.compilers.openvino_convert", # a part to an OpenVINO package, in or out of process
     "export.compilers.openvino",         # parts compiled by OpenVINO (CPU)
+    "export.compilers.onnxruntime_convert", # a part's ONNX model to an ONNX Runtime package, out of process
+    "export.compilers.onnxruntime",      # parts compiled by ONNX Runtime (CPU)
     "export.compilers",                  # (package __init__)
     "export.candidates",                 # the candidates beside the plan: compiled parts, cuDNN's fusions
     "export.lowering",                   # lowering part by part where the whole graph misses the tolerance
+    "export.mixing",                     # the best compiler for every part: a mix of compilers' parts
     "export.contest",                    # the contest: checks, times, keeps the fastest
     "export.shapes",                     # plans and graphs for other shapes
     "export.runtime",                    # ExecuteProgram, the fake kernel

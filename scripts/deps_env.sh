@@ -12,6 +12,42 @@
 
 autograph_deps_log() { echo "deps: $*" >&2; }
 
+# ONNX Runtime's C/C++ API headers (libautograph_onnxruntime.so): no Debian 12 package has them, so
+# Debian 13's libonnxruntime-dev (headers and a CMake config) is fetched by pinned URL and checksum.
+# Only its headers are used: the library is the onnxruntime pip package's (ONNX Runtime's C API is
+# ABI-stable, and the headers' version 1.21 is older than the package's).
+# shellcheck disable=SC2034  # read by the scripts that source this file
+AUTOGRAPH_ORT_DEV_PACKAGE=libonnxruntime-dev
+# shellcheck disable=SC2034
+AUTOGRAPH_ORT_DEV_VERSION=1.21.0+dfsg-1
+AUTOGRAPH_ORT_DEV_FILE=libonnxruntime-dev_1.21.0+dfsg-1_amd64.deb
+AUTOGRAPH_ORT_DEV_URL=http://deb.debian.org/debian/pool/main/o/onnxruntime/$AUTOGRAPH_ORT_DEV_FILE
+AUTOGRAPH_ORT_DEV_SHA256=14f7d959d5deacbcf1504830d4189f91fc67382b399ed9ae9d3aa9c4050ced08
+
+# `autograph_fetch_onnxruntime_dev DIR`: makes DIR/$AUTOGRAPH_ORT_DEV_FILE, downloading it (curl) unless
+# it is there with its checksum. Non-zero, with nothing left behind, when it cannot.
+autograph_fetch_onnxruntime_dev() {
+  local dir=$1
+  local file=$dir/$AUTOGRAPH_ORT_DEV_FILE
+  if [ -f "$file" ] && [ "$(sha256sum "$file" | cut -d' ' -f1)" = "$AUTOGRAPH_ORT_DEV_SHA256" ]; then
+    return 0
+  fi
+  command -v curl >/dev/null || { autograph_deps_log "curl is missing: cannot download $AUTOGRAPH_ORT_DEV_URL"; return 1; }
+  mkdir -p "$dir"
+  rm -f "$file"
+  if ! curl -fsSL --retry 3 -o "$file.part" "$AUTOGRAPH_ORT_DEV_URL"; then
+    rm -f "$file.part"
+    autograph_deps_log "cannot download $AUTOGRAPH_ORT_DEV_URL"
+    return 1
+  fi
+  if [ "$(sha256sum "$file.part" | cut -d' ' -f1)" != "$AUTOGRAPH_ORT_DEV_SHA256" ]; then
+    rm -f "$file.part"
+    autograph_deps_log "$AUTOGRAPH_ORT_DEV_URL does not match its pinned checksum"
+    return 1
+  fi
+  mv "$file.part" "$file"
+}
+
 # Unpack one .deb into a directory without dpkg: a .deb is an ar archive whose data.tar.* member
 # holds the files.
 autograph_deps_unpack_ar() {

@@ -10,7 +10,9 @@
 #    torchvision 0.26.0 — the GPU machines' versions — plus numpy, pytest, lizard (scripts/check_source.py)
 #    scikit-build-core (pip install of the package, tested by scripts/test.sh), cairosvg (the
 #    timeline test renders its SVG to PNG) and the benchmark rivals (onnxruntime, openvino,
-#    onnxscript, onnx) and ray[serve] (the serving example) from PyPI.
+#    onnxscript, onnx) and ray[serve] (the serving example) from PyPI; and ONNX Runtime's C++ headers,
+#    which the onnxruntime package lacks (Debian 13's libonnxruntime-dev, unpacked into
+#    ~/.cache/autograph/onnxruntime-headers), for libautograph_onnxruntime.so.
 set -euo pipefail
 
 TORCH_VERSION=2.11.0
@@ -82,6 +84,31 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   # shellcheck disable=SC2086
   "$VENV/bin/python" -m pip install -q $want
   echo "$want" > "$stamp"
+fi
+
+# --- ONNX Runtime's headers: libautograph_onnxruntime.so builds against them (CMake looks here) ------
+# The onnxruntime package has none; Debian 13's libonnxruntime-dev, pinned in scripts/deps_env.sh,
+# has them. Optional: without them the build skips ONNX Runtime's parts and says so.
+# shellcheck source=scripts/deps_env.sh
+source "$root/scripts/deps_env.sh"
+ort_headers=${XDG_CACHE_HOME:-$HOME/.cache}/autograph/onnxruntime-headers
+if [ "$(cat "$ort_headers/.sha256" 2>/dev/null)" != "$AUTOGRAPH_ORT_DEV_SHA256" ]; then
+  if [ "$(dpkg --print-architecture)" != amd64 ]; then
+    log "warning: ONNX Runtime's headers are pinned for amd64 only: no ONNX Runtime parts in this build"
+  elif autograph_fetch_onnxruntime_dev "$ort_headers.download"; then
+    log "unpacking ONNX Runtime's headers ($AUTOGRAPH_ORT_DEV_FILE) into $ort_headers"
+    rm -rf "$ort_headers"
+    mkdir -p "$ort_headers"
+    if dpkg-deb --fsys-tarfile "$ort_headers.download/$AUTOGRAPH_ORT_DEV_FILE" | tar -x -C "$ort_headers" ./usr/include; then
+      echo "$AUTOGRAPH_ORT_DEV_SHA256" > "$ort_headers/.sha256"  # last: an interrupted unpack is redone
+    else
+      rm -rf "$ort_headers"
+      log "warning: cannot unpack ONNX Runtime's headers: no ONNX Runtime parts in this build"
+    fi
+    rm -rf "$ort_headers.download"
+  else
+    log "warning: ONNX Runtime's headers could not be fetched: no ONNX Runtime parts in this build"
+  fi
 fi
 
 # --- CMake / ninja: PyPI versions only when the system ones are too old ---------------------------

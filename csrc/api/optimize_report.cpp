@@ -30,6 +30,7 @@ nlohmann::json PrecisionJson(const PrecisionDecision& p) {
           {"fp32_ms", MsOrNull(p.fp32_ms)},
           {"lowered_ms", MsOrNull(p.lowered_ms)},
           {"calibration_inputs", p.calibration_inputs},
+          {"judged_inputs", 1 + p.calibration_inputs},  // the example's and the calibration inputs, as the export path's
           {"note", TextOrNull(p.note)},
           {"parts", parts}};
 }

@@ -175,6 +175,12 @@ std::vector<OptionSpec> MakeTable() {
                            "the whole graph compiled by OpenVINO's CPU plugin is one more candidate, kept where the "
                            "whole program measures faster (needs the openvino package and libautograph_openvino.so)",
                            [](auto& o) -> auto& { return o.substitutions.openvino; }));
+  t.push_back(Option<bool>("onnxruntime", "export path, cpu",
+                           "the whole graph and its parts compiled by ONNX Runtime's CPU provider are more candidates, "
+                           "kept where the whole program measures faster, part by part beside the other compilers' "
+                           "parts where that mix is faster (needs the onnxruntime package and "
+                           "libautograph_onnxruntime.so)",
+                           [](auto& o) -> auto& { return o.substitutions.onnxruntime; }));
   t.push_back(Option<std::string>(
       "precision", "all",
       "the lowest precision a candidate may compute in: fp32 (float32 as the process's switches say), tf32 (each "

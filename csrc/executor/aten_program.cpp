@@ -12,10 +12,9 @@
 #include "autograph/error.h"
 #include "core/aten_graph.h"
 #include "executor/capture_inputs.h"
+#include "executor/compiled_part_ops.h"
 #include "executor/float32_switches.h"
-#include "executor/inductor_part.h"
 #include "executor/merge_candidate_json.h"
-#include "executor/openvino_part.h"
 #include "executor/plan_integers.h"
 #include "executor/validate_schedule.h"
 
@@ -85,8 +84,7 @@ AtenProgram::AtenProgram(OpGraph graph, Schedule schedule, ExecutorOptions optio
   num_inputs_ = aten.inputs.size();
   is_package_.assign(aten.inputs.size(), false);
   for (const AtenNode& node : aten.nodes) {
-    if ((node.op != kInductorPartOp && node.op != kOpenVinoPartOp) || node.args.size() < 2 ||
-        node.args[1].kind != AtenArgument::Kind::Value)
+    if (!IsCompiledPartOp(node.op) || node.args.size() < 2 || node.args[1].kind != AtenArgument::Kind::Value)
       continue;
     for (size_t i = 0; i < aten.inputs.size(); ++i) is_package_[i] = is_package_[i] || aten.inputs[i] == node.args[1].value;
   }

@@ -199,7 +199,8 @@ int64_t ReleaseInductorParts(const std::vector<std::string>& digests) {
 }
 
 InductorPartCost InductorPartCostOf(std::string_view spec) {
-  // Any compiled part's spec (Inductor's or OpenVINO's): both carry the FLOPs and kind of what they replace.
+  // Any compiled part's spec (Inductor's, OpenVINO's, ONNX Runtime's): each carries the FLOPs and kind of
+  // what it replaces.
   const json parsed = json::parse(spec, nullptr, /*allow_exceptions=*/false);
   if (!parsed.is_object()) throw InputError("a compiled part's spec is not JSON");
   return {parsed.value("flops", 0.0), parsed.value("compute_bound", false)};

@@ -33,7 +33,7 @@ std::vector<std::string> LoadedInductorParts();
 // Thread-safe.
 int64_t ReleaseInductorParts(const std::vector<std::string>& digests);
 
-// What ImportAtenGraph plans a compiled part with (Inductor's, or OpenVINO's: executor/openvino_part.h):
+// What ImportAtenGraph plans a compiled part with (Inductor's, or another compiler's: compiled_part_ops.h):
 // its FLOPs and whether it is compute-bound, from the spec.
 struct InductorPartCost {
   double flops = 0;

@@ -1,7 +1,7 @@
 // autograph::loaded_compiled_parts and autograph::release_compiled_parts: the compiled parts this
-// process holds loaded (Inductor's packages, OpenVINO's compiled models), by the digests their specs
-// name, and their release, so that optimize can drop what the candidates it rejects loaded; a
-// released part that runs again is loaded again from its package tensor.
+// process holds loaded (Inductor's packages, OpenVINO's compiled models, ONNX Runtime's sessions), by
+// the digests their specs name, and their release, so that optimize can drop what the candidates it
+// rejects loaded; a released part that runs again is loaded again from its package tensor.
 #include <torch/library.h>
 
 #include <cstdint>
@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "executor/inductor_part.h"
+#include "executor/onnxruntime_part.h"
 #include "executor/op_errors.h"
 #include "executor/openvino_part.h"
 
@@ -18,14 +19,16 @@ namespace {
 std::vector<std::string> LoadedCompiledPartsOp() {
   return WithTorchErrors([] {
     std::vector<std::string> digests = LoadedInductorParts();
-    const std::vector<std::string> openvino = LoadedOpenVinoParts();
-    digests.insert(digests.end(), openvino.begin(), openvino.end());
+    for (const std::vector<std::string>& more : {LoadedOpenVinoParts(), LoadedOnnxRuntimeParts()})
+      digests.insert(digests.end(), more.begin(), more.end());
     return digests;
   });
 }
 
 int64_t ReleaseCompiledPartsOp(std::vector<std::string> digests) {
-  return WithTorchErrors([&] { return ReleaseInductorParts(digests) + ReleaseOpenVinoParts(digests); });
+  return WithTorchErrors([&] {
+    return ReleaseInductorParts(digests) + ReleaseOpenVinoParts(digests) + ReleaseOnnxRuntimeParts(digests);
+  });
 }
 
 }  // namespace

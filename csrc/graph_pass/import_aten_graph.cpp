@@ -9,8 +9,8 @@
 #include "autograph/error.h"
 #include "core/operator_flops.h"
 #include "executor/aten_operation.h"
+#include "executor/compiled_part_ops.h"
 #include "executor/inductor_part.h"
-#include "executor/openvino_part.h"
 
 namespace autograph {
 
@@ -80,7 +80,7 @@ NodeRecord RecordNode(const AtenGraph& g, int index) {
   if (r.writes_input) r.kind = OpKind::MemoryBound;
   else if (IsViewSchema(schema)) r.kind = OpKind::View;
   else r.kind = IsComputeBoundOp(node.op) ? OpKind::ComputeBound : OpKind::MemoryBound;
-  if ((node.op == kInductorPartOp || node.op == kOpenVinoPartOp) && r.arguments.size() == 3 && r.arguments[2].isString()) {
+  if (IsCompiledPartOp(node.op) && r.arguments.size() == 3 && r.arguments[2].isString()) {
     // A compiled part: its operators' FLOPs and kind, summed up when it was cut, stand for it.
     const InductorPartCost cost = InductorPartCostOf(r.arguments[2].toStringRef());
     r.kind = cost.compute_bound ? OpKind::ComputeBound : OpKind::MemoryBound;

@@ -5,8 +5,8 @@ process with autograph's runtime preloaded loads with AOTIModelPackageLoader, no
     python examples/aoti_package/make_package.py --out DIR
     LD_PRELOAD=build/libautograph_runtime.so build/serve_host DIR/model.pt2 DIR/input.bin DIR/expected.bin 1 3 32 32
 
-(with build/libautograph_openvino.so too, colon-separated, where the kept program has an OpenVINO
-part: the printed command says.)
+(with build/libautograph_openvino.so or build/libautograph_onnxruntime.so too, colon-separated, where the
+kept program has an OpenVINO or ONNX Runtime part: the printed command says.)
 
 Writes DIR/model.pt2, DIR/input.bin and DIR/expected.bin (raw float32: the input, eager's output) and
 prints the command that runs it.
@@ -45,17 +45,19 @@ def main() -> int:
     model = Block().eval()
     x = torch.randn(1, 3, 32, 32)
     optimized, report = autograph.optimize(torch.export.export(model, (x,)), method=a.method)
-    kept = (report.get("inductor") or {}).get("kept", "aten")
+    kept = (report.get("contest") or {}).get("kept", "aten")
     package = torch._inductor.aoti_compile_and_package(optimized, package_path=str(a.out / "model.pt2"))
     with torch.no_grad():
         want = model(x)
     x.numpy().tofile(a.out / "input.bin")
     want.numpy().tofile(a.out / "expected.bin")
-    # The runtime, and OpenVINO's runner where the kept program has an OpenVINO part (on CPU, when it
-    # measured fastest; optimize(..., openvino=False) keeps it out).
+    # The runtime, and the runner of each compiler whose parts the kept program calls (OpenVINO's, ONNX
+    # Runtime's: on CPU, when they measured fastest; optimize(..., openvino=False, onnxruntime=False)
+    # keeps them out).
+    program = " ".join(a for n in optimized.graph.nodes for a in n.args if isinstance(a, str))
     preload = [autograph.runtime_library_path()]
-    if kept == "whole_openvino":
-        preload.append(autograph.openvino_library_path())
+    preload += [autograph.runner_library_path(runner) for runner in ("openvino", "onnxruntime")
+                if f"run_{runner}_part" in program]
     print(f"autograph kept the {kept!r} candidate, {report['stages']} stages; wrote {package}")
     print(f"run: LD_PRELOAD={':'.join(preload)} serve_host {package} {a.out / 'input.bin'} {a.out / 'expected.bin'} "
           + " ".join(map(str, x.shape)))

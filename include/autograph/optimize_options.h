@@ -31,6 +31,9 @@ struct SubstitutionOptions {
   // Export path, CPU: the whole graph compiled by OpenVINO (autograph::run_openvino_part) is one more
   // candidate beside Inductor's, kept where the whole program measures faster.
   bool openvino = true;
+  // Export path, CPU: the graph and its parts compiled by ONNX Runtime's CPU provider
+  // (autograph::run_onnxruntime_part) compete too, and mix part by part with the others where that is faster.
+  bool onnxruntime = true;
   // Every rewrite that changed the graph is timed on the whole graph (the better of the one-stream and
   // Nimble's schedule), side by side with the graph before it, and undone unless it is faster.
   // false: rewrites are kept unmeasured.

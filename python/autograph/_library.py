@@ -1,8 +1,9 @@
 """Finding and loading libautograph.so (the TorchScript ops and classes of autograph) and the CLI."""
 import importlib
+import importlib.machinery
 import os
 from pathlib import Path
-from typing import Optional
+from typing import Dict, Optional
 
 import torch
 
@@ -71,41 +72,63 @@ def load_library() -> None:
                                 "build it with scripts/build.sh, or point AUTOGRAPH_LIBRARY at libautograph.so")
     torch.ops.load_library(path)
     _loaded = True
-    _load_openvino_runner()
+    for runner in _RUNNERS:
+        _load_runner(runner)
 
 
-_openvino_missing: Optional[str] = "autograph's library is not loaded yet"
+# The compilers' runners of their parts, each a library of its own beside libautograph.so that links the
+# compiler and installs its runner when it loads (the runtime never links a compiler): the library's
+# name, the Python package that ships the compiler's own libraries, whether importing it loads them
+# first (OpenVINO's; ONNX Runtime's runner opens the package's library itself when a part first runs,
+# so the package is looked for, never imported), and what to install.
+_RUNNERS = {
+    "openvino": ("libautograph_openvino.so", "openvino", True, "pip install openvino"),
+    "onnxruntime": ("libautograph_onnxruntime.so", "onnxruntime", False, "pip install onnxruntime"),
+}
+_missing: Dict[str, str] = {name: "autograph's library is not loaded yet" for name in _RUNNERS}
+
+
+def runner_library_path(runner: str) -> str:
+    """The runner library of compiler `runner` ("openvino", "onnxruntime"), beside library_path() (built
+    where the compiler's package was found beside torch)."""
+    return str(Path(library_path()).with_name(_RUNNERS[runner][0]))
 
 
 def openvino_library_path() -> str:
-    """libautograph_openvino.so, beside library_path(): OpenVINO's runner of autograph::run_openvino_part
-    (built where the openvino package was found beside torch)."""
-    return str(Path(library_path()).with_name("libautograph_openvino.so"))
+    """libautograph_openvino.so: OpenVINO's runner of autograph::run_openvino_part."""
+    return runner_library_path("openvino")
 
 
-def _load_openvino_runner() -> None:
-    """Loads libautograph_openvino.so when it and the openvino package are here; else records why not
-    (openvino_missing), and programs with OpenVINO parts say so when they run."""
-    global _openvino_missing
-    path = openvino_library_path()
+def _load_runner(runner: str) -> None:
+    """Loads the runner library of `runner` when it (and its Python package, where it needs one) is here;
+    else records why not (runner_missing), and programs with its parts say so when they run."""
+    _, package, import_first, install = _RUNNERS[runner]
+    path = runner_library_path(runner)
     if not os.path.exists(path):
-        _openvino_missing = f"{path} was not built (pip install openvino beside torch, then build autograph again)"
+        _missing[runner] = f"{path} was not built ({install} beside torch, then build autograph again)"
         return
     try:
-        importlib.import_module("openvino")  # loads OpenVINO's own libraries, which the runner links
+        if import_first:
+            importlib.import_module(package)  # loads the compiler's own libraries, which the runner links
+        elif importlib.machinery.PathFinder.find_spec(package) is None:  # its files, not an import
+            raise ImportError(f"no module named '{package}'")
     except ImportError as e:
-        _openvino_missing = f"the openvino package is not installed ({e}): pip install openvino"
+        _missing[runner] = f"the {package} package is not installed ({e}): {install}"
         return
     try:
         torch.ops.load_library(path)
     except OSError as e:
-        _openvino_missing = f"{path} does not load: {e}"
+        _missing[runner] = f"{path} does not load: {e} ({install})"
         return
-    _openvino_missing = None
+    _missing.pop(runner, None)
+
+
+def runner_missing(runner: str) -> Optional[str]:
+    """None when compiler `runner`'s parts can be built and run in this process, else why not."""
+    load_library()
+    return _missing.get(runner)
 
 
 def openvino_missing() -> Optional[str]:
     """None when OpenVINO parts can be built and run in this process, else why not."""
-    load_library()
-    return _openvino_missing
-
+    return runner_missing("openvino")

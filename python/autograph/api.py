@@ -25,7 +25,8 @@ def optimize(model: Model, example_inputs: Union[Sequence[Any], torch.Tensor, No
     `dynamic_shapes` passed on). Returns an optimized ExportedProgram — save it with torch.export.save,
     load it with torch.export.load after `import autograph` — and the report. Its graph calls
     autograph::execute; no TorchScript is involved. The plan's kernels come from Inductor where that
-    measures faster (option inductor; report["inductor"] says what was compiled, timed and kept); no
+    measures faster, and from OpenVINO and ONNX Runtime on CPU, part by part where a mix measures faster
+    (options inductor, openvino, onnxruntime; report["contest"] says what was compiled, timed and kept); no
     TorchScript substitutions or stitching; the search's cost models as on the TorchScript path (cost=
     "measured" runs the exported graph's stages on the device), on-board verification measures.
     A program with dynamic dims is planned at the example's shapes and runs other shapes in its range
@@ -49,10 +50,10 @@ def optimize(model: Model, example_inputs: Union[Sequence[Any], torch.Tensor, No
     does one given for the other path alone ("applies"; e.g. openvino here, stitch on the export path).
     strict=True raises where autograph would otherwise fall back quietly: a model the TorchScript path
     cannot take apart (report["fallback"]), a compiled candidate or the every-shape package that failed
-    (report["inductor"]["errors"], report["dynamic_shapes"]["error"]), or, with option precision below
-    fp32, no lowered candidate within option tolerance (report["inductor"]["precision"]; on the TorchScript
-    path report["precision"]); not an optional
-    compiler that is not installed (report["inductor"]["not_available"] names it).
+    (report["contest"]["errors"], report["dynamic_shapes"]["error"]), or, with option precision below
+    fp32, no lowered candidate within option tolerance (report["precision"], on either path); not an
+    optional compiler that is not installed (report["contest"]["not_available"] names it).
+    report["inductor"] is report["contest"] under its former name, kept readable for a while.
 
     Returns the optimized ScriptModule (save it with torch.jit.save, load it with autograph.load) and the
     report as a dict (the keys of `autograph optimize --json`). report["timeline"] is the kept schedule in
@@ -148,7 +149,7 @@ def _raise_on_fallback(report: Dict[str, Any]) -> None:
     if lowered.get("kept") == "fp32" and ("beyond the tolerance" in note or "could not be made" in note):
         raise Error(f"strict: no program in {lowered['asked']} met the tolerance {lowered['tolerance']:g}: {note} "
                     f"(error {lowered['error']}) (a larger tolerance, or precision fp32)")
-    contest = report.get("inductor") or {}
+    contest = report.get("contest") or {}
     # An optional compiler that is not installed (OpenVINO) is not a failure: the report says it is missing.
     errors = {k: v for k, v in (contest.get("errors") or {}).items() if k not in contest.get("not_available", ())}
     precision = contest.get("precision") or {}
@@ -158,7 +159,7 @@ def _raise_on_fallback(report: Dict[str, Any]) -> None:
                     + " (a larger tolerance, or precision fp32)")
     errors = {k: v for k, v in errors.items() if k not in precision.get("lowered", ())}
     if errors:
-        raise Error("strict: Inductor candidates failed: " + "; ".join(f"{k}: {v}" for k, v in errors.items()))
+        raise Error("strict: compiled candidates failed: " + "; ".join(f"{k}: {v}" for k, v in errors.items()))
     dynamic = report.get("dynamic_shapes") or {}
     if dynamic.get("error"):
         raise Error(f"strict: the program for other shapes failed: {dynamic['error']}")

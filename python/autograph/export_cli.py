@@ -196,8 +196,8 @@ def _optimize(args) -> int:
     if args.json:
         print(json.dumps(report))
     else:
-        kept = (report.get("inductor") or {}).get("kept", "aten")
-        precision = (report.get("inductor") or {}).get("precision")
+        kept = (report.get("contest") or {}).get("kept", "aten")
+        precision = (report.get("contest") or {}).get("precision")
         if precision:
             kept += f" in {precision['kept']} (asked {precision['asked']}, tolerance {precision['tolerance']:g})"
         print(f"{args.model}: {report['operators_before']} operators -> {report['stages']} stages on "
@@ -228,11 +228,17 @@ def describe(ep: torch.export.ExportedProgram) -> Dict[str, Any]:
     stages = body["schedule"]["stages"]
     nodes = body["graph"]["nodes"]
     parts = [n for n in nodes if n["op"] == "autograph::run_inductor_part"]
+    compiled: Dict[str, int] = {}  # every compiler's parts, by compiler (run_<compiler>_part)
+    for n in nodes:
+        if n["op"].startswith("autograph::run_") and n["op"].endswith("_part"):
+            name = n["op"][len("autograph::run_"):-len("_part")]
+            compiled[name] = compiled.get(name, 0) + 1
     info.update({"format": header["format"], "version": header["version"], "device": header["device"],
                  "stages": len(stages), "groups": sum(len(s["groups"]) for s in stages),
                  "streams": max((len(s["groups"]) for s in stages), default=0),
                  "operators": len(body["operators"]), "aten_nodes": len(nodes), "inductor_parts": len(parts),
-                 "inductor_part_bytes": sum(body["graph"]["values"][p["args"][1]["value"]]["shape"][0] for p in parts)})
+                 "inductor_part_bytes": sum(body["graph"]["values"][p["args"][1]["value"]]["shape"][0] for p in parts),
+                 "compiled_parts": compiled})
     other = body.get("other_shapes")
     info["dynamic"] = other is not None
     if other is not None:
@@ -259,7 +265,9 @@ def _inspect(args) -> int:
         print(f"{args.model}: optimized by autograph ({info['format']} v{info['version']}, {info['device']}): "
               f"{info['operators']} operators in {info['stages']} stages, {info['groups']} groups, up to "
               f"{info['streams']} streams; {info['inductor_parts']} Inductor-compiled parts "
-              f"({info['inductor_part_bytes'] / 2**20:.1f} MiB); {info['inputs']} inputs, {info['outputs']} outputs")
+              f"({info['inductor_part_bytes'] / 2**20:.1f} MiB)"
+              + "".join(f", {n} {name} parts" for name, n in sorted(info["compiled_parts"].items()) if name != "inductor")
+              + f"; {info['inputs']} inputs, {info['outputs']} outputs")
         if info["dynamic"]:
             runs = ("one Inductor package for every shape" if info["other_shapes"] == "inductor"
                     else "the exported graph on ATen's kernels")

@@ -106,6 +106,7 @@ class Settings:
     stitch: bool = True
     inductor: bool = True
     openvino: bool = True
+    onnxruntime: bool = True
     precision: str = "fp32"
     tolerance: float = 0.01
     check_rewrites: bool = True

@@ -1,5 +1,5 @@
 """How the export path judges a compiled candidate's outputs (python/autograph/candidate_check.py) and
-what its report says of every candidate (export._with_inductor_parts).
+what its report says of every candidate (export._with_compiled_parts).
 
 The reference is the plan on ATen's kernels in full float32 precision; a candidate may be
 max(FLOOR, FACTOR x the plan's own error under the user's settings) of each output's scale from it,
@@ -189,7 +189,7 @@ def _stand_ins(monkeypatch, ms, jit_warns=False):
     to build); each candidate's median ms from `ms`."""
 
     def candidates(builder, graph, program, weights, tensors, settings, ready=None):
-        plan, plan_report = export_module.plans.plan(graph, weights + tensors, dict(settings, method="sequential"))
+        plan, plan_report = export_module.plans.plan(graph, weights + tensors, export_module.plans.replaced(settings, method="sequential"))
         users = [v for v, is_weight in zip(graph["inputs"], graph["weights"]) if not is_weight]
         inputs = [v for v, is_weight in zip(graph["inputs"], graph["weights"]) if is_weight] + users
 
@@ -203,7 +203,8 @@ def _stand_ins(monkeypatch, ms, jit_warns=False):
                  "whole_unfrozen": Program(program, [2 * w for w in weights], {}, 1)}
         if "whole" in ms:
             built["whole"] = JustInTime(call, inputs, list(graph["outputs"]), [], "whole part 1/1", True)
-        made = {name: Candidate.of(name, b) for name, b in built.items()}
+        inductor = export_module.compilers.inductor.COMPILER  # what they stand for, as data on each
+        made = {name: Candidate.of(name, b, compiler=inductor, kind=name) for name, b in built.items()}
         made["whole_openvino"] = Candidate.failed("whole_openvino", RuntimeError("the stand-in conversion failed"))
         return made, 0
 
@@ -216,7 +217,7 @@ def test_the_report_lists_every_candidate_with_its_error_and_time_or_why_it_was_
     x, want, ep = tiny
     _stand_ins(monkeypatch, {"aten": 2.0, "plan": 1.0, "whole": 3.0}, jit_warns=True)
     with pytest.warns(UserWarning, match="capturing a CUDA Graph failed"):  # shown to the user as well
-        optimized, report = autograph.optimize(ep, method="sequential", openvino=False)
+        optimized, report = autograph.optimize(ep, method="sequential", openvino=False, onnxruntime=False)
     summary = report["inductor"]
     json.dumps(summary, allow_nan=False)
     assert summary["kept"] == "plan" and report["chosen"].startswith("inductor plan")
@@ -247,11 +248,11 @@ def test_where_the_users_settings_round_the_reference_is_planned_apart_without_a
     plans = []
     plan = export_module.plans.plan
     monkeypatch.setattr(export_module.plans, "plan", lambda graph, tensors, settings: plans.append(
-        (settings["method"], settings.get("cuda_graph"), candidate_check.reduced_switches("cpu"))) or plan(
+        (settings.method, settings.cuda_graph, candidate_check.reduced_switches("cpu"))) or plan(
         graph, tensors, settings))
     torch.set_float32_matmul_precision("medium")  # oneDNN's matmuls may round to bfloat16
     before = _precision_settings()
-    optimized, report = autograph.optimize(ep, method="sequential", openvino=False)
+    optimized, report = autograph.optimize(ep, method="sequential", openvino=False, onnxruntime=False)
     assert _precision_settings() == before
     summary = report["inductor"]
     # The reference's plan: one operator at a time, no CUDA Graph, nothing rounding.

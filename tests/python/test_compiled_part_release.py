@@ -42,7 +42,7 @@ def inductor_whole(block):
     the finest candidate untimed; OpenVINO's left out)."""
     model, x, _ = block
     optimized, report = autograph.optimize(torch.export.export(model, (x,)), (x,), method="sequential",
-                                           check_rewrites=False, openvino=False)
+                                           check_rewrites=False, openvino=False, onnxruntime=False)
     assert report["inductor"]["kept"] == "whole", report["inductor"]
     return optimized
 
@@ -138,7 +138,7 @@ def test_optimize_releases_what_the_rejected_candidates_loaded(block, monkeypatc
         name: 1.0 if name == "aten" else 2.0 for name in candidates})
     before = _loaded()
     optimized, report = autograph.optimize(torch.export.export(model, (x,)), (x,), method="sequential",
-                                           openvino=False)
+                                           openvino=False, onnxruntime=False)
     assert report["inductor"]["kept"] == "aten" and report["inductor"]["dropped"]["whole"]["why"] == "slower"
     assert _loaded() - before == set()
     with torch.no_grad():

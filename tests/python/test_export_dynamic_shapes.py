@@ -96,7 +96,7 @@ def _header(optimized):
 
 def test_dynamic_batch_plans_the_example_shape_and_runs_every_other(cnn):
     model, x, ep = cnn
-    optimized, report = autograph.optimize(ep, method="autograph", inductor=False)
+    optimized, report = autograph.optimize(ep, method="autograph", inductor=False, openvino=False, onnxruntime=False)
     assert report["dynamic_shapes"]["planned_for"] == [[4, 3, 8, 8]]
     header = _header(optimized)
     assert header["dynamic"] and header["version"] == 2
@@ -115,7 +115,7 @@ def test_transformer_with_dynamic_batch_and_length():
     model = TinyEncoder().eval()
     ids = torch.randint(0, 100, (2, 16))
     dims = {0: torch.export.Dim("batch", min=1, max=8), 1: torch.export.Dim("length", min=2, max=256)}
-    optimized, report = autograph.optimize(model, (ids,), ir="export", dynamic_shapes=(dims,), inductor=False)
+    optimized, report = autograph.optimize(model, (ids,), ir="export", dynamic_shapes=(dims,), inductor=False, openvino=False, onnxruntime=False)
     assert report["dynamic_shapes"]["planned_for"] == [[2, 16]]
     with torch.no_grad():
         for b, n in ((2, 16), (1, 5), (8, 256), (3, 77)):
@@ -125,13 +125,13 @@ def test_transformer_with_dynamic_batch_and_length():
 
 def test_dynamic_program_saved_and_run_in_a_fresh_process(cnn, tmp_path):
     model, _, ep = cnn
-    optimized, _ = autograph.optimize(ep, method="autograph", inductor=False)
+    optimized, _ = autograph.optimize(ep, method="autograph", inductor=False, openvino=False, onnxruntime=False)
     _runs_in_a_fresh_process(optimized, model, (4, 3, 17), tmp_path, TOL)
 
 
 def test_dynamic_program_compiles_with_aotinductor(cnn, tmp_path):
     model, _, ep = cnn
-    optimized, _ = autograph.optimize(ep, method="autograph", inductor=False)
+    optimized, _ = autograph.optimize(ep, method="autograph", inductor=False, openvino=False, onnxruntime=False)
     package = torch._inductor.aoti_compile_and_package(optimized, package_path=str(tmp_path / "dynamic_aoti.pt2"))
     runner = torch._inductor.aoti_load_package(package)
     with torch.no_grad():
@@ -199,7 +199,7 @@ def test_scalar_op_errors():
 
 def test_graph_for_other_shapes_that_does_not_fit_the_plan_is_refused(cnn):
     _, _, ep = cnn
-    optimized, _ = autograph.optimize(ep, method="sequential", inductor=False)
+    optimized, _ = autograph.optimize(ep, method="sequential", inductor=False, openvino=False, onnxruntime=False)
     (call,) = [n for n in optimized.graph.nodes if n.target == torch.ops.autograph.execute.default]
     text = call.args[1]
     body = json.loads(text[text.index("\n") + 1:])
@@ -215,7 +215,7 @@ def test_planned_for_the_inputs_given_not_the_exported_example(cnn):
     with; the graph for other shapes is recorded at those sizes too."""
     model, _, ep = cnn  # exported at batch 4
     x = torch.randn(6, 3, 8, 8)
-    optimized, report = autograph.optimize(ep, (x,), method="sequential", inductor=False)
+    optimized, report = autograph.optimize(ep, (x,), method="sequential", inductor=False, openvino=False, onnxruntime=False)
     assert report["dynamic_shapes"]["planned_for"] == [[6, 3, 8, 8]]
     with torch.no_grad():
         for n in (6, 4, 1):

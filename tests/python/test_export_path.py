@@ -3,7 +3,7 @@ with torch.export.save and loaded in a fresh process. Outputs compared with the 
 Float32 on the same CPU kernels (the export's functional graph keeps BatchNorm as its own op, nothing
 is folded): the only differences are in what runs concurrently, so the relative error is bounded by
 1e-5 of the output's scale (intra-op thread counts change reduction orders); a wrong schedule or
-wiring moves outputs by order 1. Inductor-compiled parts are off here (inductor=False: these tests are
+wiring moves outputs by order 1. Inductor-compiled parts are off here (inductor=False, openvino=False, onnxruntime=False: these tests are
 about the plan and the program on ATen's kernels); test_inductor_parts.py tests them."""
 import json
 import subprocess
@@ -75,7 +75,7 @@ def inception():
 @pytest.mark.parametrize("method", ["sequential", "nimble", "ios", "autograph"])
 def test_exported_program_optimized_by_each_method(inception, method):
     model, x, ep = inception
-    optimized, report = autograph.optimize(ep, method=method, inductor=False)
+    optimized, report = autograph.optimize(ep, method=method, inductor=False, openvino=False, onnxruntime=False)
     assert isinstance(optimized, ExportedProgram)
     assert report["method"] == method and report["device"] == "cpu"
     assert report["operators_before"] > 10 and report["operators_optimized"] == report["operators_before"]
@@ -91,13 +91,13 @@ def test_exported_program_optimized_by_each_method(inception, method):
 
 def test_branches_run_concurrently_under_nimble(inception):
     _, _, ep = inception
-    _, report = autograph.optimize(ep, method="nimble", inductor=False)
+    _, report = autograph.optimize(ep, method="nimble", inductor=False, openvino=False, onnxruntime=False)
     assert report["streams"] >= 3  # the four branches of the block, at least three side by side
 
 
 def test_saved_program_loads_and_runs_in_a_fresh_process(inception, tmp_path):
     model, x, ep = inception
-    optimized, _ = autograph.optimize(ep, method="autograph", verify=1, inductor=False)
+    optimized, _ = autograph.optimize(ep, method="autograph", verify=1, inductor=False, openvino=False, onnxruntime=False)
     path = tmp_path / "inception_opt.pt2"
     torch.export.save(optimized, str(path))
     torch.save({"x": x, "want": model(x).detach()}, tmp_path / "io.pt")
@@ -121,7 +121,7 @@ def test_nn_module_exported_for_the_user_with_structured_io():
     torch.manual_seed(0)
     model = TwoInTwoOut().eval()
     x, mask = torch.randn(1, 6, 16), torch.zeros(1, 6, 6)
-    optimized, report = autograph.optimize(model, (x, mask), ir="export", method="nimble", inductor=False)
+    optimized, report = autograph.optimize(model, (x, mask), ir="export", method="nimble", inductor=False, openvino=False, onnxruntime=False)
     assert isinstance(optimized, ExportedProgram) and report["operators_before"] > 5
     got, want = optimized.module()(x, mask), model(x, mask)
     assert set(got) == {"scores", "pooled"}
@@ -135,7 +135,7 @@ def test_nn_module_exported_for_the_user_with_structured_io():
 def test_optimized_program_exports_and_traces_again(inception):
     """The fake kernel lets export (and so AOTInductor) trace the optimized program."""
     _, x, ep = inception
-    optimized, _ = autograph.optimize(ep, method="sequential", inductor=False)
+    optimized, _ = autograph.optimize(ep, method="sequential", inductor=False, openvino=False, onnxruntime=False)
     again = torch.export.export(optimized.module(), (x,))
     assert [n.target for n in again.graph.nodes if n.op == "call_function"][0] == torch.ops.autograph.execute.default
     _close(again.module()(x), optimized.module()(x))
@@ -147,7 +147,7 @@ def test_data_dependent_control_flow_names_the_torchscript_path():
             return x * 2 if x.sum() > 0 else x - 1
 
     with pytest.raises(autograph.UnsupportedModelError, match="TorchScript path"):
-        autograph.optimize(Branchy(), (torch.randn(3),), ir="export", inductor=False)
+        autograph.optimize(Branchy(), (torch.randn(3),), ir="export", inductor=False, openvino=False, onnxruntime=False)
 
 
 def test_buffer_mutation_is_refused_with_a_clear_error():
@@ -161,7 +161,7 @@ def test_buffer_mutation_is_refused_with_a_clear_error():
             return x + self.n
 
     with pytest.raises(autograph.UnsupportedModelError, match="mutates"):
-        autograph.optimize(Counter(), (torch.randn(3),), ir="export", inductor=False)
+        autograph.optimize(Counter(), (torch.randn(3),), ir="export", inductor=False, openvino=False, onnxruntime=False)
 
 
 def test_measured_costs_time_the_exported_graphs_stages(inception, tmp_path):
@@ -171,20 +171,20 @@ def test_measured_costs_time_the_exported_graphs_stages(inception, tmp_path):
     model, x, ep = inception
     cache = str(tmp_path / "costs.json")
     optimized, report = autograph.optimize(ep, method="autograph", cost="measured", cost_cache=cache,
-                                           inductor=False)
+                                           inductor=False, openvino=False, onnxruntime=False)
     assert report["cost"].startswith("measured:cpu")
     assert report["stages_measured"] > 0
     with torch.no_grad():
         _close(optimized.module()(x), model(x))
-    _, again = autograph.optimize(ep, method="autograph", cost="measured", cost_cache=cache, inductor=False)
+    _, again = autograph.optimize(ep, method="autograph", cost="measured", cost_cache=cache, inductor=False, openvino=False, onnxruntime=False)
     assert again["stages_measured"] == 0 and again["cost_cache_hits"] > 0
 
 
 def test_bad_options_and_inputs(inception):
     model, x, ep = inception
     with pytest.raises(autograph.InputError, match="unknown ir"):
-        autograph.optimize(model, (x,), ir="onnx", inductor=False)
-    optimized, _ = autograph.optimize(ep, method="sequential", inductor=False)
+        autograph.optimize(model, (x,), ir="onnx", inductor=False, openvino=False, onnxruntime=False)
+    optimized, _ = autograph.optimize(ep, method="sequential", inductor=False, openvino=False, onnxruntime=False)
     program, weights = _program_and_weights(optimized)
     with pytest.raises(ValueError, match="optimized for"):
         torch.ops.autograph.execute(weights + [torch.randn(8, 12, 12)], program)
@@ -205,7 +205,7 @@ def test_aten_graph_reads_shapes_from_the_export_metadata(inception):
 
 def test_corrupted_program_text_is_a_clear_error(inception):
     _, x, ep = inception
-    optimized, _ = autograph.optimize(ep, method="sequential", inductor=False)
+    optimized, _ = autograph.optimize(ep, method="sequential", inductor=False, openvino=False, onnxruntime=False)
     text, weights = _program_and_weights(optimized)
     with pytest.raises(RuntimeError, match="digest does not match"):
         torch.ops.autograph.execute(weights + [x], text[:-10] + "0" * 10)
@@ -235,7 +235,7 @@ def test_merged_stages_are_built_from_the_programs_weights(tmp_path):
     torch.manual_seed(0)
     model = Siblings().eval()
     x, y = torch.randn(2, 16, 7, 7), torch.randn(2, 5, 32)
-    optimized, report = autograph.optimize(model, (x, y), ir="export", method="ios", inductor=False)
+    optimized, report = autograph.optimize(model, (x, y), ir="export", method="ios", inductor=False, openvino=False, onnxruntime=False)
     merges = [s for s in report["schedule"]["stages"] if s["strategy"] == "merge"]
     assert merges and report["linears_merged"] >= 1, report["schedule"]
     with torch.no_grad():
@@ -290,7 +290,7 @@ def test_another_program_of_the_same_text_runs_on_its_own_weights(device):
         x = torch.randn(2, 8, 12, 12, device=device)
         programs = []
         for model in models:
-            optimized, _ = autograph.optimize(model, (x,), ir="export", method="nimble", inductor=False)
+            optimized, _ = autograph.optimize(model, (x,), ir="export", method="nimble", inductor=False, openvino=False, onnxruntime=False)
             programs.append(_program_and_weights(optimized))
         assert programs[0][0] == programs[1][0]  # one text: the premise
         text = programs[0][0]
@@ -344,7 +344,7 @@ def test_in_place_operators_become_their_functional_twins_without_tracing_again(
     # The user's program is left as it was.
     assert any(n.target._schema.is_mutable for n in ep.graph.nodes if n.op == "call_function"
                and isinstance(n.target, torch._ops.OpOverload))
-    optimized, _ = autograph.optimize(ep, method="nimble", inductor=False)
+    optimized, _ = autograph.optimize(ep, method="nimble", inductor=False, openvino=False, onnxruntime=False)
     for got, w in zip(optimized.module()(x), want):
         _close(got, w)
 
@@ -359,7 +359,7 @@ def test_a_write_into_a_view_is_left_to_run_decompositions():
     x = torch.randn(3, 4)
     ep = torch.export.export(ViewWrite(), (x,))
     assert autograph.export.aten_import.functional(ep) is None
-    optimized, _ = autograph.optimize(ep, method="sequential", inductor=False)
+    optimized, _ = autograph.optimize(ep, method="sequential", inductor=False, openvino=False, onnxruntime=False)
     _close(optimized.module()(x), ViewWrite()(x))
 
 

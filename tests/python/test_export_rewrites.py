@@ -180,13 +180,13 @@ def test_optimize_folds_and_leaves_the_callers_program_alone():
     x = torch.randn(1, 4, 8, 8)
     ep = torch.export.export(model, (x,))
     graph_before, state_before = str(ep.graph), {k: v.clone() for k, v in ep.state_dict.items()}
-    optimized, report = autograph.optimize(ep, method="sequential", inductor=False)
+    optimized, report = autograph.optimize(ep, method="sequential", inductor=False, openvino=False, onnxruntime=False)
     assert str(ep.graph) == graph_before and all(torch.equal(ep.state_dict[k], v) for k, v in state_before.items())
     (call,) = [n for n in optimized.graph.nodes if n.target == torch.ops.autograph.execute.default]
     assert "batch_norm" not in call.args[1] and "conv2d" in call.args[1]
     _close(optimized.module()(x), model(x).detach())
     # An nn.Module that autograph exports itself folds alike.
-    optimized, _ = autograph.optimize(model, (x,), ir="export", method="sequential", inductor=False)
+    optimized, _ = autograph.optimize(model, (x,), ir="export", method="sequential", inductor=False, openvino=False, onnxruntime=False)
     (call,) = [n for n in optimized.graph.nodes if n.target == torch.ops.autograph.execute.default]
     assert "batch_norm" not in call.args[1]
     _close(optimized.module()(x), model(x).detach())
@@ -196,7 +196,7 @@ def test_dynamic_shapes_plan_and_run_other_shapes_on_the_folded_program():
     model = _with_statistics(Block())
     x = torch.randn(2, 4, 6, 6)
     ep = torch.export.export(model, (x,), dynamic_shapes=({0: torch.export.Dim("batch", min=1, max=8)},))
-    optimized, report = autograph.optimize(ep, method="sequential", inductor=False)
+    optimized, report = autograph.optimize(ep, method="sequential", inductor=False, openvino=False, onnxruntime=False)
     assert report["dynamic_shapes"]["other_shapes"] == "aten"
     (call,) = [n for n in optimized.graph.nodes if n.target == torch.ops.autograph.execute.default]
     assert "batch_norm" not in call.args[1]  # neither in the plan nor in the graph for other shapes
@@ -294,7 +294,7 @@ def test_the_fused_plan_competes_with_the_plan_and_is_kept_where_it_measures_fas
     _stand_in_fusion(monkeypatch)
     model, inputs = _conv_relus()
     optimized, report = autograph.optimize(model, inputs, ir="export", method="sequential", inductor=inductor,
-                                           openvino=False)
+                                           openvino=False, onnxruntime=False)
     contest = report["inductor"]
     assert contest["kept"] == "aten_cudnn", contest
     assert contest["candidates"]["aten_cudnn"]["median_ms"] == 1.0 and contest["dropped"]["aten"]["why"] == "slower"
@@ -305,7 +305,7 @@ def test_the_fused_plan_competes_with_the_plan_and_is_kept_where_it_measures_fas
         for got, want in zip(optimized.module()(*inputs), model(*inputs)):
             _close(got, want)
     # Measured rewrites off: nothing competes, the plan is kept as planned.
-    _, report = autograph.optimize(model, inputs, ir="export", method="sequential", inductor=False,
+    _, report = autograph.optimize(model, inputs, ir="export", method="sequential", inductor=False, openvino=False, onnxruntime=False,
                                    check_rewrites=False)
     assert "inductor" not in report or report["inductor"]["kept"] != "aten_cudnn"
 
@@ -318,7 +318,7 @@ def test_each_listed_shape_s_plan_gets_the_fused_candidate_too(monkeypatch):
     inputs = (torch.randn(2, 4, 6, 6), torch.randn(2, 4, 1, 1))  # a batch of 1 would be specialized
     batch = torch.export.Dim("batch", min=1, max=8)
     ep = torch.export.export(model, inputs, dynamic_shapes=({0: batch}, {0: batch}), strict=False)
-    optimized, report = autograph.optimize(ep, method="sequential", inductor=False, openvino=False,
+    optimized, report = autograph.optimize(ep, method="sequential", inductor=False, openvino=False, onnxruntime=False,
                                            shapes=[[(4, 4, 6, 6), (4, 4, 1, 1)]])
     assert report["inductor"]["kept"] == "aten_cudnn"
     (line,) = report["shape_plans"]

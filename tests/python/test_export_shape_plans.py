@@ -47,7 +47,7 @@ def _program(optimized) -> str:
 def _plan_of(model, x) -> str:
     decomposed = torch.export.export(model, (x,), strict=False).run_decompositions({})
     graph, weights, _ = _import(decomposed)
-    program, _ = _plan(graph, weights + [x], {"method": "sequential", "device": "cpu"})
+    program, _ = _plan(graph, weights + [x], autograph.Settings(method="sequential", device="cpu"))
     return program
 
 
@@ -56,7 +56,7 @@ def test_inputs_of_a_planned_shape_run_that_plan_and_no_other():
     tell which plan ran."""
     ep = torch.export.export(Scaled(2.0), (torch.randn(2, 5),),
                              dynamic_shapes=({0: torch.export.Dim("b", min=1, max=16)},), strict=False)
-    main = _program(autograph.optimize(ep, method="sequential", inductor=False)[0])
+    main = _program(autograph.optimize(ep, method="sequential", inductor=False, openvino=False, onnxruntime=False)[0])
     program = torch.ops.autograph.with_plan_for_shape(main, _plan_of(Scaled(3.0), torch.randn(4, 5)), [0])
     assert json.loads(program[:program.index("\n")])["version"] == 3
     for rows, factor in ((4, 3.0), (2, 2.0), (3, 2.0), (9, 2.0)):
@@ -68,7 +68,7 @@ def test_inputs_of_a_planned_shape_run_that_plan_and_no_other():
 def test_a_plan_that_does_not_fit_the_program_is_refused():
     ep = torch.export.export(Scaled(2.0), (torch.randn(2, 5),),
                              dynamic_shapes=({0: torch.export.Dim("b", min=1, max=16)},), strict=False)
-    main = _program(autograph.optimize(ep, method="sequential", inductor=False)[0])
+    main = _program(autograph.optimize(ep, method="sequential", inductor=False, openvino=False, onnxruntime=False)[0])
     plan = _plan_of(Scaled(2.0), torch.randn(4, 5))
     with pytest.raises(RuntimeError, match="input positions"):
         torch.ops.autograph.with_plan_for_shape(main, plan, [0, 1])
@@ -87,7 +87,7 @@ def test_a_plan_that_does_not_fit_the_program_is_refused():
 
 def test_encoder_planned_for_listed_shapes_saved_and_served_in_a_fresh_process(encoder, tmp_path):
     model, _, ep = encoder
-    optimized, report = autograph.optimize(ep, method="autograph", inductor=False, shapes=[(1, 64), (8, 128), (2, 16)])
+    optimized, report = autograph.optimize(ep, method="autograph", inductor=False, openvino=False, onnxruntime=False, shapes=[(1, 64), (8, 128), (2, 16)])
     lines = report["shape_plans"]
     assert [line["shapes"] for line in lines] == [[[1, 64]], [[8, 128]], [[2, 16]]]
     assert all(line["stages"] >= 1 and line["seconds"] > 0 for line in lines[:2])
@@ -124,14 +124,14 @@ print("ok")
 def test_shapes_that_cannot_be_planned_are_clear_errors(encoder):
     model, ids, ep = encoder
     with pytest.raises(autograph.InputError, match="ranges of its dynamic dims"):
-        autograph.optimize(ep, inductor=False, shapes=[(16, 64)])  # batch is at most 8
+        autograph.optimize(ep, inductor=False, openvino=False, onnxruntime=False, shapes=[(16, 64)])  # batch is at most 8
     with pytest.raises(autograph.InputError, match="rank"):
-        autograph.optimize(ep, inductor=False, shapes=[(1, 64, 2)])
+        autograph.optimize(ep, inductor=False, openvino=False, onnxruntime=False, shapes=[(1, 64, 2)])
     with pytest.raises(autograph.InputError, match="2 tensor shapes"):
-        autograph.optimize(ep, inductor=False, shapes=[[(1, 64), (1, 64)]])
+        autograph.optimize(ep, inductor=False, openvino=False, onnxruntime=False, shapes=[[(1, 64), (1, 64)]])
     static = torch.export.export(model, (ids,), strict=False)
     with pytest.raises(autograph.InputError, match="static shapes"):
-        autograph.optimize(static, inductor=False, shapes=[(1, 64)])
+        autograph.optimize(static, inductor=False, openvino=False, onnxruntime=False, shapes=[(1, 64)])
 
 
 def test_inductor_compiles_each_listed_shape(tmp_path):
@@ -164,10 +164,11 @@ def test_cli_plans_listed_shapes_of_a_pt2_and_inspect_lists_them(encoder, tmp_pa
     def cli(*args):
         return subprocess.run([sys.executable, "-m", "autograph.export_cli", *map(str, args)], capture_output=True,
                               text=True, timeout=600, env=env)
-    r = cli("optimize", program, "-o", out, "--method", "sequential", "--no-inductor", "--shapes", "4x32;1x100", "--json")
+    r = cli("optimize", program, "-o", out, "--method", "sequential", "--no-inductor", "--no-openvino", "--no-onnxruntime",
+            "--shapes", "4x32;1x100", "--json")
     assert r.returncode == 0, r.stderr
     assert [line["shapes"] for line in json.loads(r.stdout)["shape_plans"]] == [[[4, 32]], [[1, 100]]]
     r = cli("inspect", out)
     assert r.returncode == 0 and "a plan for [[4, 32]]" in r.stdout and "a plan for [[1, 100]]" in r.stdout, r.stderr
-    r = cli("optimize", program, "-o", out, "--no-inductor", "--shapes", "99x32")
+    r = cli("optimize", program, "-o", out, "--no-inductor", "--no-openvino", "--no-onnxruntime", "--shapes", "99x32")
     assert r.returncode == 2 and "ranges of its dynamic dims" in r.stderr, r.stderr

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
+from typing import Any, Callable, Dict, List, Optional
 
 import pytest
 import torch
@@ -18,7 +19,8 @@ import torch
 import autograph
 from autograph import export as export_module
 from autograph.export.compilers import inductor as inductor_parts
-from autograph.export.compilers.base import part_digest
+from autograph.export import parts as parts_layer
+from autograph.export.parts import part_digest
 from autograph.export.candidate import Candidate
 from autograph.export.plans import Program
 
@@ -68,17 +70,17 @@ def _body(stages, nodes_per_op):
 
 def test_parts_of_plan_cut_serial_runs_and_concurrent_groups():
     body = _body([[[0]], [[1]], [[2, 3], [4]], [[5]]], [[0], [1, 2], [3], [4], [5], [6, 7]])
-    assert inductor_parts.parts_of_plan(body) == [[0, 1, 2], [3, 4], [5], [6, 7]]
-    assert inductor_parts.whole_graph_part(body) == [[0, 1, 2, 3, 4, 5, 6, 7]]
-    assert inductor_parts.part_costs(body, [3, 4, 5]) == (3.0, False)  # operators anchored at 3, 4, 5
+    assert parts_layer.parts_of_plan(body) == [[0, 1, 2], [3, 4], [5], [6, 7]]
+    assert parts_layer.whole_graph_part(body) == [[0, 1, 2, 3, 4, 5, 6, 7]]
+    assert parts_layer.part_costs(body, [3, 4, 5]) == (3.0, False)  # operators anchored at 3, 4, 5
     body["operators"][3]["kind"] = "compute"  # the kind names of op_graph.cpp's ToString
-    assert inductor_parts.part_costs(body, [3, 4, 5]) == (3.0, True)
+    assert parts_layer.part_costs(body, [3, 4, 5]) == (3.0, True)
 
 
 def _builder(ep):
     decomposed = ep.run_decompositions({})
     graph, weights, imported = export_module.aten_import.import_graph(decomposed)
-    return decomposed, graph, weights, imported, inductor_parts.PartBuilder(
+    return decomposed, graph, weights, imported, parts_layer.PartBuilder(
         decomposed, graph, imported.value_of, imported.weights, torch.device("cpu"))
 
 
@@ -90,7 +92,7 @@ def test_a_list_return_is_read_inside_its_part_and_view_only_parts_go(block):
     getitems = [i for i, n in enumerate(graph["nodes"]) if n["op"] == "getitem"]
     assert getitems and all(i > split for i in getitems)
     rest = [i for i in range(len(names)) if i > split and i not in getitems]
-    parts = builder.closed([list(range(split + 1)), getitems, rest])
+    parts = parts_layer.closed(graph, [list(range(split + 1)), getitems, rest])
     assert len(parts) == 2  # the getitems moved to split's part; the part left with views only went
     assert set(getitems) <= set(parts[0]) and parts[1] == rest
     module, inputs, outputs = builder.module_of(parts[0])
@@ -108,7 +110,7 @@ def _built(builder, graph, program, weights, tensors, settings):
 def test_every_candidate_program_matches_eager(block):
     _, x, want, ep = block
     decomposed, graph, weights, imported, builder = _builder(ep)
-    settings = export_module.plans.resolved({"openvino": False}, "nimble", torch.device("cpu"))  # Inductor's alone
+    settings = export_module.plans.resolved({"openvino": False, "onnxruntime": False}, "nimble", torch.device("cpu"))  # Inductor's alone
     program, report = export_module.plans.plan(graph, weights + [x], settings)
     built, errors = _built(builder, graph, program, weights, [x], settings)
     assert not errors and set(built) == {"whole", "plan"}
@@ -155,7 +157,9 @@ def test_the_fastest_candidate_is_kept_and_every_one_is_reported(block):
     summary = report["inductor"]
     times = {name: c["median_ms"] for name, c in summary["candidates"].items()}
     # (and OpenVINO's whole graph where libautograph_openvino.so is loaded: test_openvino_parts.py)
-    assert set(times) - {"whole_openvino"} == {"aten", "whole", "plan"} and all(t > 0 for t in times.values())
+    # (and ONNX Runtime's where libautograph_onnxruntime.so is loaded: test_onnxruntime_parts.py)
+    assert set(times) - {"whole_openvino", "whole_onnxruntime"} == {"aten", "whole", "plan"} and \
+        all(t > 0 for t in times.values())
     assert summary["kept"] == min(times, key=times.get)
     assert summary["compile_s"] >= 0 and not _errors(summary)
     _close(optimized.module()(x), want)
@@ -186,13 +190,13 @@ def test_the_whole_graph_compiled_before_planning_is_the_whole_candidate(block, 
     _, x, want, ep = block
     monkeypatch.setattr(export_module.contest, "compiles_beside_search", lambda device: True)
     compiled = []
-    original = inductor_parts.PartBuilder._compile_now
+    original = inductor_parts._compile_now
 
-    def counting(self, part, label, freezing, *precision):
+    def counting(builder, part, label, freezing, *precision):
         compiled.append((len(part), label, threading.current_thread() is threading.main_thread()))
-        return original(self, part, label, freezing, *precision)
+        return original(builder, part, label, freezing, *precision)
 
-    monkeypatch.setattr(inductor_parts.PartBuilder, "_compile_now", counting)
+    monkeypatch.setattr(inductor_parts, "_compile_now", counting)
     optimized, report = autograph.optimize(ep, method="sequential")
     assert "whole" in report["inductor"]["candidates"] and not _errors(report["inductor"])
     assert len(compiled) == 1 and compiled[0][1] == "whole part 1/1" and not compiled[0][2]
@@ -218,7 +222,7 @@ def test_a_candidate_whose_outputs_differ_is_never_kept(block, monkeypatch):
 
 def test_inductor_off_compiles_nothing(block):
     _, x, want, ep = block
-    optimized, report = autograph.optimize(ep, method="nimble", inductor=False)
+    optimized, report = autograph.optimize(ep, method="nimble", inductor=False, openvino=False, onnxruntime=False)
     assert "inductor" not in report
     assert not any(t.dtype == torch.uint8 for t in optimized.state_dict.values())
     _close(optimized.module()(x), want, tol=1e-5)
@@ -257,11 +261,11 @@ def test_a_weight_shared_by_several_operators_is_also_compiled_unfrozen(linear):
     with torch.no_grad():
         want = model(x)
     decomposed, graph, weights, imported, builder = _builder(torch.export.export(model, (x,)))
-    settings = export_module.plans.resolved({"openvino": False}, "sequential", torch.device("cpu"))
+    settings = export_module.plans.resolved({"openvino": False, "onnxruntime": False}, "sequential", torch.device("cpu"))
     program, _ = export_module.plans.plan(graph, weights + [x], settings)
     body = json.loads(program[program.index("\n") + 1:])
     assert inductor_parts.shares_weights(graph, body)
-    packed = builder.packs_linear_at_run_time()
+    packed = inductor_parts.packs_linear_at_run_time(builder)
     # The linear's weight is packed once by autograph::packed_linear (on CPU with MKL), not by freezing.
     unfrozen_needed = not (linear and torch._C.has_mkl)
     assert len(packed) == (0 if unfrozen_needed else 4)
@@ -276,7 +280,8 @@ def test_a_weight_shared_by_several_operators_is_also_compiled_unfrozen(linear):
 def test_weights_used_once_are_compiled_frozen_only(block):
     _, x, _, ep = block
     decomposed, graph, weights, _, _ = _builder(ep)
-    program, _ = export_module.plans.plan(graph, weights + [x], {"method": "sequential", "device": "cpu"})
+    program, _ = export_module.plans.plan(graph, weights + [x],
+                                          export_module.plans.resolved({}, "sequential", torch.device("cpu")))
     assert not inductor_parts.shares_weights(graph, json.loads(program[program.index("\n") + 1:]))
 
 
@@ -303,7 +308,7 @@ def test_linears_of_a_cpu_part_are_packed_at_run_time():
     x = torch.randn(4, 16)
     ep = torch.export.export(model, (x,))
     _, graph, _, _, builder = _builder(ep)
-    module, _, _ = builder.module_of(list(range(len(graph["nodes"]))))
+    module, _, _ = inductor_parts.module_of(builder, list(range(len(graph["nodes"]))))
     targets = [n.target for n in module.graph.nodes if n.op == "call_function"]
     assert targets.count(torch.ops.autograph.packed_linear.default) == 2
     assert torch.ops.aten.linear.default not in targets
@@ -349,32 +354,47 @@ def test_a_cache_key_reuses_a_weight_s_digest_only_while_that_weight_lives():
 
 
 class _StandInCompiler:
-    """A third compiler behind compilers/base.Compiler: it offers the whole graph as "whole_stand_in",
-    compiled by Inductor's builder (the same package as "whole"'s: read from the disk cache); `missing`
-    says why it is not installed, or None."""
+    """A fourth compiler behind compilers/base.Compiler, typed on the parts layer's types: it offers the
+    whole graph as "whole_stand_in", compiled by Inductor (the same package as "whole"'s: read from the
+    disk cache); `missing` says why it is not installed, or None."""
     name = "Stand-in"
     option = "inductor"
-    part_call = {}
+    label = "stand_in"
     lowers_by_parts = False
+    mixes_parts = False
+    compiles_apart = False
 
-    def __init__(self, missing=None):
+    def __init__(self, missing: Optional[str] = None):
         self._missing = missing
 
-    def missing(self):
+    def missing(self) -> Optional[str]:
         return self._missing
 
-    def offers(self, builder, graph, body, settings, plan_unverified):
-        from autograph.export.compilers.base import whole_graph_part
-        return {"whole_stand_in": whole_graph_part(body)}
+    def offers(self, builder: parts_layer.PartBuilder, graph: Dict[str, Any], body: Dict[str, Any],
+               settings: autograph.Settings, plan_unverified: bool) -> Dict[str, List[List[int]]]:
+        return {"whole_stand_in": parts_layer.whole_graph_part(body)}
 
-    def lowered(self, device, precision, candidate):
+    def lowered(self, device: torch.device, precision: str, candidate: str) -> List[str]:
         return []
 
-    def lower(self, builder, name, parts, labels, compiled, precision):
+    def lowering(self) -> str:
+        return "the stand-in's candidates stay float32"
+
+    def lower(self, builder: parts_layer.PartBuilder, name: str, parts: List[List[int]], labels: List[str],
+              compiled: List[parts_layer.CompiledPart], precision: str) -> List[parts_layer.CompiledPart]:
         return compiled
 
-    def start(self, builder, name, parts, labels):
-        return lambda: [builder.compile(p, label) for p, label in zip(parts, labels)]
+    def start(self, builder: parts_layer.PartBuilder, name: str, parts: List[List[int]],
+              labels: List[str]) -> Callable[[], List[parts_layer.CompiledPart]]:
+        return lambda: [inductor_parts.compile_part(builder, p, label) for p, label in zip(parts, labels)]
+
+    def beside_search(self, builder: parts_layer.PartBuilder, graph: Dict[str, Any],
+                      settings: autograph.Settings) -> None:
+        return None
+
+    def before_search(self, builder: parts_layer.PartBuilder, graph: Dict[str, Any],
+                      settings: autograph.Settings) -> Dict[str, Any]:
+        return {}
 
 
 @pytest.mark.parametrize("missing", [None, "the stand-in package is not installed"])
@@ -384,7 +404,7 @@ def test_a_third_compiler_is_one_object_behind_the_protocol(block, monkeypatch, 
     _, x, want, ep = block
     monkeypatch.setattr(export_module.candidates, "COMPILERS",
                         export_module.compilers.COMPILERS + (_StandInCompiler(missing),))
-    optimized, report = autograph.optimize(ep, method="sequential", openvino=False, strict=True)
+    optimized, report = autograph.optimize(ep, method="sequential", openvino=False, onnxruntime=False, strict=True)
     summary = report["inductor"]
     if missing:
         assert summary["not_available"] == ["whole_stand_in"] and "whole_stand_in" not in summary["candidates"]

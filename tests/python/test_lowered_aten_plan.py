@@ -74,12 +74,12 @@ def test_a_program_without_matmuls_or_convolutions_is_returned_as_it_was():
 def test_the_lowered_plan_competes_is_judged_kept_and_saved(monkeypatch, tmp_path):
     from autograph import export as export_module
     from autograph.export import candidates
-    monkeypatch.setattr(candidates, "offers_aten_lowered", lambda device, settings: settings["precision"] == "bf16")
+    monkeypatch.setattr(candidates, "offers_aten_lowered", lambda device, settings: settings.precision == "bf16")
     monkeypatch.setattr(export_module.contest, "_time_candidates",
                         lambda c, tensors, graph, rounds=10: {n: 1.0 if n == "aten_bf16" else 2.0 for n in c})
     model, x, want = _net()
     optimized, report = autograph.optimize(torch.export.export(model, (x,)), method="sequential", precision="bf16",
-                                           tolerance=0.05, inductor=False, openvino=False)
+                                           tolerance=0.05, inductor=False, openvino=False, onnxruntime=False)
     contest = report["inductor"]
     assert contest["kept"] == "aten_bf16" and contest["candidates"]["aten_bf16"]["precision"] == "bf16"
     assert contest["precision"]["met"] == ["aten_bf16"] and contest["precision"]["kept"] == "bf16"
@@ -92,6 +92,6 @@ def test_the_lowered_plan_competes_is_judged_kept_and_saved(monkeypatch, tmp_pat
         assert torch.equal(torch.export.load(tmp_path / "model.pt2").module()(x), got)
     # Beyond the tolerance it is out, and float32's plan is kept.
     _, report = autograph.optimize(torch.export.export(model, (x,)), method="sequential", precision="bf16",
-                                   tolerance=1e-6, inductor=False, openvino=False)
+                                   tolerance=1e-6, inductor=False, openvino=False, onnxruntime=False)
     assert report["inductor"]["dropped"]["aten_bf16"]["why"] == "beyond tolerance"
     assert report["inductor"]["kept"] == "aten"

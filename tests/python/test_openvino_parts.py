@@ -115,18 +115,18 @@ def test_export_path_times_the_openvino_candidate_and_keeps_the_fastest(separabl
     with torch.no_grad():
         _close(optimized.module()(x), want)
     # Off by option: no OpenVINO candidate.
-    _, report = autograph.optimize(ep, (x,), openvino=False)
+    _, report = autograph.optimize(ep, (x,), openvino=False, onnxruntime=False)
     assert "whole_openvino" not in report["inductor"]["candidates"]
 
 
 def _part_module(model, x):
     """The whole model as the plain graph module PartBuilder cuts out (weights as attributes)."""
     from autograph import export as export_module
-    from autograph.export.compilers import inductor as inductor_parts
+    from autograph.export import parts
     decomposed = torch.export.export(model, (x,)).run_decompositions({})
     graph, _, imported = export_module.aten_import.import_graph(decomposed)
-    builder = inductor_parts.PartBuilder(decomposed, graph, imported.value_of, imported.weights, torch.device("cpu"))
-    gm, _, _ = builder.module_of(inductor_parts.every_node(graph), pack_linear=False)
+    builder = parts.PartBuilder(decomposed, graph, imported.value_of, imported.weights, torch.device("cpu"))
+    gm, _, _ = builder.module_of(parts.every_node(graph))
     return gm
 
 
@@ -167,7 +167,7 @@ def test_a_part_torch_onnx_cannot_export_goes_to_the_pytorch_frontend_in_the_pro
     def cannot_export(part, examples):
         raise RuntimeError("an operator torch.onnx has no translation for")
 
-    monkeypatch.setattr(openvino_parts._openvino_convert, "onnx_of", cannot_export)
+    monkeypatch.setattr(openvino_parts.onnx_export, "onnx_of", cannot_export)
     pending = openvino_parts.start_package(_part_module(model, x), (x,))
     assert pending._process is not None and os.path.exists(os.path.join(pending._folder.name, "part.pt"))
     _runs_like(pending.result(), x, want)
@@ -199,12 +199,12 @@ def _counted(monkeypatch):
     from autograph import export as export_module
     from autograph.export.compilers import inductor as inductor_parts
     compiles, plans = [], []
-    compile_now, plan = inductor_parts.PartBuilder._compile_now, export_module.plans.plan
-    monkeypatch.setattr(inductor_parts.PartBuilder, "_compile_now",
-                        lambda self, part, label, freezing, *precision: compiles.append(label)
-                        or compile_now(self, part, label, freezing, *precision))
+    compile_now, plan = inductor_parts._compile_now, export_module.plans.plan
+    monkeypatch.setattr(inductor_parts, "_compile_now",
+                        lambda builder, part, label, freezing, *precision: compiles.append(label)
+                        or compile_now(builder, part, label, freezing, *precision))
     monkeypatch.setattr(export_module.plans, "plan",
-                        lambda graph, tensors, settings: plans.append((settings["method"], settings.get("verify")))
+                        lambda graph, tensors, settings: plans.append((settings.method, settings.verify))
                         or plan(graph, tensors, settings))
     return compiles, plans
 
@@ -329,13 +329,13 @@ def test_a_just_in_time_candidate_whose_outputs_differ_is_never_kept(separable, 
     model, x, want = separable
     monkeypatch.setenv("AUTOGRAPH_CACHE_DIR", str(tmp_path))
     compiles, _ = _counted(monkeypatch)
-    just_in_time = inductor_parts.PartBuilder.compile_just_in_time
+    just_in_time = inductor_parts.compile_just_in_time
 
-    def doubled(self, part, label, freezing=True, precision="fp32"):
-        call, input_ids, output_ids = just_in_time(self, part, label, freezing, precision)
+    def doubled(builder, part, label, freezing=True, precision="fp32"):
+        call, input_ids, output_ids = just_in_time(builder, part, label, freezing, precision)
         return (lambda *inputs: [2 * t for t in call(*inputs)]), input_ids, output_ids
 
-    monkeypatch.setattr(inductor_parts.PartBuilder, "compile_just_in_time", doubled)
+    monkeypatch.setattr(inductor_parts, "compile_just_in_time", doubled)
     _timed(monkeypatch, {"whole": 0.5})
     optimized, report = autograph.optimize(torch.export.export(model, (x,)), (x,))
     summary = report["inductor"]
@@ -354,7 +354,7 @@ def test_the_plan_on_aten_kernels_kept_after_a_slower_package_is_verified_on_boa
     compiles, plans = _counted(monkeypatch)
 
     def timed(candidates, tensors, graph, rounds=10):
-        ms = {"aten": 2.0, "whole": 3.0, "whole_openvino": 4.0}  # "whole" here: its package
+        ms = {"aten": 2.0, "whole": 3.0, "whole_openvino": 4.0, "whole_onnxruntime": 4.0}  # "whole": its package
         return {n: 1.0 if isinstance(c.built, JustInTime) else ms[n] for n, c in candidates.items()}
 
     monkeypatch.setattr(export_module.contest, "_time_candidates", timed)

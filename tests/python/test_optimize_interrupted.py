@@ -272,7 +272,7 @@ def test_the_cache_check_sees_a_partial_or_damaged_entry(tmp_path, monkeypatch):
 def test_ctrl_c_while_the_onnx_exporter_imports_is_held_back_then_raised():
     """A KeyboardInterrupt raised inside a C extension's module initialization (protobuf's, which
     torch.onnx's exporter imports) crashed the optimizing process: the interrupt waits for the import."""
-    from autograph.export.compilers.openvino import interrupts_held
+    from autograph.export.compilers.converter_process import interrupts_held
     before = signal.getsignal(signal.SIGINT)
     finished = False
     with pytest.raises(KeyboardInterrupt):

@@ -14,7 +14,7 @@ import torch
 
 import autograph
 from autograph._library import openvino_missing
-from autograph.export.compilers.inductor import _cpu_has_bf16
+from autograph.export.compilers.inductor import cpu_has_bf16
 from precision_models import Cancelling
 
 needs_openvino = pytest.mark.skipif(openvino_missing() is not None, reason=f"no OpenVINO parts: {openvino_missing()}")
@@ -92,9 +92,14 @@ def test_a_bf16_candidate_within_the_tolerance_and_faster_is_kept_and_reported(b
     assert contest["kept"] == "whole_openvino_bf16" and entry["precision"] == "bf16"
     assert 0 < entry["error"] <= 0.1  # bfloat16 rounds: an error, and within the bound
     # Inductor's whole graph in bf16 competes too where the CPU has bf16 instructions (just in time here).
-    lowered = (["whole_bf16"] if _cpu_has_bf16() else []) + ["whole_openvino_bf16"]
-    assert contest["precision"] == {"asked": "bf16", "tolerance": 0.1, "judged_inputs": 1, "lowered": lowered,
-                                    "met": lowered, "kept": "bf16"}
+    lowered = (["whole_bf16"] if cpu_has_bf16() else []) + ["whole_openvino_bf16"]
+    precision = contest["precision"]
+    assert report["precision"] == precision  # one entry, the TorchScript path's shape (test_torchscript_precision.py)
+    assert {k: precision[k] for k in ("asked", "tolerance", "judged_inputs", "calibration_inputs", "lowered", "met",
+                                      "kept", "note", "parts")} == \
+        {"asked": "bf16", "tolerance": 0.1, "judged_inputs": 1, "calibration_inputs": 0, "lowered": lowered,
+         "met": lowered, "kept": "bf16", "note": None, "parts": []}
+    assert precision["error"] == entry["error"] and precision["lowered_ms"] == 1.0 and precision["fp32_ms"] > 0
     assert report["chosen"].startswith("openvino whole in bf16")
     with torch.no_grad():
         got = optimized.module()(x)
@@ -102,7 +107,7 @@ def test_a_bf16_candidate_within_the_tolerance_and_faster_is_kept_and_reported(b
 
 
 @needs_openvino
-@pytest.mark.skipif(not _cpu_has_bf16(), reason="this CPU has no bf16 instructions: Inductor lowers nothing")
+@pytest.mark.skipif(not cpu_has_bf16(), reason="this CPU has no bf16 instructions: Inductor lowers nothing")
 def test_inductors_bf16_whole_graph_competes_beside_openvinos_and_is_packaged_where_it_wins(block, monkeypatch,
                                                                                             tmp_path):
     monkeypatch.setenv("AUTOGRAPH_CACHE_DIR", str(tmp_path / "cache"))  # compiled just in time, not read
@@ -140,9 +145,9 @@ def test_a_bf16_candidate_beyond_the_tolerance_stays_out_and_the_program_keeps_f
 
 def test_where_no_compiler_lowers_the_report_says_so(block, monkeypatch):
     from autograph.export.compilers import inductor
-    monkeypatch.setattr(inductor, "_cpu_has_bf16", lambda: False)  # Inductor's bf16 wants bf16 instructions on CPU
+    monkeypatch.setattr(inductor, "cpu_has_bf16", lambda: False)  # Inductor's bf16 wants bf16 instructions on CPU
     _, x, want, ep = block
-    _, report = autograph.optimize(ep, method="sequential", precision="bf16", openvino=False)
+    _, report = autograph.optimize(ep, method="sequential", precision="bf16", openvino=False, onnxruntime=False)
     precision = report["inductor"]["precision"]
     assert precision["lowered"] == [] and precision["kept"] == "fp32" and "no compiler here lowers" in precision["note"]
 

@@ -151,7 +151,7 @@ def test_torch_compile_backend_with_graph_break_and_new_shape():
     torch.manual_seed(0)
     model = WithGraphBreak().eval()
     # (Inductor parts off: this is about graphs and signatures; the installed-package test compiles them)
-    compiled = torch.compile(model, backend="autograph", options={"method": "nimble", "inductor": False})
+    compiled = torch.compile(model, backend="autograph", options={"method": "nimble", "inductor": False, "openvino": False, "onnxruntime": False})
     counts = torch._dynamo.utils.counters
     counts.clear()
     with torch.no_grad(), warnings.catch_warnings(record=True) as caught:
@@ -239,7 +239,7 @@ def test_torch_compile_backend_freezes_buffers_like_parameters(monkeypatch):
     monkeypatch.setattr(dynamo, "optimize", spy)
     model, x = Scaled().eval(), torch.randn(2, 4)
     with torch.no_grad():
-        got = torch.compile(model, backend="autograph", options={"inductor": False})(x)
+        got = torch.compile(model, backend="autograph", options={"inductor": False, "openvino": False, "onnxruntime": False})(x)
         want = model(x)
     assert torch.allclose(got, want, rtol=1e-5, atol=1e-6)
     assert inputs_seen == [1]  # x alone: the linear's weight and bias and the buffer are frozen

@@ -75,7 +75,8 @@ def test_options_for_the_other_path_are_refused_not_ignored():
     model, x = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU()).eval(), torch.randn(2, 8)
     to_export = r"option '{}' applies to the export path \(\"export path.*\"\), not the TorchScript path this model " \
                 r"takes: drop it here. The export path takes an ExportedProgram, or ir=\"export\""
-    for name, value in (("openvino", False), ("inductor", False), ("openvino", True), ("inductor", True)):
+    for name, value in (("openvino", False), ("inductor", False), ("onnxruntime", False), ("openvino", True),
+                        ("inductor", True)):
         with pytest.raises(autograph.InputError, match=to_export.format(name)):
             autograph.optimize(Branchy(), (x,), **{name: value})
     with pytest.raises(autograph.InputError, match=to_export.format("inductor")):
@@ -97,7 +98,7 @@ def test_options_for_the_other_path_are_refused_not_ignored():
     _, report = autograph.optimize(model, [x], method="sequential", cuda_graph=False, check_rewrites=False,
                                    stitch=False, max_cuda_graphs=2)
     assert report["method"] == "sequential"
-    _, report = autograph.optimize(ep, method="sequential", cuda_graph=True, inductor=False, openvino=False)
+    _, report = autograph.optimize(ep, method="sequential", cuda_graph=True, inductor=False, openvino=False, onnxruntime=False)
     assert report["method"] == "sequential"
 
     # The C++ entry points refuse them too (what Python checks first): the keys given, whatever their value.
@@ -144,16 +145,16 @@ def test_strict_raises_for_a_failed_candidate_not_for_a_compiler_that_is_not_ins
     monkeypatch.setattr(openvino_parts, "openvino_missing", missing)
     torch.manual_seed(0)
     model, x = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU()).eval(), torch.randn(2, 8)
-    _, report = autograph.optimize(model, (x,), ir="export", method="sequential", strict=True)
+    _, report = autograph.optimize(model, (x,), ir="export", method="sequential", onnxruntime=False, strict=True)
     assert report["inductor"]["not_available"] == ["whole_openvino"]
     assert "not available" in report["inductor"]["errors"]["whole_openvino"]
 
     def fails(*args, **kwargs):
         raise RuntimeError("the compiler crashed")
 
-    monkeypatch.setattr(inductor_parts.PartBuilder, "compile", fails)
-    with pytest.raises(autograph.Error, match="strict: Inductor candidates failed: whole: .*crashed"):
-        autograph.optimize(model, (x,), ir="export", method="sequential", strict=True)
+    monkeypatch.setattr(inductor_parts, "compile_part", fails)
+    with pytest.raises(autograph.Error, match="strict: compiled candidates failed: whole: .*crashed"):
+        autograph.optimize(model, (x,), ir="export", method="sequential", onnxruntime=False, strict=True)
 
 
 def test_strict_backend_raises_instead_of_running_eagerly():

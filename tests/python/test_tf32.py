@@ -56,7 +56,7 @@ def _timed(monkeypatch, ms):
 
 def test_tf32_on_a_cpu_lowers_nothing_and_the_report_says_so():
     _, x, want, ep = _model()
-    optimized, report = autograph.optimize(ep, method="sequential", precision="tf32", inductor=False)
+    optimized, report = autograph.optimize(ep, method="sequential", precision="tf32", inductor=False, openvino=False, onnxruntime=False)
     precision = report["inductor"]["precision"]
     assert precision["asked"] == "tf32" and precision["lowered"] == [] and precision["kept"] == "fp32"
     assert "tf32 on CUDA" in precision["note"]
@@ -66,14 +66,15 @@ def test_tf32_on_a_cpu_lowers_nothing_and_the_report_says_so():
 
 def test_a_tf32_twin_is_made_judged_kept_and_saved(monkeypatch, tmp_path, fresh_python):
     from autograph.export import contest
-    monkeypatch.setattr(contest, "offers_tf32", lambda device, settings: settings["precision"] != "fp32")
+    monkeypatch.setattr(contest, "offers_tf32", lambda device, settings: settings.precision != "fp32")
     _timed(monkeypatch, {"aten_tf32": 1.0})
     model, x, want, ep = _model()
-    optimized, report = autograph.optimize(ep, method="sequential", precision="tf32", tolerance=0.01, inductor=False)
+    optimized, report = autograph.optimize(ep, method="sequential", precision="tf32", tolerance=0.01, inductor=False, openvino=False, onnxruntime=False)
     summary = report["inductor"]
     assert summary["kept"] == "aten_tf32" and summary["candidates"]["aten_tf32"]["precision"] == "tf32"
-    assert summary["precision"] == {"asked": "tf32", "tolerance": 0.01, "judged_inputs": 1, "lowered": ["aten_tf32"],
-                                    "met": ["aten_tf32"], "kept": "tf32"}
+    assert {k: summary["precision"][k] for k in ("asked", "tolerance", "judged_inputs", "lowered", "met", "kept")} == \
+        {"asked": "tf32", "tolerance": 0.01, "judged_inputs": 1, "lowered": ["aten_tf32"], "met": ["aten_tf32"],
+         "kept": "tf32"}
     assert report["chosen"].startswith("aten in tf32")
     (call,) = [n for n in optimized.graph.nodes if n.target == torch.ops.autograph.execute.default]
     assert body_of(call.args[1]).get("tf32") is True
@@ -96,10 +97,11 @@ def test_a_tf32_twin_is_made_judged_kept_and_saved(monkeypatch, tmp_path, fresh_
 def test_fp32_and_unmeasured_runs_make_no_twins(monkeypatch):
     from autograph.export import candidates
     device = torch.device("cuda")
-    assert not candidates.offers_tf32(device, {"precision": "fp32", "check_rewrites": True})
-    assert not candidates.offers_tf32(device, {"precision": "tf32", "check_rewrites": False})
-    assert not candidates.offers_tf32(torch.device("cpu"), {"precision": "tf32", "check_rewrites": True})
-    assert candidates.offers_tf32(device, {"precision": "bf16", "check_rewrites": True})
+    settings = autograph.Settings
+    assert not candidates.offers_tf32(device, settings(precision="fp32", check_rewrites=True))
+    assert not candidates.offers_tf32(device, settings(precision="tf32", check_rewrites=False))
+    assert not candidates.offers_tf32(torch.device("cpu"), settings(precision="tf32", check_rewrites=True))
+    assert candidates.offers_tf32(device, settings(precision="bf16", check_rewrites=True))
 
 
 def test_with_tf32_refuses_a_damaged_program():
@@ -112,7 +114,7 @@ def test_tf32_on_cuda_rounds_within_the_tolerance_and_gives_the_switches_back(mo
     _timed(monkeypatch, {"aten_tf32": 1.0})
     model, x, want, ep = _model("cuda")
     matmul, conv = torch.backends.cuda.matmul.fp32_precision, torch.backends.cudnn.conv.fp32_precision
-    optimized, report = autograph.optimize(ep, method="sequential", precision="tf32", tolerance=0.01, inductor=False)
+    optimized, report = autograph.optimize(ep, method="sequential", precision="tf32", tolerance=0.01, inductor=False, openvino=False, onnxruntime=False)
     assert report["inductor"]["kept"] == "aten_tf32"
     with torch.no_grad():
         got = optimized.module()(x)

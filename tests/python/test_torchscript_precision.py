@@ -52,9 +52,17 @@ def test_bf16_lowers_the_products_and_a_saved_module_keeps_them(mlp, tmp_path, f
     model, x, want = mlp
     optimized, report = autograph.optimize(model, [x], method="greedy", precision="bf16", tolerance=0.05)
     decision = report["precision"]
-    assert decision["asked"] == "bf16" and decision["kept"] == "bf16", decision
     assert 1e-4 < decision["error"] <= 0.05  # bf16's rounding: an error, within the bound
-    assert decision["lowered_ms"] < 0.98 * decision["fp32_ms"]
+    # The export path's report["precision"] has these keys too (test_precision.py): one shape for both paths.
+    assert {"asked", "tolerance", "kept", "error", "fp32_ms", "lowered_ms", "calibration_inputs", "judged_inputs",
+            "note", "parts"} <= set(decision) and decision["judged_inputs"] == 1 + decision["calibration_inputs"]
+    if decision["lowered_ms"] >= 0.98 * decision["fp32_ms"]:
+        # A CPU whose bf16 GEMM (oneDNN's, without AMX) is slower than its float32 one (MKL's on a Xeon): the
+        # decision follows the measurement, and there is nothing lowered to save.
+        assert decision["kept"] == "fp32" and "measured no faster" in decision["note"], decision
+        pytest.skip(f"bf16 measured no faster than float32 on this CPU ({decision['lowered_ms']:.3g} vs "
+                    f"{decision['fp32_ms']:.3g} ms): the saved lowered module is not made here")
+    assert decision["asked"] == "bf16" and decision["kept"] == "bf16", decision
     assert report["ops_lowered"] == 2
     assert [r["name"] for r in report["rewrites"]].count("lower_precision") == 1
     with torch.no_grad():

@@ -5,13 +5,16 @@ report entry while it competes and, once it is out, why (one line in the report,
 import json
 import traceback
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, NamedTuple, Optional, Set, Union
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, NamedTuple, Optional, Set, Union
 
 import torch
 
 from .plans import Program
 from .program_format import body_of
 from .progress import logger
+
+if TYPE_CHECKING:  # the compilers import this module: their protocol is named, never imported, here
+    from .compilers.base import Compiler
 
 
 class JustInTime(NamedTuple):
@@ -46,7 +49,10 @@ def why_of(e: BaseException, what: str = "a candidate") -> str:
 
 
 # The compiled parts' operators, whose spec (the call's last argument) names the package's digest.
-PART_OPS = ("autograph::run_inductor_part", "autograph::run_openvino_part")
+PART_OPS = ("autograph::run_inductor_part", "autograph::run_openvino_part", "autograph::run_onnxruntime_part")
+# What the report calls the candidates no compiler made (the plans on ATen's kernels).
+_LABELS = {"aten": "aten", "aten_cudnn": "aten with cuDNN's fused conv+relu",
+           "mix": "a mix of compilers' parts"}
 
 
 @dataclass
@@ -54,9 +60,10 @@ class Candidate:
     """`built`: what runs (None where it could not be built). `entry`: its report entry while it
     competes (error, median_ms...). `out`: why it left the contest ({"why", "detail", ...}), None while
     it competes. `error` / `traceback`: the one-line error and the traceback of a failure. `precision`:
-    what its compiled parts compute in (below fp32: it must meet the option tolerance). `compiler`: for a
-    candidate lowered below fp32, the compiler of its parts (compilers/base.Compiler), which can lower
-    them part by part where it misses the tolerance (lowering.py)."""
+    what its compiled parts compute in (below fp32: it must meet the option tolerance). What kind of
+    candidate it is, as data (never parsed back from its name): `compiler`, the compiler of its parts
+    (compilers/base.Compiler; None for a plan on ATen's kernels), and `kind`, what it is of that compiler's
+    ("whole", "plan", "parts", "mix", ...; for a plan on ATen's kernels its graph: "aten", "aten_cudnn")."""
     name: str
     built: Union[Program, JustInTime, None] = None
     entry: Dict[str, Any] = field(default_factory=dict)
@@ -64,27 +71,40 @@ class Candidate:
     error: Optional[str] = None
     traceback: Optional[str] = None
     precision: str = "fp32"
-    compiler: Any = None
+    compiler: Optional["Compiler"] = None
+    kind: str = ""
     tried: Set[str] = field(default_factory=set)  # digests of packages loaded while it was made (lowering.py)
 
+    def __post_init__(self) -> None:
+        self.kind = self.kind or self.name
+
     @classmethod
-    def of(cls, name: str, built: Union[Program, JustInTime], precision: str = "fp32") -> "Candidate":
+    def of(cls, name: str, built: Union[Program, JustInTime], precision: str = "fp32",
+           compiler: Optional["Compiler"] = None, kind: str = "") -> "Candidate":
         if isinstance(built, JustInTime):
             entry = {"parts": 1, "compiled": "just in time"}
             if built.precision != "fp32":
                 entry["precision"] = built.precision
-            return cls(name, built, entry, precision=built.precision)
+            return cls(name, built, entry, precision=built.precision, compiler=compiler, kind=kind)
         entry = {"parts": built.parts} if precision == "fp32" else {"parts": built.parts, "precision": precision}
-        return cls(name, built, entry, precision=precision)
+        return cls(name, built, entry, precision=precision, compiler=compiler, kind=kind)
+
+    @property
+    def label(self) -> str:
+        """What the report's "chosen" calls it: its compiler and kind ("openvino whole", "inductor plan"),
+        and the precision it computes in below fp32."""
+        base = f"{self.compiler.label} {self.kind}" if self.compiler is not None else _LABELS.get(self.kind, self.kind)
+        return base + (f" in {self.precision}" if self.lowered else "")
 
     @property
     def lowered(self) -> bool:
         return self.precision != "fp32"
 
     @classmethod
-    def failed(cls, name: str, e: BaseException, why: str = "not built", precision: str = "fp32") -> "Candidate":
+    def failed(cls, name: str, e: BaseException, why: str = "not built", precision: str = "fp32",
+               compiler: Optional["Compiler"] = None, kind: str = "") -> "Candidate":
         """A candidate that could not be built (`e`), or whose compiler is not installed (NotAvailable)."""
-        candidate = cls(name, precision=precision)
+        candidate = cls(name, precision=precision, compiler=compiler, kind=kind)
         candidate.fail(why, e)
         return candidate
 

@@ -1,21 +1,20 @@
 """The candidates of the export path besides the plan on ATen's kernels (candidate.Candidate): the plan
 with parts compiled by each compiler (compilers/: Inductor's "whole", "plan" and "whole_unfrozen",
-OpenVINO's "whole_openvino"), each planned again over its parts; on CUDA the plans of other graphs on
-ATen's kernels (other_graphs: with cuDNN's fused operators, "aten_cudnn"; with the matmuls and
-convolutions below float32, "aten_bf16" / "aten_fp16"); and where option precision allows it on CUDA each
-of them once more in TF32 (tf32_twins). When they are made relative to the search (beside it, before it)
-is decided here too."""
-from typing import Any, Dict, List, NamedTuple, Optional, Tuple
+OpenVINO's "whole_openvino", ONNX Runtime's "whole_onnxruntime"), each planned again over its parts; on
+CUDA the plans of other graphs on ATen's kernels (other_graphs: with cuDNN's fused operators,
+"aten_cudnn"; with the matmuls and convolutions below float32, "aten_bf16" / "aten_fp16"); and where option
+precision allows it on CUDA each of them once more in TF32 (tf32_twins). When they are made relative to
+the search (beside it, before it) is decided here too."""
+from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 import torch
 from torch.export import ExportedProgram
 
+from ..settings import Settings
 from .aten_import import import_graph, to_device
 from .candidate import Candidate, JustInTime, NotAvailable
-from .compilers import COMPILERS
-from .compilers import inductor as inductor_parts
-from .compilers.inductor import PartBuilder
-from .compilers import openvino as openvino_parts
+from .compilers import COMPILERS, Compiler, compiler_on
+from .parts import CompiledPart, PartBuilder, rewrite_with_parts
 from . import plans
 from .plans import Program
 from .lowered_graph import DTYPES as LOWERED_DTYPES
@@ -46,26 +45,26 @@ class OtherGraph(NamedTuple):
     error: Optional[Exception] = None
 
 
-def offers_aten_lowered(device: torch.device, settings: Dict[str, Any]) -> bool:
+def offers_aten_lowered(device: torch.device, settings: Settings) -> bool:
     """Whether the plan on ATen's kernels competes below float32 (rewrites.lower_precision): on CUDA, where
     cuDNN and cuBLAS compute bf16 and fp16 on tensor cores, with option precision bf16 or fp16 and
     candidates timed (check_rewrites). On a CPU, OpenVINO's and Inductor's candidates lower instead."""
-    return device.type == "cuda" and settings["precision"] in LOWERED_DTYPES and settings["check_rewrites"]
+    return device.type == "cuda" and settings.precision in LOWERED_DTYPES and settings.check_rewrites
 
 
 def other_graphs(decomposed: ExportedProgram, target: torch.device, moved: Dict[Any, torch.Tensor],
-                 settings: Dict[str, Any]) -> Dict[str, OtherGraph]:
+                 settings: Settings) -> Dict[str, OtherGraph]:
     """The graphs planned on ATen's kernels beside the program's own, each a candidate of its name, where
     rewrites are measured (check_rewrites): "aten_cudnn" (fused_for_cudnn) and, where offers_aten_lowered,
     "aten_<precision>" (rewrites.lower_precision)."""
-    if not settings["check_rewrites"]:
+    if not settings.check_rewrites:
         return {}
     out: Dict[str, OtherGraph] = {}
     fused = fused_for_cudnn(decomposed, target, moved)
     if fused is not None:
         out["aten_cudnn"] = OtherGraph(*fused)
     if offers_aten_lowered(target, settings):
-        precision = settings["precision"]
+        precision = settings.precision
         name = f"aten_{precision}"
         try:
             lowered = lower_precision(decomposed, precision)
@@ -87,72 +86,62 @@ def compiles_beside_search(device: torch.device) -> bool:
     return device.type == "cuda"
 
 
-def compiles_before_search(device: torch.device, settings: Dict[str, Any]) -> bool:
+def _before_search(compiler: Compiler, settings: Settings) -> bool:
+    """Whether `compiler`'s whole-graph candidates are asked for and can be made here."""
+    return compiler_on(compiler, settings) and compiler.missing() is None
+
+
+def compiles_before_search(device: torch.device, settings: Settings) -> bool:
     """Whether the whole graph's candidates are started before the search (compile_before_search): on
-    CPU, where OpenVINO's candidate competes and the candidates are timed (options openvino and
-    check_rewrites, as they default), and the search's cost model times nothing (analytical, CPU's
-    default), so it can run beside OpenVINO's conversion."""
-    if device.type != "cpu" or not settings["openvino"] or not settings["check_rewrites"] \
-            or settings.get("cost") not in (None, "analytical"):  # a measured search times on the CPU
-        return False
-    return openvino_parts.available()
+    CPU, where a compiler that compiles in a process of its own competes (OpenVINO's, ONNX Runtime's:
+    options openvino, onnxruntime) and the candidates are timed (check_rewrites), and the search's cost
+    model times nothing (analytical, CPU's default), so it can run beside their conversions."""
+    if device.type != "cpu" or not settings.check_rewrites or settings.cost not in (None, "analytical"):
+        return False  # a measured search times on the CPU
+    return any(compiler.compiles_apart and _before_search(compiler, settings) for compiler in COMPILERS)
 
 
-def compile_before_search(builder: PartBuilder, graph: Dict[str, Any], settings: Dict[str, Any]) -> Dict[str, Any]:
-    """The whole graph's candidates started before the search, which they do not need: OpenVINO's
-    conversion in its process of its own (the longest step of an optimize on CPU, bert_base's among
-    them), and beside it Inductor's just-in-time compile of the whole graph (a JustInTime; none
-    when its package is in the disk cache), and of the whole graph lowered to each precision Inductor
-    lowers it to under option precision ("whole_bf16": a JustInTime too, where its package is not cached).
-    Returns {"whole": JustInTime, "whole_bf16": JustInTime, "whole_openvino": a call that waits for the
-    conversion}, or the exception that stopped a candidate, for compiled_candidates."""
-    part = inductor_parts.every_node(graph)
+def compile_before_search(builder: PartBuilder, graph: Dict[str, Any], settings: Settings) -> Dict[str, Any]:
+    """The whole graph's candidates started before the search, which they do not need (each compiler's
+    before_search): first those compiled in processes of their own (the conversions, the longest step of
+    an optimize on CPU), then beside them those compiled here (Inductor's just-in-time compile of the
+    whole graph, and of it lowered under option precision). Returns, by candidate name, a JustInTime, a
+    call that waits for the part compiled, or the exception that stopped a candidate, for
+    compiled_candidates."""
     ready: Dict[str, Any] = {}
-    try:
-        ready["whole_openvino"] = openvino_parts.start(builder, part, "whole_openvino part 1/1")
-    except Exception as e:  # noqa: BLE001 - the candidate is dropped and the report says why
-        ready["whole_openvino"] = e
-    for precision in ["fp32"] + inductor_parts.COMPILER.lowered(builder.device, settings["precision"], "whole"):
-        name = "whole" if precision == "fp32" else f"whole_{precision}"
-        if builder.is_cached(part, precision=precision):
-            continue
-        label = f"{name} part 1/1"
-        try:
-            ready[name] = JustInTime(*builder.compile_just_in_time(part, label, precision=precision), part, label,
-                                     True, precision)
-        except Exception as e:  # noqa: BLE001 - as above
-            ready[name] = e
+    for compiler in sorted(COMPILERS, key=lambda c: not c.compiles_apart):
+        if _before_search(compiler, settings):
+            ready.update(compiler.before_search(builder, graph, settings))
     return ready
 
 
 def compiled_candidates(builder: PartBuilder, graph: Dict[str, Any], program: str,
-                        weights: List[torch.Tensor], tensors: List[torch.Tensor], settings: Dict[str, Any],
+                        weights: List[torch.Tensor], tensors: List[torch.Tensor], settings: Settings,
                         ready: Optional[Dict[str, Any]] = None) -> Tuple[Dict[str, Candidate], int]:
     """The candidates of each compiler (compilers.COMPILERS) whose option is on: the plan in `program`
-    with parts compiled by it, each planned again over its parts (Inductor's "whole", "plan",
-    "whole_unfrozen"; OpenVINO's "whole_openvino" on CPU). Every compile starts before any is waited for,
-    so that one running in a process of its own (OpenVINO's conversion) runs beside the others.
-    `ready`: what compile_before_search made of a candidate (a JustInTime, a call that waits for its
-    package, or the exception that stopped it) stands for compiling it here. Where OpenVINO's candidate
-    competes, the whole graph's Inductor candidate is such a JustInTime, in place of a program: OpenVINO's
-    was the fastest on every zoo model (bench/results/export-path-2026-11-26g-cpu), and Inductor's
-    ahead-of-time package costs far more than its just-in-time compile
-    (bench/results/export-path-2026-11-26e-cpu). Returns {name: Candidate} (a candidate that could not be
+    with parts compiled by it, each planned again over its parts. Every compile starts before any is
+    waited for, so that one running in a process of its own runs beside the others. `ready`: what
+    compile_before_search made of a candidate (a JustInTime, a call that waits for its part, or the
+    exception that stopped it) stands for compiling it here: where a compiler that converts apart
+    competes, the whole graph's Inductor candidate is such a JustInTime, in place of a program (its
+    ahead-of-time package costs far more than its just-in-time compile:
+    bench/results/export-path-2026-11-26e-cpu). Returns {name: Candidate} (a candidate that could not be
     built is out, with why) and how many parts came from the disk cache."""
     body = body_of(program)
     ready = ready or {}
-    plan_unverified = bool(ready) and settings["method"] == "autograph"  # a stand-in (contest.py)
-    offered: Dict[str, Tuple[Any, List[List[int]]]] = {}
+    plan_unverified = bool(ready) and settings.method == "autograph"  # a stand-in (contest.py)
+    offered: Dict[str, Tuple[Compiler, List[List[int]]]] = {}
     out: Dict[str, Candidate] = {}
     for compiler in COMPILERS:
-        if not settings[compiler.option]:
+        if not compiler_on(compiler, settings):
             continue
         cuts = compiler.offers(builder, graph, body, settings, plan_unverified)
         missing = compiler.missing() if cuts else None
         for name, parts in cuts.items():
+            kind = _kind(name, compiler)
             if missing:  # the report says why the candidate the option asks for is not there
                 why = NotAvailable(f"{compiler.name}'s candidate is not available: {missing}")
-                out[name] = Candidate.failed(name, why)
+                out[name] = Candidate.failed(name, why, compiler=compiler, kind=kind)
             else:
                 offered[name] = (compiler, parts)
     started = {}
@@ -162,38 +151,46 @@ def compiled_candidates(builder: PartBuilder, graph: Dict[str, Any], program: st
             try:
                 started[name] = compiler.start(builder, name, parts, labels)
             except Exception as e:  # noqa: BLE001 - the candidate is out and the report says why
-                out[name] = Candidate.failed(name, e)
+                out[name] = Candidate.failed(name, e, compiler=compiler, kind=_kind(name, compiler))
     for name, (compiler, parts) in offered.items():
         if name in out:
             continue
+        kind = _kind(name, compiler)
         try:
             made = ready.get(name)
             if isinstance(made, Exception):
                 raise made
             if isinstance(made, JustInTime):
-                out[name] = Candidate.of(name, made)
+                out[name] = Candidate.of(name, made, compiler=compiler, kind=kind)
                 out.update(_lowered(compiler, name, builder, graph, weights, tensors, settings, body, parts,
                                     None, ready))
                 continue
             compiled = [made()] if made else started[name]()
             out[name] = Candidate.of(name, program_with_parts(builder, graph, weights, tensors, settings, body, parts,
-                                                              compiled, **compiler.part_call))
+                                                              compiled), compiler=compiler, kind=kind)
         except Exception as e:  # noqa: BLE001 - the candidate is out and the report says why
-            out[name] = Candidate.failed(name, e)
+            out[name] = Candidate.failed(name, e, compiler=compiler, kind=kind)
             continue
         out.update(_lowered(compiler, name, builder, graph, weights, tensors, settings, body, parts, compiled, ready))
     return out, builder.cached
 
 
-def _lowered(compiler: Any, name: str, builder: PartBuilder, graph: Dict[str, Any], weights: List[torch.Tensor],
-             tensors: List[torch.Tensor], settings: Dict[str, Any], body: Dict[str, Any], parts: List[List[int]],
-             compiled, ready: Dict[str, Any]) -> Dict[str, Candidate]:
+def _kind(name: str, compiler: Compiler) -> str:
+    """What candidate `name` (one of `compiler`'s offers) is of that compiler: its offer's name without the
+    compiler's own label ("whole_openvino" is OpenVINO's "whole")."""
+    suffix = f"_{compiler.label}"
+    return name[:-len(suffix)] if name.endswith(suffix) else name
+
+
+def _lowered(compiler: Compiler, name: str, builder: PartBuilder, graph: Dict[str, Any],
+             weights: List[torch.Tensor], tensors: List[torch.Tensor], settings: Settings, body: Dict[str, Any],
+             parts: List[List[int]], compiled: Optional[List[CompiledPart]], ready: Dict[str, Any]) -> Dict[str, Candidate]:
     """Candidate `name` once more in each precision below float32 its compiler lowers its parts to, down to
-    option precision (compiler.lowered): "<name>_<precision>", its parts as compiler.lower makes them, the
-    precision in their specs; or what compile_before_search made of it (`ready`: a JustInTime, or the
-    exception that stopped it)."""
+    option precision (compiler.lowered): "<name>_<precision>", its parts as compiler.lower makes them; or
+    what compile_before_search made of it (`ready`: a JustInTime, or the exception that stopped it)."""
     out = {}
-    for precision in compiler.lowered(builder.device, settings["precision"], name):
+    kind = _kind(name, compiler)
+    for precision in compiler.lowered(builder.device, settings.precision, name):
         lowered = f"{name}_{precision}"
         labels = [f"{lowered} part {k + 1}/{len(parts)}" for k in range(len(parts))]
         try:
@@ -201,24 +198,22 @@ def _lowered(compiler: Any, name: str, builder: PartBuilder, graph: Dict[str, An
             if isinstance(made, Exception):
                 raise made
             if isinstance(made, JustInTime):
-                out[lowered] = Candidate.of(lowered, made)
-                out[lowered].compiler = compiler
+                out[lowered] = Candidate.of(lowered, made, compiler=compiler, kind=kind)
                 continue
             made = compiler.lower(builder, name, parts, labels, compiled, precision)
             out[lowered] = Candidate.of(lowered, program_with_parts(
-                builder, graph, weights, tensors, settings, body, parts, made, precision=precision,
-                **compiler.part_call), precision=precision)
-            out[lowered].compiler = compiler
+                builder, graph, weights, tensors, settings, body, parts, made), precision=precision,
+                compiler=compiler, kind=kind)
         except Exception as e:  # noqa: BLE001 - the candidate is out and the report says why
-            out[lowered] = Candidate.failed(lowered, e, precision=precision)
+            out[lowered] = Candidate.failed(lowered, e, precision=precision, compiler=compiler, kind=kind)
     return out
 
 
-def offers_tf32(device: torch.device, settings: Dict[str, Any]) -> bool:
+def offers_tf32(device: torch.device, settings: Settings) -> bool:
     """Whether the candidates compete once more in TF32 (tf32_twins): on CUDA (a CPU's float32 kernels have
     no TF32), with option precision below fp32, and with candidates timed (check_rewrites: a twin is
     kept only where it measures faster)."""
-    return device.type == "cuda" and settings["precision"] != "fp32" and settings["check_rewrites"]
+    return device.type == "cuda" and settings.precision != "fp32" and settings.check_rewrites
 
 
 def tf32_twins(candidates: Dict[str, Candidate]) -> Dict[str, Candidate]:
@@ -233,22 +228,22 @@ def tf32_twins(candidates: Dict[str, Candidate]) -> Dict[str, Candidate]:
         twin, program = f"{name}_tf32", c.package
         try:
             text = torch.ops.autograph.with_tf32(program.text)
-            out[twin] = Candidate.of(twin, Program(text, program.weights, program.report, program.parts), "tf32")
+            out[twin] = Candidate.of(twin, Program(text, program.weights, program.report, program.parts), "tf32",
+                                     compiler=c.compiler, kind=c.kind)
         except (RuntimeError, ValueError) as e:  # the candidate is out and the report says why
-            out[twin] = Candidate.failed(twin, e, precision="tf32")
+            out[twin] = Candidate.failed(twin, e, precision="tf32", compiler=c.compiler, kind=c.kind)
     return out
 
 
 def program_with_parts(builder: PartBuilder, graph: Dict[str, Any], weights: List[torch.Tensor],
-                       tensors: List[torch.Tensor], settings: Dict[str, Any], body: Dict[str, Any],
-                       parts: List[List[int]], compiled, **call) -> Program:
-    """The program with each of `parts` one call of its compiled package (rewrite_with_parts), planned
-    again over the parts: (program, weights, report, number of parts)."""
-    rewritten, kept_weights = inductor_parts.rewrite_with_parts(graph, weights, body, parts, compiled, builder.device,
-                                                                **call)
+                       tensors: List[torch.Tensor], settings: Settings, body: Dict[str, Any],
+                       parts: Sequence[Sequence[int]], compiled: Sequence[CompiledPart]) -> Program:
+    """The program with each of `parts` one call of its compiled part (parts.rewrite_with_parts: the parts
+    of several compilers may sit side by side), planned again over the parts."""
+    rewritten, kept_weights = rewrite_with_parts(graph, weights, body, parts, compiled, builder.device)
     # One part leaves nothing to plan (the search and its on-board timing would take long on a large
     # graph for the same one-step schedule).
-    part_settings = dict(settings, method="sequential") if len(parts) == 1 else settings
+    part_settings = plans.replaced(settings, method="sequential") if len(parts) == 1 else settings
     rewritten_program, rewritten_report = plans.plan(rewritten, kept_weights + tensors, part_settings)
     return Program(rewritten_program, kept_weights, rewritten_report, len(parts))
 

@@ -1,4 +1,4 @@
-"""How the export path judges a compiled candidate's outputs (export._with_inductor_parts).
+"""How the export path judges a compiled candidate's outputs (export._with_compiled_parts).
 
 The reference is the plan on ATen's kernels in full float32 precision: where the user's settings let
 matmuls or convolutions round their inputs (TF32 in cuBLAS and cuDNN, TF32 or bfloat16 in oneDNN), the

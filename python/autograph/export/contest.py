@@ -1,6 +1,7 @@
 """The contest: the plan on ATen's kernels and the other candidates (candidates.py) checked against a
 full-precision reference (check.py), timed side by side (timing.py) and the fastest kept, with the
-report's "inductor" entry saying what was compiled, checked, timed and kept, and why."""
+report's "contest" entry saying what was compiled, checked, timed and kept, and why (also readable as
+"inductor", its name before other compilers joined: kept for a while, documented)."""
 import time
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -12,9 +13,10 @@ from .candidate import Candidate, why_of
 from .candidates import (OtherGraph, compile_before_search, compiles_before_search, compiles_beside_search,
                          compiled_candidates, offers_tf32, program_with_parts, tf32_twins)
 from .check import RecordedWarnings, Reference, left_cuda_graph, reference_of, rounded
-from .compilers import inductor as inductor_parts
-from .compilers.inductor import PartBuilder
-from . import lowering, plans
+from ..settings import Settings
+from .compilers import COMPILERS, compiler_on, just_in_time_packager
+from .parts import PartBuilder
+from . import lowering, mixing, plans
 from .plans import Program
 from .program_format import body_of
 from .progress import progress
@@ -22,75 +24,79 @@ from .timing import RACE_MARGIN, time_callables
 
 
 def plan_and_compile(decomposed: ExportedProgram, graph: Dict[str, Any], imported: "Imported",
-                     weights: List[torch.Tensor], tensors: List[torch.Tensor], settings: Dict[str, Any],
+                     weights: List[torch.Tensor], tensors: List[torch.Tensor], settings: Settings,
                      others: Optional[Dict[str, OtherGraph]] = None,
                      calibration: Sequence[List[torch.Tensor]] = ()):
-    """The plan of `graph` and, with option `inductor`, its Inductor candidates (_with_inductor_parts;
-    where compiles_beside_search, the whole graph's compile starts before the search and runs beside it;
+    """The plan of `graph` and, with any compiler's option on (inductor, openvino, onnxruntime), its compiled
+    candidates (_with_compiled_parts; where compiles_beside_search, the whole graph's Inductor compile
+    starts before the search and runs beside it;
     where compiles_before_search, the whole graph's candidates are made first and the plan on ATen's
     kernels competes planned one operator at a time, searched for only where it could win:
     Contest._searched_if_it_could_win). Each of `others` (candidates.other_graphs: "aten_cudnn",
     "aten_bf16"...) is planned the same way and competes with them. `calibration`: more inputs (flat tensor lists, on the
     device) on which a lowered candidate must meet option tolerance too.
     Returns the program, its weights, the report, whether rewrites are measured and whether Inductor
-    parts were wanted."""
-    device = torch.device(settings["device"])
-    builder = inductor_parts.PartBuilder(decomposed, graph, imported.value_of, imported.weights, device,
-                                         progress=progress)
+    parts were wanted (option inductor: a package for every shape is Inductor's)."""
+    device = torch.device(settings.device)
+    builder = PartBuilder(decomposed, graph, imported.value_of, imported.weights, device, progress=progress)
+    compile_parts = any(compiler_on(compiler, settings) for compiler in COMPILERS)
     ready: Dict[str, Any] = {}
     try:
-        if settings["inductor"] and compiles_beside_search(device):
-            builder.compile_in_background(inductor_parts.every_node(graph), "whole part 1/1")
-        elif settings["inductor"] and compiles_before_search(device, settings):
+        if compile_parts and compiles_beside_search(device):
+            for compiler in COMPILERS:
+                if compiler_on(compiler, settings) and compiler.missing() is None:
+                    compiler.beside_search(builder, graph, settings)
+        elif compile_parts and compiles_before_search(device, settings):
             ready = compile_before_search(builder, graph, settings)
         # With candidates made first, the plan on ATen's kernels stands in planned one operator at a time;
         # the search runs only where its plan could be kept (Contest._searched_if_it_could_win).
-        deferred = bool(ready) and settings["method"] == "autograph"
-        planning = dict(settings, method="sequential") if deferred else settings
+        deferred = bool(ready) and settings.method == "autograph"
+        planning = plans.replaced(settings, method="sequential") if deferred else settings
         program, report = plans.plan(graph, weights + tensors, planning)
-        measure, compile_parts = settings["check_rewrites"], settings["inductor"]
+        measure = settings.check_rewrites
         other_plans = _other_plans(others or {}, tensors, planning)
         # Below fp32 the contest runs also without compiled candidates: it offers the TF32 twins and says
         # what was lowered, or why nothing was.
-        if compile_parts or other_plans or settings["precision"] != "fp32":
-            program, weights, report = _with_inductor_parts(builder, graph, program, weights, tensors, settings,
+        if compile_parts or other_plans or settings.precision != "fp32":
+            program, weights, report = _with_compiled_parts(builder, graph, program, weights, tensors, settings,
                                                             report, measure, ready, other_plans, compile_parts,
                                                             deferred, calibration)
         elif deferred:  # planned for candidates that are not wanted after all
             program, report = plans.plan(graph, weights + tensors, settings)
     finally:
         builder.close()
-    return program, weights, report, measure, compile_parts
+    return program, weights, report, measure, settings.inductor
 
 
 def _other_plans(others: Dict[str, OtherGraph], tensors: List[torch.Tensor],
-                 settings: Dict[str, Any]) -> Dict[str, Candidate]:
+                 settings: Settings) -> Dict[str, Candidate]:
     """Each of `others` planned with `settings` as a candidate of its name (out, with why, where it could
     not be made or planned)."""
     made = {}
     for name, other in others.items():
+        kind = "aten" if other.precision != "fp32" else name  # "aten_bf16": the plan on ATen's kernels, lowered
         if other.error is not None:
-            made[name] = Candidate.failed(name, other.error, precision=other.precision)
+            made[name] = Candidate.failed(name, other.error, precision=other.precision, kind=kind)
             continue
         try:
             program, report = plans.plan(other.graph, other.weights + tensors, settings)
-            made[name] = Candidate.of(name, Program(program, other.weights, report, 0), other.precision)
+            made[name] = Candidate.of(name, Program(program, other.weights, report, 0), other.precision, kind=kind)
         except Exception as e:  # noqa: BLE001 - the candidate is out and the report says why
-            made[name] = Candidate.failed(name, e, precision=other.precision)
+            made[name] = Candidate.failed(name, e, precision=other.precision, kind=kind)
     return made
 
 
-def _with_inductor_parts(builder: PartBuilder, graph: Dict[str, Any], program: str,
-                         weights: List[torch.Tensor], tensors: List[torch.Tensor], settings: Dict[str, Any],
+def _with_compiled_parts(builder: PartBuilder, graph: Dict[str, Any], program: str,
+                         weights: List[torch.Tensor], tensors: List[torch.Tensor], settings: Settings,
                          report: Dict[str, Any], measure: bool,
                          ready: Optional[Dict[str, Any]] = None, other_plans: Optional[Dict[str, Candidate]] = None,
                          compile_parts: bool = True, deferred: bool = False,
                          calibration: Sequence[List[torch.Tensor]] = ()
                          ) -> Tuple[str, List[torch.Tensor], Dict[str, Any]]:
-    """The plan with parts compiled by the compilers (compilers/: Inductor's, OpenVINO's) where a
+    """The plan with parts compiled by the compilers (compilers/: Inductor's, OpenVINO's, ONNX Runtime's) where a
     candidate measures faster than the plan on ATen's kernels (`measure`; else the finest candidate is
     kept unmeasured): the candidates are built (compiled_candidates), then compete (Contest.compete).
-    The report's "inductor" entry says what was compiled, checked, timed and kept (Contest.summary) and
+    The report's "contest" entry says what was compiled, checked, timed and kept (Contest.summary) and
     the rejected candidates' loaded packages are released. `ready`: candidates made before the search
     (compile_before_search). `other_plans`: other plans on ATen's kernels that compete ({name: Candidate}:
     "aten_cudnn", "aten_bf16"...); without `compile_parts` they alone compete with the plan. `deferred`: `program` stands
@@ -102,7 +108,7 @@ def _with_inductor_parts(builder: PartBuilder, graph: Dict[str, Any], program: s
     compile_s = time.perf_counter() - start
     candidates.update(other_plans or {})
     candidates["aten"] = Candidate.of("aten", Program(program, weights, report, 0))
-    if offers_tf32(torch.device(settings["device"]), settings):
+    if offers_tf32(torch.device(settings.device), settings):
         candidates.update(tf32_twins(candidates))
     with RecordedWarnings() as recorded:
         contest = Contest(builder, graph, tensors, settings, recorded, calibration)
@@ -111,12 +117,13 @@ def _with_inductor_parts(builder: PartBuilder, graph: Dict[str, Any], program: s
     _release_rejected(candidates, best)
     kept = candidates[best].package
     program, weights, chosen = kept.text, kept.weights, kept.report
-    chosen = dict(chosen, inductor=summary)
+    # "inductor": the entry's name before other compilers joined, kept readable for a while (docs/export_path.md).
+    chosen = dict(chosen, contest=summary, inductor=summary)
+    if "precision" in summary:
+        chosen["precision"] = summary["precision"]
     if best != "aten":  # what the user asked for, and the kept program's own measured time
-        chosen["method"] = settings["method"]
-        kept_in = candidates[best].precision
-        base = best[:-len(kept_in) - 1] if candidates[best].lowered else best
-        label = _LABELS.get(base, f"inductor {base}") + (f" in {kept_in}" if candidates[best].lowered else "")
+        chosen["method"] = settings.method
+        label = candidates[best].label
         chosen["chosen"] = label + (f" ({chosen['chosen']})" if chosen.get("chosen") else "")
         measured = summary["candidates"].get(best, {})
         if "median_ms" in measured:
@@ -131,7 +138,6 @@ def _with_inductor_parts(builder: PartBuilder, graph: Dict[str, Any], program: s
 # with room to spare. A plan one operator at a time slower than a compiled candidate by more than this cannot
 # be made to win by the search (Contest._searched_if_it_could_win).
 SEARCH_GAIN_BOUND = 1.5
-_LABELS = {"whole_openvino": "openvino whole", "aten_cudnn": "aten with cuDNN's fused conv+relu", "aten": "aten"}
 # Why a candidate that ran right was not kept: it still has its entry among the report's candidates.
 _LOST = ("slower", "not timed", "not packaged")
 
@@ -149,13 +155,13 @@ def _release_rejected(candidates: Dict[str, Candidate], best: str) -> None:
 
 class Contest:
     """The candidates of one graph checked against a full-precision reference (check.py), timed side by
-    side (timing.py) and the fastest kept (compete); the report's "inductor" entry made from them
+    side (timing.py) and the fastest kept (compete); the report's "contest" entry made from them
     (summary). `builder` packages a candidate compiled just in time that wins; `recorded`
     (check.RecordedWarnings) gives each run's warnings to its candidate; `calibration`: more inputs on
     which a lowered candidate must meet option tolerance."""
 
     def __init__(self, builder: PartBuilder, graph: Dict[str, Any], tensors: List[torch.Tensor],
-                 settings: Dict[str, Any], recorded: RecordedWarnings, calibration: Sequence[List[torch.Tensor]] = ()):
+                 settings: Settings, recorded: RecordedWarnings, calibration: Sequence[List[torch.Tensor]] = ()):
         self.builder, self.graph, self.tensors, self.settings = builder, graph, tensors, settings
         self.recorded, self.calibration = recorded, list(calibration)
         self._aten: Optional[Program] = None  # the plan on ATen's kernels the references come from
@@ -164,6 +170,7 @@ class Contest:
         self.compile_s = 0.0  # spent packaging a winner compiled just in time
         self.timed: Dict[str, float] = {}
         self.skipped: Dict[str, str] = {}  # work not done, and why
+        self.mix: Optional[Dict[str, Any]] = None  # the report's "mix" entry (_mixed), where parts were mixed
 
     def compete(self, candidates: Dict[str, Candidate], measure: bool, deferred: bool) -> str:
         """The name of the candidate kept among `candidates` ("aten" among them, the plan on ATen's
@@ -184,6 +191,7 @@ class Contest:
             self.timed = self._time(competing)
             for name, ms in self.timed.items():
                 competing[name].entry["median_ms"] = round(ms, 4)
+            self._mixed(candidates, competing)
             if deferred:
                 deferred = not self._searched_if_it_could_win(competing)
             best = min(self.timed, key=self.timed.get)
@@ -200,7 +208,7 @@ class Contest:
         return best
 
     def summary(self, candidates: Dict[str, Candidate], best: str, compile_s: float, cached: int) -> Dict[str, Any]:
-        """The report's "inductor" entry: the build's cost, each candidate that ran right with its error
+        """The report's "contest" entry: the build's cost, each candidate that ran right with its error
         and time ("candidates"), each other one's reason ("dropped", "errors"), the reference, the kept
         one and how it runs (its entry's "streams" and "cuda_graph"), the warnings raised meanwhile."""
         summary: Dict[str, Any] = {
@@ -215,29 +223,43 @@ class Contest:
         kept = candidates[best].package
         summary["candidates"][best].update(_how_it_runs(kept.text, kept.report, self.recorded.of(best)))
         summary["dropped"] = {name: c.out for name, c in candidates.items() if not c.competing}
-        if self.settings["precision"] != "fp32":
+        if self.settings.precision != "fp32":
             summary["precision"] = self._precision(candidates, best)
         if self.skipped:
             summary["skipped"] = dict(self.skipped)
+        if self.mix is not None:
+            summary["mix"] = self.mix
         if self.recorded.caught:
             summary["warnings"] = self.recorded.listed()
         return summary
 
     def _precision(self, candidates: Dict[str, Candidate], best: str) -> Dict[str, Any]:
-        """The report's word on option precision: what was asked, the tolerance, on how many inputs the
-        lowered candidates were judged (the example's and the calibration inputs: the bound is measured
-        there, not promised elsewhere), the candidates lowered below float32 and those of them that met the
-        tolerance, what the kept one computes in, and why nothing was lowered where nothing was."""
+        """The report's word on option precision, in the shape the TorchScript path's report["precision"]
+        has too: what was asked, the tolerance, what the kept program computes in, its error, the fastest
+        float32 and lowered candidates' times, on how many inputs lowered candidates were judged (the
+        example's and the calibration inputs: the bound is measured there, not promised elsewhere), why
+        nothing was lowered where nothing was, and the kept program's parts with their precision; beside
+        them the candidates lowered below float32 and those of them that met the tolerance."""
         lowered = sorted(name for name, c in candidates.items() if c.lowered)
         met = [name for name in lowered if candidates[name].competing or candidates[name].out["why"] in _LOST]
-        entry = {"asked": self.settings["precision"], "tolerance": self.settings["tolerance"],
-                 "judged_inputs": 1 + len(self.calibration), "lowered": lowered, "met": met,
-                 "kept": candidates[best].precision}
+        kept = candidates[best]
+
+        def fastest(names: List[str]) -> Optional[float]:
+            times = [candidates[n].entry["median_ms"] for n in names if "median_ms" in candidates[n].entry]
+            return min(times) if times else None
+
+        fp32 = [n for n, c in candidates.items() if not c.lowered and (c.competing or c.out["why"] in _LOST)]
+        parts = [{"operators": p.get("nodes"), "flops": p.get("flops"), "precision": p["precision"],
+                  "error": p.get("error")} for p in kept.entry.get("parts_precision", [])]
+        entry = {"asked": self.settings.precision, "tolerance": self.settings.tolerance, "kept": kept.precision,
+                 "error": kept.entry.get("error"), "fp32_ms": fastest(fp32), "lowered_ms": fastest(met),
+                 "calibration_inputs": len(self.calibration), "judged_inputs": 1 + len(self.calibration),
+                 "note": None, "parts": parts, "lowered": lowered, "met": met}
         if not lowered:
-            entry["note"] = (f"no compiler here lowers to {self.settings['precision']} on {self.settings['device']} "
-                             "(every candidate does to tf32 on CUDA; OpenVINO's candidate to bf16 on CPU; Inductor's whole "
-                             "graph to bf16 on CUDA or a CPU with bf16 instructions, to fp16 on CUDA; the plan on ATen's "
-                             "kernels to bf16 and fp16 on CUDA): everything ran in fp32")
+            how = "; ".join(c.lowering() for c in COMPILERS)
+            entry["note"] = (f"no compiler here lowers to {self.settings.precision} on {self.settings.device} "
+                             f"(every candidate does to tf32 on CUDA; {how}; the plan on ATen's kernels to bf16 and "
+                             "fp16 on CUDA): everything ran in fp32")
         return entry
 
     def _lost(self, candidate: Candidate) -> None:
@@ -256,15 +278,16 @@ class Contest:
         planned one operator at a time without a CUDA Graph (a graph would replay the kernels captured
         under the user's settings). Timing keeps the user's settings."""
         graph, settings, tensors = self.graph, self.settings, self.tensors if inputs is None else inputs
+        full = plans.replaced(settings, method="sequential", cuda_graph=False)
 
         def in_full() -> List[torch.Tensor]:
-            plain, _ = plans.plan(graph, aten.weights + tensors, dict(settings, method="sequential", cuda_graph=False))
+            plain, _ = plans.plan(graph, aten.weights + tensors, full)
             with torch.no_grad():
                 return list(torch.ops.autograph.execute(aten.weights + tensors, plain))
 
         with torch.no_grad(), self.recorded.running("aten"):
             user = list(torch.ops.autograph.execute(aten.weights + tensors, aten.text))
-        return reference_of(user, torch.device(settings["device"]), in_full)
+        return reference_of(user, torch.device(settings.device), in_full)
 
     def _check(self, candidates: List[Candidate], aten_weights: List[torch.Tensor]) -> None:
         """Each of `candidates` run once on the example inputs and judged against the reference (judged): one
@@ -291,7 +314,7 @@ class Contest:
         with torch.no_grad():
             with self.recorded.running(candidate.name):
                 got = list(candidate.call(self.graph, aten_weights, self.tensors)())
-            tolerance = self.settings["tolerance"] if candidate.lowered else None
+            tolerance = self.settings.tolerance if candidate.lowered else None
             error, why, bound = self.reference.judge(got, "the plan", candidate.output_positions(self.graph),
                                                      tolerance)
             if not why and candidate.lowered and self.calibration:
@@ -307,7 +330,7 @@ class Contest:
             missed = c.out is not None and c.out["why"] == "beyond tolerance"
             if not (missed and c.compiler is not None and c.compiler.lowers_by_parts and c.entry.get("parts") == 1):
                 continue
-            by_parts = "parts_" + name.split("_", 1)[1] if name.startswith("whole_") else f"parts_{name}"
+            by_parts = f"parts_{c.compiler.label}_{c.precision}"
             start = time.perf_counter()
             made[by_parts] = lowering.lowered_by_parts(by_parts, c.compiler, c.precision, self.builder, self.graph,
                                                        self._aten, self.tensors, self.settings, self.judged)
@@ -315,6 +338,41 @@ class Contest:
             made[by_parts].entry["lowered_s"] = round(spent, 3)
             self.compile_s += spent
         return made
+
+    def _mixed(self, candidates: Dict[str, Candidate], competing: Dict[str, Candidate]) -> None:
+        """Where several compilers' whole graphs compete (mixing.mixing_compilers), the best compiler for
+        every part (mixing.mixed): the mix, where one is made, checked and timed side by side with the
+        fastest candidate, and competing with its time from that run."""
+        compilers = mixing.mixing_compilers(candidates, self.timed, self.settings)
+        if not compilers:
+            return
+        fastest = min(self.timed, key=self.timed.get)
+        self.mix = {}
+        start = time.perf_counter()
+        try:
+            mix = mixing.mixed(self.builder, self.graph, self._aten, self.tensors, self.settings, compilers,
+                               self.timed[fastest], self.mix)
+        except Exception as e:  # noqa: BLE001 - no mix; the report says why
+            self.mix["decision"] = f"not mixed: {why_of(e, 'the mix')}"
+            mix = None
+        finally:
+            spent = time.perf_counter() - start
+            self.mix["mix_s"] = round(spent, 3)
+            self.compile_s += spent
+        if mix is None:
+            return
+        candidates["mix"] = mix
+        if mix.competing:
+            self._check([mix], self._aten.weights)
+        if not mix.competing:
+            return
+        again = self._time({fastest: competing[fastest], "mix": mix})
+        # On the first timing's scale (the mix against the fastest, side by side in one run): a time from
+        # another run would be compared with the other candidates' across runs.
+        self.timed["mix"] = self.timed[fastest] * again["mix"] / again[fastest]
+        mix.entry["median_ms"] = round(self.timed["mix"], 4)
+        mix.entry["against"] = {"candidate": fastest, "ms": round(again[fastest], 4), "mix_ms": round(again["mix"], 4)}
+        competing["mix"] = mix
 
     def _calibrated(self, candidate: Candidate, aten_weights: List[torch.Tensor],
                     error: float) -> Tuple[float, Optional[str], Optional[float]]:
@@ -330,7 +388,7 @@ class Contest:
             with torch.no_grad(), self.recorded.running(candidate.name):
                 got = list(candidate.call(self.graph, aten_weights, inputs)())
             judged = reference.judge(got, f"the plan on calibration input {k}", candidate.output_positions(self.graph),
-                                     self.settings["tolerance"])
+                                     self.settings.tolerance)
             if judged[1]:
                 return judged
             worst = (max(worst[0], judged[0]), None, None)
@@ -387,15 +445,15 @@ class Contest:
         part = jit.built
         start = time.perf_counter()
         try:
-            compiled = [self.builder.compile(part.part, part.label, freezing=part.freezing, precision=part.precision)]
+            compiled = [just_in_time_packager().package_just_in_time(self.builder, part)]
             aten = competing["aten"].package
             body = body_of(aten.text)
             built = program_with_parts(self.builder, self.graph, aten.weights, self.tensors, self.settings, body,
-                                       [part.part], compiled, precision=part.precision)
+                                       [part.part], compiled)
             with torch.no_grad(), self.recorded.running(name):
                 got = list(Candidate.of(name, built).call(self.graph, [], self.tensors)())
             # The same kernels as the just-in-time candidate's: the bound it was judged against.
-            tolerance = self.settings["tolerance"] if jit.lowered else None
+            tolerance = self.settings.tolerance if jit.lowered else None
             error, why, _ = self.reference.judge(got, "the plan", tolerance=tolerance)
             if why:
                 raise ValueError(why)

@@ -18,29 +18,27 @@ class Program(NamedTuple):
     parts: int
 
 
-def plan(graph: Dict[str, Any], tensors: List[torch.Tensor], settings: Dict[str, Any]) -> Tuple[str, Dict[str, Any]]:
+def plan(graph: Dict[str, Any], tensors: List[torch.Tensor], settings: Settings) -> Tuple[str, Dict[str, Any]]:
     """The program text of `graph` planned with `settings` on `tensors` (its weights, then the user's),
-    and the plan's report (the plan alone: the options of RESOLVED come from resolved, never from the
-    planner)."""
+    and the plan's report."""
     try:
-        program, report = torch.ops.autograph.optimize_exported(json.dumps(graph), tensors, json.dumps(settings))
+        program, report = torch.ops.autograph.optimize_exported(json.dumps(graph), tensors,
+                                                                json.dumps(settings.options()))
     except (RuntimeError, ValueError) as e:
         raise translate(e) from None
     return program, json.loads(report)
 
 
-# The options the export path reads itself, resolved once (resolved) to their values, and their types.
-RESOLVED = {"inductor": bool, "openvino": bool, "check_rewrites": bool, "precision": str, "tolerance": float}
+def resolved(options: Dict[str, Any], method: str, device: torch.device) -> Settings:
+    """The settings of one optimize, resolved once before any work into one typed, frozen object (Settings,
+    which mirrors the C++ option table: its defaults are the table's): `options` as given, the method and
+    the device. Every later step reads them from there; none is read back from the planner."""
+    return Settings.of(**dict(options, method=method, device=str(device)))
 
 
-def resolved(options: Dict[str, Any], method: str, device: torch.device) -> Dict[str, Any]:
-    """The settings of one optimize, resolved once before any work: `options` as given, the method and
-    device, and each of RESOLVED with its value (the declared default where not given; Settings mirrors
-    the C++ table). Every later step reads them from here; none is read back from the planner."""
-    settings = dict(options, method=method, device=str(device))
-    for name, kind in RESOLVED.items():
-        settings[name] = kind(settings.get(name, getattr(Settings, name)))
-    return settings
+def replaced(settings: Settings, **changes: Any) -> Settings:
+    """`settings` with `changes` (a step planned otherwise: method sequential, no CUDA Graph)."""
+    return Settings.of(settings, **changes)
 
 
-__all__ = ["Program", "RESOLVED", "resolved", "plan"]
+__all__ = ["Program", "plan", "replaced", "resolved"]

@@ -2,7 +2,6 @@
 keeps its own graph (sizes computed), or one package compiled by Inductor for every shape, for the
 others; each shape of option `shapes` gets a plan of its own beside it."""
 import json
-import os
 import time
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -11,10 +10,10 @@ from torch.export import ExportedProgram
 from torch.utils import _pytree as pytree
 
 from ..errors import InputError, UnsupportedModelError, translate
+from ..settings import Settings
 from .aten_import import functional, import_graph, storage_key, to_device, user_inputs
 from .candidates import other_graphs
-from .compilers import inductor as inductor_parts
-from .compilers.toolchain import vec_isa_checks_remembered
+from .compilers import compile_for_every_shape, load_every_shape, package_graph
 from .contest import mismatch, plan_and_compile
 from .progress import progress
 from .timing import time_callables
@@ -92,7 +91,7 @@ def larger_shape(ep: ExportedProgram, tensors: List[torch.Tensor], factor: int =
 def with_plans_for_shapes(ep: ExportedProgram, program: str, weights: List[torch.Tensor],
                           tensors: List[torch.Tensor], extra: List[torch.Tensor], in_spec, shapes,
                           target: torch.device, moved: Dict[Any, torch.Tensor],
-                          settings: Dict[str, Any]) -> Tuple[str, List[Dict[str, Any]]]:
+                          settings: Settings) -> Tuple[str, List[Dict[str, Any]]]:
     """The program with a plan of its own for each of `shapes` (`ep` exported again at that shape, planned
     and compiled as the example's shape is), which inputs of exactly that shape run; the weights those
     plans read that the program does not pass yet are appended to `extra`. Returns the program and the
@@ -189,19 +188,12 @@ def _every_shape_package(decomposed: ExportedProgram, graph: Dict[str, Any], str
     `probes` (more (args, kwargs): the shapes the user listed, else one larger shape; a package for every
     shape can lose to ATen's kernels at some); else None. The summary gets the times,
     the compile seconds and any error."""
-    import tempfile
     start = time.perf_counter()
     try:
-        package, specs, cached = inductor_parts.compile_for_every_shape(decomposed, target, progress)
+        package, specs, cached = compile_for_every_shape(decomposed, target, progress)
         summary["compile_s"] = round(time.perf_counter() - start, 3)
         summary["cached"] = cached
-        with tempfile.TemporaryDirectory() as workdir:
-            path = os.path.join(workdir, "every_shape.pt2")
-            with open(path, "wb") as f:
-                f.write(package)
-            # (Python's loader asks Inductor for the CPU's vector ISA, also when the package was cached)
-            with vec_isa_checks_remembered():
-                compiled = torch._inductor.aoti_load_package(path)
+        compiled = load_every_shape(package)
         eager = decomposed.module()
         args, kwargs = structured
         with torch.no_grad():
@@ -230,7 +222,7 @@ def _every_shape_package(decomposed: ExportedProgram, graph: Dict[str, Any], str
     summary["other_shapes"] = "inductor"
     values = graph["values"]
     users = [values[v] for v, w in zip(graph["inputs"], graph["weights"]) if not w]
-    run_graph = inductor_parts.package_graph(package, specs, users, [values[v] for v in graph["outputs"]], target)
+    run_graph = package_graph(package, specs, users, [values[v] for v in graph["outputs"]], target)
     return run_graph, torch.frombuffer(bytearray(package), dtype=torch.uint8)  # read on the CPU by the loader
 
 

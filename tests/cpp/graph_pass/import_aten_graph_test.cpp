@@ -10,6 +10,7 @@
 #include "autograph/error.h"
 #include "core/aten_graph.h"
 #include "executor/aten_program.h"
+#include "executor/compiled_part_ops.h"
 #include "executor/stage_executor.h"
 #include "search/nimble_schedule.h"
 #include "search/simple_schedulers.h"
@@ -134,6 +135,33 @@ TEST(ImportAtenGraph, AnUnregisteredOperatorNamesItselfAndTheFix) {
   } catch (const autograph::UnsupportedModelError& e) {
     EXPECT_NE(std::string(e.what()).find("mylib::relu is not registered"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("load_library"), std::string::npos) << e.what();
+  }
+}
+
+// A compiled part (Inductor's, OpenVINO's, ONNX Runtime's) is planned as one operator with the FLOPs
+// and kind its spec carries, whichever compiler made it.
+TEST(ImportAtenGraph, EveryCompiledPartIsPlannedByItsSpec) {
+  for (std::string_view op : autograph::kCompiledPartOps) {
+    const json spec = {{"format", "any"}, {"digest", "d"}, {"outputs", json::array()}, {"flops", 1234.0},
+                       {"compute_bound", true}};
+    const json graph = {
+        {"version", 1},
+        {"values", {{{"tensor", true}, {"shape", {2, 4}}, {"stride", {4, 1}}, {"dtype", "Float"}},
+                    {{"tensor", true}, {"shape", {16}}, {"stride", {1}}, {"dtype", "Byte"}},
+                    {{"tensor", false}},
+                    {{"tensor", true}, {"shape", {2, 4}}, {"stride", {4, 1}}, {"dtype", "Float"}}}},
+        {"inputs", {0, 1}},
+        {"weights", {false, true}},
+        {"nodes", {{{"op", std::string(op)}, {"overload", "default"}, {"name", "part"},
+                    {"args", {{{"values", {0}}}, {{"value", 1}}, {{"str", spec.dump()}}}}, {"kwargs", json::object()},
+                    {"outputs", {2}}},
+                   {{"op", "getitem"}, {"overload", "default"}, {"name", "getitem"}, {"args", {{{"value", 2}}, 0}},
+                    {"kwargs", json::object()}, {"outputs", {3}}}}},
+        {"outputs", {3}}};
+    const OpGraph g = autograph::ImportAtenGraph(Graph(graph.dump()));
+    ASSERT_EQ(Ops(g), (std::vector<std::string>{std::string(op)})) << op;
+    EXPECT_EQ(g.node(0).kind, OpKind::ComputeBound) << op;
+    EXPECT_DOUBLE_EQ(g.node(0).flops, 1234.0) << op;
   }
 }
 

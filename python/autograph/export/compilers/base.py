@@ -1,14 +1,15 @@
-"""What the compilers of the export path share: the protocol each one follows (Compiler), the whole
-graph as a part, and the digest of a part's content, which their disk cache keys are made from."""
-import hashlib
-import json
-import weakref
-from typing import Any, Callable, Dict, List, Optional, Protocol, Sequence, Tuple
+"""The protocol every compiler of the export path's candidates follows (Compiler), typed on the parts
+layer's types: a compiler is handed parts cut by the parts layer (parts.PartBuilder) and returns them
+compiled (parts.CompiledPart), saying what it can lower and where; the contest does the rest."""
+from typing import Any, Callable, Dict, List, Optional, Protocol
 
 import torch
 
-# A compiled part: its package's bytes and its input / output value ids in the graph.
-CompiledPart = Tuple[bytes, List[int], List[int]]
+from ...settings import Settings
+from ..parts import CompiledPart, PartBuilder
+
+# The candidates a compiler offers: each one's name and its parts (lists of AtenGraph node ids).
+Offers = Dict[str, List[List[int]]]
 
 
 class Compiler(Protocol):
@@ -17,76 +18,58 @@ class Compiler(Protocol):
     whose option is on which candidates it offers, starts them all, then waits for each."""
 
     name: str  # as messages name it
-    option: str  # the option (a key of the resolved settings) that asks for its candidates
-    part_call: Dict[str, str]  # how a program calls one of its parts: rewrite_with_parts' `op` and `fmt`
-    # Whether its whole graph, lowered and beyond option tolerance, is lowered part by part (lowering.py):
-    # where a part lowered costs little beside its float32 compile.
+    option: str  # the Settings field that asks for its candidates
+    label: str  # what the report's "chosen" calls its candidates ("openvino", "onnxruntime")
+    # Whether its whole graph, lowered and beyond option tolerance, is lowered part by part (lowering.py),
+    # and whether its parts mix with other compilers' (mixing.py): where a part costs little beside the
+    # whole graph's compile.
     lowers_by_parts: bool
+    mixes_parts: bool
+    # Whether it compiles in a process of its own: its compiles start first, so that they run beside the
+    # others' work in this one.
+    compiles_apart: bool
 
     def missing(self) -> Optional[str]:
         """Why its candidates cannot be built and run in this process (its package is not installed),
         or None where they can."""
 
-    def offers(self, builder: Any, graph: Dict[str, Any], body: Dict[str, Any], settings: Dict[str, Any],
-               plan_unverified: bool) -> Dict[str, List[List[int]]]:
+    def offers(self, builder: PartBuilder, graph: Dict[str, Any], body: Dict[str, Any], settings: Settings,
+               plan_unverified: bool) -> Offers:
         """The candidates it offers for the plan `body` of `graph` on the builder's device: each
-        candidate's name and its parts (lists of node ids). `plan_unverified`: the plan is the
-        analytical model's guess, to be verified later."""
+        candidate's name and its parts. `plan_unverified`: the plan is the analytical model's guess, to
+        be verified later."""
 
     def lowered(self, device: torch.device, precision: str, candidate: str) -> List[str]:
         """The precisions below float32, down to `precision` (option precision), the parts of `candidate`
-        (one of its offers) can compute in on `device`: the candidate competes once more in each (lower
-        makes its parts; the precision goes in their specs too)."""
+        (one of its offers) can compute in on `device`: the candidate competes once more in each."""
 
-    def lower(self, builder: Any, name: str, parts: List[List[int]], labels: List[str],
+    def lowering(self) -> str:
+        """What it lowers, to what, where: for the report's note where nothing was lowered."""
+
+    def lower(self, builder: PartBuilder, name: str, parts: List[List[int]], labels: List[str],
               compiled: List[CompiledPart], precision: str) -> List[CompiledPart]:
         """Candidate `name`'s `parts` (`compiled`: in float32) compiled to compute in `precision`: the same
-        packages where the runner lowers them (the spec's precision), new ones where the package itself
-        must (lowered weights)."""
+        packages where the runner lowers them (the precision in the part), new ones where the package
+        itself must (lowered weights)."""
 
-    def start(self, builder: Any, name: str, parts: List[List[int]],
+    def start(self, builder: PartBuilder, name: str, parts: List[List[int]],
               labels: List[str]) -> Callable[[], List[CompiledPart]]:
         """Starts compiling candidate `name`'s `parts` (work that can run beside the others' starts
         now); the returned call finishes it and returns each part compiled."""
 
+    def beside_search(self, builder: PartBuilder, graph: Dict[str, Any], settings: Settings) -> None:
+        """Starts work on its whole-graph candidates that runs in this process beside the search, where the
+        search times on a GPU (candidates.compiles_beside_search); the candidates wait for it."""
 
-def whole_graph_part(body: Dict[str, Any]) -> List[List[int]]:
-    """The plan `body`'s graph as one part, its nodes in the plan's order."""
-    return [[n for stage in body["schedule"]["stages"] for group in stage["groups"]
-             for op in group for n in body["operators"][op]["nodes"]]]
-
-
-def every_node(graph: Dict[str, Any]) -> List[int]:
-    """The whole graph as one part, known before any plan."""
-    return list(range(len(graph["nodes"])))
+    def before_search(self, builder: PartBuilder, graph: Dict[str, Any], settings: Settings) -> Dict[str, Any]:
+        """Its whole-graph candidates started before the search, where the search need not wait for them
+        (candidates.compile_before_search): by name, a call that waits for the parts compiled, a
+        candidate.JustInTime, or the exception that stopped one."""
 
 
-def part_digest(gm: torch.fx.GraphModule, examples: Sequence[torch.Tensor], device: torch.device,
-                configs: Dict[str, Any], digests: Optional[Dict[Any, Any]] = None) -> str:
-    """The digest of what the part `gm` (its code, its inputs' metadata, its weights' bytes) compiled with
-    `configs` is made from: the content of its cache key (cache.key). `digests` remembers each weight's
-    digest for the next key of the same optimize, whose weights all stay alive (hashing them again for
-    each key is noticeable on a model as large as bert_base)."""
-    h = hashlib.sha256()
-    # "aot_compile": packages made from the graph module as it is (compile_graph_module), not exported first
-    h.update(f"aot_compile|{torch.__version__}|{device}|{json.dumps(configs, sort_keys=True)}|".encode())
-    h.update(gm.code.encode())
-    for t in examples:
-        h.update(f"{tuple(t.shape)}{t.stride()}{t.dtype}".encode())
-    digests = {} if digests is None else digests
-    for name, b in sorted(gm.named_buffers()):
-        h.update(f"{name}{tuple(b.shape)}{b.stride()}{b.dtype}".encode())
-        seen = (b.untyped_storage().data_ptr(), b.storage_offset(), tuple(b.shape), b.stride(), b.dtype, b.device)
-        remembered = digests.get(seen)
-        # Only while the tensor it was read from lives: a copy made for one module (weights moved to the
-        # device) may be freed, and another tensor then sit at the same address.
-        if remembered is None or remembered[0]() is None:
-            # The tensor's own bytes, read in place (tobytes() copied all of a model's weights once more per key).
-            remembered = (weakref.ref(b), hashlib.sha256(
-                b.detach().cpu().contiguous().reshape(-1).view(torch.uint8).numpy() if b.numel() else b"").digest())
-            digests[seen] = remembered
-        h.update(remembered[1])
-    return h.hexdigest()[:32]
+def compiler_on(compiler: Compiler, settings: Settings) -> bool:
+    """Whether the settings ask for `compiler`'s candidates."""
+    return bool(getattr(settings, compiler.option))
 
 
-__all__ = ["CompiledPart", "Compiler", "every_node", "part_digest", "whole_graph_part"]
+__all__ = ["Compiler", "Offers", "compiler_on"]

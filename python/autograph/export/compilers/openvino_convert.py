@@ -1,7 +1,7 @@
 """A part to an OpenVINO package. torch.onnx's exporter writes the part as ONNX in autograph's process
-(onnx_of); OpenVINO's ONNX frontend reads it and the package is written (save_package), in autograph's
-process or in a process of its own that runs this file with the arguments FOLDER PATH
-(openvino._converter_command): it reads from its stdin the line "onnx N" and the model's N bytes, or
+(onnx_export.onnx_of); OpenVINO's ONNX frontend reads it and the package is written (save_package), in
+autograph's process or in a process of its own that runs this file with the arguments FOLDER PATH
+(converter_process.converter_command): it reads from its stdin the line "onnx N" and the model's N bytes, or
 where that export failed the line "pytorch" (then FOLDER/part.pt, the part's pickled graph module, for
 OpenVINO's PyTorch frontend, and FOLDER/examples.pt), and writes the package at PATH.
 It imports nothing of autograph, whose import loads its libraries, and torch only for the PyTorch
@@ -25,24 +25,6 @@ def onnx_header(size: int) -> bytes:
     return b"onnx %d\n" % size
 
 
-def onnx_of(part, examples) -> bytes:
-    """The part (a graph module) as a serialized ONNX model, by torch.onnx's exporter; raises where it
-    cannot export the part. Without the exporter's own optimizer: OpenVINO's frontend folds and fuses
-    the same, and every zoo model ran as fast without it (outputs equal), while the export took less
-    time."""
-    import warnings
-    import torch
-    # The exporter's advice to call eval() first (an ATen graph has no modes), and a
-    # deprecation inside torch that its copies of the module's tree specs meet (torch 2.11).
-    with torch.no_grad(), warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="Exporting a model while it is in training mode")
-        warnings.filterwarnings("ignore", message=r"`isinstance\(treespec, LeafSpec\)` is deprecated",
-                                category=FutureWarning)
-        program = torch.onnx.export(part, tuple(examples), dynamo=True, external_data=False, verbose=False,
-                                    optimize=False)
-    return program.model_proto.SerializeToString()
-
-
 def from_onnx(model):
     """The OpenVINO model of an ONNX model: its serialized bytes, or the path of its file."""
     import openvino as ov
@@ -59,15 +41,6 @@ def from_pytorch(part, examples):
         program = part if isinstance(part, torch.export.ExportedProgram) else \
             torch.export.export(part, tuple(examples))
         return ov.convert_model(program)
-
-
-def convert(part, examples):
-    """The part as an OpenVINO model, in this process: through ONNX, else through the PyTorch frontend
-    (whose error is then the one raised)."""
-    try:
-        return from_onnx(onnx_of(part, examples))
-    except Exception:  # noqa: BLE001 - the other frontend may still take it
-        return from_pytorch(part, examples)
 
 
 def save_package(model, path: str, inside: Optional[str] = None) -> None:

@@ -1,0 +1,144 @@
+"""Models the zoo (models/registry.py) lacks, for the benchmarks' --unseen: what a user would bring.
+
+build(name) returns (eval-mode model, example inputs tuple). Names of ARCHITECTURES are written here from
+their published descriptions (audio front ends, recurrent taggers, a transformer encoder: shapes of work
+the zoo's vision models and bert_base do not cover); any other name is a torchvision model. Weights are
+random (speed does not depend on them) and seeded, inputs too, so every run measures the same model.
+"""
+from typing import Callable, Dict, Tuple
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+SEED = 0
+
+
+class Wav2Vec2Features(nn.Module):
+    """wav2vec 2.0's convolutional feature encoder (Baevski et al. 2020, the base model's "group" norm
+    mode): 7 convolutions of 512 channels without bias, GroupNorm with one group per channel after the
+    first, GELU after each. 16 kHz audio in, one 512-wide frame per 20 ms out."""
+    KERNELS = (10, 3, 3, 3, 3, 2, 2)
+    STRIDES = (5, 2, 2, 2, 2, 2, 2)
+
+    def __init__(self, channels: int = 512):
+        super().__init__()
+        layers = []
+        for i, (k, s) in enumerate(zip(self.KERNELS, self.STRIDES)):
+            layers.append(nn.Conv1d(1 if i == 0 else channels, channels, k, stride=s, bias=False))
+            if i == 0:
+                layers.append(nn.GroupNorm(channels, channels))
+            layers.append(nn.GELU())
+        self.layers = nn.Sequential(*layers)
+
+    def forward(self, audio: torch.Tensor) -> torch.Tensor:
+        return self.layers(audio)
+
+
+class TemporalBlock(nn.Module):
+    """A TCN residual block (Bai et al. 2018): two causal dilated convolutions, each followed by ReLU,
+    added to the input (through a 1x1 convolution where the channel counts differ)."""
+
+    def __init__(self, inputs: int, channels: int, dilation: int, kernel: int = 3):
+        super().__init__()
+        self.pad = (kernel - 1) * dilation  # on the left only: no output sees the future
+        self.conv1 = nn.Conv1d(inputs, channels, kernel, dilation=dilation)
+        self.conv2 = nn.Conv1d(channels, channels, kernel, dilation=dilation)
+        self.skip = nn.Conv1d(inputs, channels, 1) if inputs != channels else nn.Identity()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = F.relu(self.conv1(F.pad(x, (self.pad, 0))))
+        y = F.relu(self.conv2(F.pad(y, (self.pad, 0))))
+        return F.relu(y + self.skip(x))
+
+
+class TCNAudio(nn.Module):
+    """6 residual blocks of 128 channels, dilations 1, 2, 4, ..., 32, and a 1x1 convolution head back to
+    the input's 64 channels (e.g. a frame-wise predictor over 64 mel bands)."""
+
+    def __init__(self, inputs: int = 64, channels: int = 128, blocks: int = 6):
+        super().__init__()
+        self.blocks = nn.Sequential(*[TemporalBlock(inputs if i == 0 else channels, channels, 2 ** i)
+                                      for i in range(blocks)])
+        self.head = nn.Conv1d(channels, inputs, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.blocks(x))
+
+
+class LSTMTagger(nn.Module):
+    """A sequence tagger: token embeddings, a 2-layer LSTM, one tag score vector per token."""
+
+    def __init__(self, vocab: int = 10000, embed: int = 256, hidden: int = 512, tags: int = 50):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, embed)
+        self.lstm = nn.LSTM(embed, hidden, num_layers=2, batch_first=True)
+        self.out = nn.Linear(hidden, tags)
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        return self.out(self.lstm(self.embed(tokens))[0])
+
+
+class GRUSpeech(nn.Module):
+    """An acoustic model: 80 filterbank features per frame, a 2-layer bidirectional GRU, 40 phone scores
+    per frame."""
+
+    def __init__(self, features: int = 80, hidden: int = 384, phones: int = 40):
+        super().__init__()
+        self.gru = nn.GRU(features, hidden, num_layers=2, batch_first=True, bidirectional=True)
+        self.out = nn.Linear(2 * hidden, phones)
+
+    def forward(self, frames: torch.Tensor) -> torch.Tensor:
+        return self.out(self.gru(frames)[0])
+
+
+def _randn(*shape: int) -> torch.Tensor:
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(SEED))
+
+
+def _wav2vec2_features():
+    return Wav2Vec2Features(), (_randn(1, 1, 16000),)  # one second of 16 kHz audio
+
+
+def _tcn_audio():
+    return TCNAudio(), (_randn(1, 64, 8000),)
+
+
+def _lstm_tagger():
+    return LSTMTagger(), (torch.randint(0, 10000, (1, 128), generator=torch.Generator().manual_seed(SEED)),)
+
+
+def _gru_speech():
+    return GRUSpeech(), (_randn(1, 200, 80),)
+
+
+def _transformer_encoder():
+    layer = nn.TransformerEncoderLayer(512, 8, 2048, dropout=0.0, batch_first=True)
+    # enable_nested_tensor only matters with a padding mask, which this input has none of
+    return nn.TransformerEncoder(layer, 6, enable_nested_tensor=False), (_randn(1, 128, 512),)
+
+
+ARCHITECTURES: Dict[str, Callable[[], Tuple[nn.Module, Tuple[torch.Tensor, ...]]]] = {
+    "wav2vec2_features": _wav2vec2_features,
+    "tcn_audio": _tcn_audio,
+    "lstm_tagger": _lstm_tagger,
+    "gru_speech": _gru_speech,
+    "transformer_encoder": _transformer_encoder,
+}
+
+
+def torchvision_model(name: str):
+    """A torchvision model, random weights, and its input (batch 1, 3x224x224)."""
+    import torchvision
+    extra = {"googlenet": {"aux_logits": False, "init_weights": True}}.get(name, {})
+    model = torchvision.models.get_model(name, weights=None, **extra).eval()
+    return model, (_randn(1, 3, 224, 224),)
+
+
+def build(name: str):
+    """(eval-mode model, example inputs) for `name`: one of ARCHITECTURES, else a torchvision model."""
+    torch.manual_seed(SEED)
+    if name in ARCHITECTURES:
+        model, inputs = ARCHITECTURES[name]()
+        return model.eval(), inputs
+    return torchvision_model(name)

@@ -1,0 +1,162 @@
+"""Parts compiled by ONNX Runtime (export path, CPU): a third candidate compiler beside Inductor and
+OpenVINO.
+
+ONNX Runtime's CPU provider runs some models well ahead of the others (large convolutions over long 1-D
+signals, in audio networks). A part is exported to ONNX by torch.onnx in autograph's process (onnx_export:
+once per part, shared with OpenVINO's converter), optimized by ONNX Runtime's basic graph rewrites in a
+process of its own that runs beside the other compilers' work (onnxruntime_convert.py: a model it cannot
+load, a crash or a hang is dropped there with the reason) and packed into one uint8 tensor. In the program
+it becomes one ``autograph::run_onnxruntime_part`` call, which libautograph_onnxruntime.so runs through
+ONNX Runtime's C++ API (no Python at run time) with all its graph optimizations on and the program's
+threads. Like every candidate it is kept only where the whole program measures faster, and its parts mix
+with the other compilers' part by part where that is faster (mixing.py). Packages are cached on disk
+beside the others' (export/cache.py), keyed by the part's graph, its weights and the ONNX Runtime and
+torch versions.
+"""
+import functools
+import logging
+from typing import Any, Callable, Dict, List, Optional, Sequence
+
+import torch
+
+from ..._library import runner_missing
+from ...errors import Error
+from ...settings import Settings
+from .. import cache as part_cache
+from ..parts import CompiledPart, PartBuilder, part_digest, whole_graph_part
+from . import converter_process
+from . import onnx_export
+from . import onnxruntime_convert as _convert
+from .converter_process import Converter, PendingPackage
+
+PART_OP = "autograph::run_onnxruntime_part"
+FORMAT = "autograph-onnxruntime-part"
+_SUFFIX = ".ortpart"
+# How long the converter process may take: a hung one must not hang optimize (the candidate is then
+# dropped, and the report says why). Its basic rewrites take seconds on the largest zoo model.
+CONVERT_TIMEOUT_S = 600.0
+logger = logging.getLogger("autograph")
+
+
+def missing() -> Optional[str]:
+    """Why ONNX Runtime parts cannot be built and run in this process, or None where they can."""
+    return runner_missing("onnxruntime")
+
+
+def converter() -> Converter:
+    """ONNX Runtime's converter process (read at each start: its file and timeout are looked up then)."""
+    return Converter("ONNX Runtime", _convert.__file__, _convert.MAGIC, _SUFFIX, CONVERT_TIMEOUT_S, sized=False)
+
+
+def _version() -> str:
+    try:
+        from importlib.metadata import version
+        return version("onnxruntime")
+    except Exception:  # noqa: BLE001 - the runner's library is what runs the package; its folder names it
+        return "unknown"
+
+
+def start(builder: PartBuilder, part: Sequence[int], label: str, alone: bool = False) -> Callable[[], CompiledPart]:
+    """Starts making `part` of the builder's graph an ONNX Runtime package (start_package); the returned
+    call waits for it and returns the part compiled. The builder's close stops a conversion nobody waited
+    for. `alone`: the part is the whole program, so its thread pool may spin between its operators'
+    parallel work (nothing else needs the cores meanwhile: a quarter faster on a small model); a part
+    beside others' sleeps between calls, leaving the cores to them."""
+    exported = onnx_export.exported_part(builder, part)
+    pending = start_package(exported.module, exported.examples, label, builder.progress, builder.weight_digests,
+                            onnx=exported.onnx)
+    builder.keep_until_close(pending)
+    runner = {"spinning": True} if alone else None
+    return lambda: CompiledPart(pending.result(), exported.input_ids, exported.output_ids, PART_OP, FORMAT,
+                                runner=runner)
+
+
+def start_package(gm: torch.fx.GraphModule, examples: Sequence[torch.Tensor], label: str = "part",
+                  progress=None, digests: Optional[Dict[Any, Any]] = None,
+                  onnx: Optional[Callable[[], bytes]] = None) -> PendingPackage:
+    """Starts making the part `gm` an ONNX Runtime package: from the disk cache when there; else its ONNX
+    model (`onnx`, else torch.onnx's export here; a part it cannot export raises) goes to the converter's
+    process. Where that process cannot start or fails, the package is the model as exported (the runner's
+    own optimizations still apply when it loads)."""
+    why = missing()
+    if why:
+        raise Error(f"ONNX Runtime parts are not available: {why}")
+    configs = {"compiler": "onnxruntime", "via": "onnx, basic rewrites", "version": _version()}
+    content = part_digest(gm, examples, torch.device("cpu"), configs, digests)
+    entry = part_cache.key("onnxruntime-part", torch.device("cpu"), configs, content)
+    cached = part_cache.read(entry, _SUFFIX)
+    if cached is not None:
+        return PendingPackage(package=cached)
+    if progress:
+        progress(f"compiling {label} with ONNX Runtime")
+    pending = converter_process.start_process(converter(), part_cache.partial_path(entry, _SUFFIX))
+    pending._entry = entry
+    try:
+        model = onnx() if onnx is not None else onnx_export.onnx_of(gm, examples)
+    except BaseException:
+        pending.close()
+        raise
+    pending._here = functools.partial(_convert.save_package, model, pending._path)
+    if pending._process is not None:
+        converter_process.send_in_background(pending, _convert.onnx_header(len(model)), model)
+    return pending
+
+
+def compile_package(gm: torch.fx.GraphModule, examples: Sequence[torch.Tensor], label: str = "part") -> bytes:
+    """The part `gm` as an ONNX Runtime package (start_package, waited for)."""
+    return start_package(gm, examples, label).result()
+
+
+class OnnxRuntimeCompiler:
+    """ONNX Runtime's candidates (compilers/base.Compiler): "whole_onnxruntime", the graph as one part, on
+    CPU, and its parts where they mix with other compilers' (mixing.py); each part converted in a process
+    of its own (start), beside the other compilers' work."""
+    name = "ONNX Runtime"
+    option = "onnxruntime"
+    label = "onnxruntime"
+    lowers_by_parts = False  # nothing to lower (lowered)
+    mixes_parts = True
+    compiles_apart = True
+
+    def missing(self) -> Optional[str]:
+        return missing()
+
+    def offers(self, builder: PartBuilder, graph: Dict[str, Any], body: Dict[str, Any], settings: Settings,
+               plan_unverified: bool) -> Dict[str, List[List[int]]]:
+        return {"whole_onnxruntime": whole_graph_part(body)} if builder.device.type == "cpu" else {}
+
+    def lowered(self, device: torch.device, precision: str, candidate: str) -> List[str]:
+        # Its CPU provider has no bfloat16 kernels for convolutions and matmuls, and its float16 model ran
+        # no faster than its float32 one on an x86 CPU (bench/results/precision-2026-11-28c-cpu): nothing
+        # to gain below float32.
+        return []
+
+    def lowering(self) -> str:
+        return "ONNX Runtime's candidates stay float32 (its CPU provider computes no faster below it)"
+
+    def lower(self, builder: PartBuilder, name: str, parts: List[List[int]], labels: List[str],
+              compiled: List[CompiledPart], precision: str) -> List[CompiledPart]:
+        raise Error(f"ONNX Runtime's parts are not lowered to {precision}")
+
+    def start(self, builder: PartBuilder, name: str, parts: List[List[int]],
+              labels: List[str]) -> Callable[[], List[CompiledPart]]:
+        alone = name == "whole_onnxruntime"
+        started = [start(builder, p, label, alone) for p, label in zip(parts, labels)]
+        return lambda: [result() for result in started]
+
+    def beside_search(self, builder: PartBuilder, graph: Dict[str, Any], settings: Settings) -> None:
+        return None  # its compiles run before the search, in a process of their own (CPU only)
+
+    def before_search(self, builder: PartBuilder, graph: Dict[str, Any], settings: Settings) -> Dict[str, Any]:
+        try:
+            return {"whole_onnxruntime": start(builder, list(range(len(graph["nodes"]))),
+                                               "whole_onnxruntime part 1/1", alone=True)}
+        except Exception as e:  # noqa: BLE001 - the candidate is dropped and the report says why
+            return {"whole_onnxruntime": e}
+
+
+COMPILER = OnnxRuntimeCompiler()
+
+
+__all__ = ["COMPILER", "OnnxRuntimeCompiler", "PART_OP", "FORMAT", "converter", "missing", "start",
+           "start_package", "compile_package"]

@@ -1,0 +1,118 @@
+"""Cutting parts out of the exported program for the compilers (PartBuilder): each part as an FX graph
+module with its weights as attributes, example tensors of its inputs, and what the compilers of one
+optimize keep until it ends (their work under way, their per-optimize state)."""
+import operator
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+import torch
+from torch.export import ExportedProgram
+
+from ..program_format import DTYPES_BY_NAME
+
+# A hook of module_of: the copy of an FX node of the part given the original, its new target or None.
+Retarget = Callable[[torch.fx.Node, Dict[torch.fx.Node, torch.fx.Node]], Any]
+
+
+class PartBuilder:
+    """Cuts parts out of the decomposed exported program `ep`, whose AtenGraph is `graph`.
+
+    `value_of` maps each FX node (by name) of `ep`'s graph to its AtenGraph value id; `weights` are
+    the placeholders' tensors by FX name for parameters, buffers and constants."""
+
+    def __init__(self, ep: ExportedProgram, graph: Dict[str, Any], value_of: Dict[str, Any],
+                 weights: Dict[str, torch.Tensor], device: torch.device,
+                 progress: Optional[Callable[[str], None]] = None):
+        self.ep = ep
+        self.graph = graph
+        self.value_of = value_of
+        self.weights = weights
+        self.device = device
+        self.fx_nodes = {n.name: n for n in ep.graph.nodes}
+        self.progress = progress or (lambda message: None)
+        self.cached = 0  # parts the compilers found in the disk cache
+        self.weight_digests: Dict[Any, Any] = {}  # the weights' digests for the cache keys (digest.part_digest)
+        self._pending: List[Any] = []  # compiles under way elsewhere (keep_until_close)
+        self._states: Dict[str, Any] = {}  # each compiler's state for this optimize (state)
+
+    def state(self, owner: str, make: Callable[[], Any]) -> Any:
+        """`owner`'s state for this optimize (made by `make` on first use); closed with the builder where
+        it has a close()."""
+        if owner not in self._states:
+            self._states[owner] = make()
+        return self._states[owner]
+
+    def keep_until_close(self, pending: Any) -> None:
+        """`pending` (a compile under way elsewhere, with a close()) is closed with the builder: nothing is
+        left running after an optimize."""
+        self._pending.append(pending)
+
+    def close(self) -> None:
+        """Stops what the compilers left running (their errors are dropped: a candidate that needed the
+        work raised them already) and drops their state."""
+        for pending in self._pending:
+            pending.close()
+        self._pending = []
+        for state in self._states.values():
+            if hasattr(state, "close"):
+                state.close()
+        self._states = {}
+        self.weight_digests = {}
+
+    def module_of(self, part: Sequence[int], retarget: Optional[Retarget] = None):
+        """The part as an fx.GraphModule: its weights as attributes (frozen into the package), its other
+        inputs as placeholders; returns it with the value ids of its inputs and outputs. `retarget`: a
+        compiler's hook that may give a copied node another target (Inductor's packed linears)."""
+        names = [self.graph["nodes"][i]["name"] for i in part]
+        members = [self.fx_nodes[name] for name in names]
+        inside = set(members)
+        for node in members:  # a tuple-returning operator's elements come with it
+            if isinstance(self.value_of.get(node.name), tuple):
+                inside.update(u for u in node.users if u.target is operator.getitem)
+        graph = torch.fx.Graph()
+        module = torch.nn.Module()
+        env: Dict[torch.fx.Node, torch.fx.Node] = {}
+        input_ids: List[int] = []
+
+        def outside(node: torch.fx.Node) -> torch.fx.Node:
+            if node not in env:
+                if node.name in self.weights:
+                    attr = f"w{len(env)}"
+                    module.register_buffer(attr, self.weights[node.name].to(self.device))
+                    env[node] = graph.get_attr(attr)
+                else:
+                    env[node] = graph.placeholder(f"in{len(input_ids)}")
+                    input_ids.append(self.value_of[node.name])
+                env[node].meta = dict(node.meta)
+            return env[node]
+
+        ordered = [n for n in self.ep.graph.nodes if n in inside]
+        for node in ordered:
+            for source in node.all_input_nodes:
+                if source not in inside:
+                    outside(source)
+            env[node] = graph.node_copy(node, lambda n: env[n])
+            target = retarget(node, env) if retarget is not None else None
+            if target is not None:
+                env[node].target = target
+        returned = [n for n in ordered if isinstance(self.value_of.get(n.name), int)
+                    and any(u not in inside for u in n.users)]  # read after the part, or returned
+        graph.output(tuple(env[n] for n in returned))
+        return torch.fx.GraphModule(module, graph), input_ids, [self.value_of[n.name] for n in returned]
+
+    def examples(self, input_ids: Sequence[int]) -> Tuple[torch.Tensor, ...]:
+        """Example tensors of the part's inputs (their recorded shapes, strides and dtypes)."""
+        return tuple(example_of(self.graph["values"][v], self.device) for v in input_ids)
+
+
+def example_of(info: Dict[str, Any], device: torch.device) -> torch.Tensor:
+    """A tensor of a value's recorded shape, strides and dtype: random floats, zero integers."""
+    dtype = DTYPES_BY_NAME[info["dtype"]]
+    t = torch.empty_strided(info["shape"], info["stride"], dtype=dtype, device=device)
+    if dtype.is_floating_point:
+        t.normal_()
+    else:
+        t.zero_()
+    return t
+
+
+__all__ = ["PartBuilder", "Retarget", "example_of"]

@@ -1,0 +1,269 @@
+"""Parts compiled by ONNX Runtime (export/compilers/onnxruntime.py, autograph::run_onnxruntime_part in
+libautograph_onnxruntime.so): the package against eager PyTorch, its errors, the converter's faults, the
+whole graph as a candidate of the export path kept only where it measures faster, a saved program that
+runs it from C++ without ONNX Runtime's Python package, and parts of several compilers mixed where that
+measures faster (export/mixing.py).
+
+Tolerance: ONNX Runtime reorders and fuses float32 convolutions and matmuls (its own algorithms, in
+float32: it has no TF32 or bf16 path on CPU); their rounding stays below 1e-4 of the output's scale on
+these small models, while a wrong wiring or a lower precision moves outputs by 1e-3 or more."""
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+import autograph
+from autograph import errors
+from autograph._library import openvino_missing, runner_missing
+from autograph.export import mixing
+from autograph.export.compilers import onnxruntime as ort_parts
+
+ROOT = Path(__file__).resolve().parents[2]
+TOL = 1e-4
+
+pytestmark = pytest.mark.skipif(runner_missing("onnxruntime") is not None,
+                                reason=f"no ONNX Runtime parts: {runner_missing('onnxruntime')}")
+needs_openvino = pytest.mark.skipif(openvino_missing() is not None, reason=f"no OpenVINO parts: {openvino_missing()}")
+
+
+def _close(got, want, tol=TOL):
+    assert got.shape == want.shape and got.dtype == want.dtype
+    err = (got - want).abs().max().item() / max(want.abs().max().item(), 1e-12)
+    assert err <= tol, err
+
+
+class Audio(torch.nn.Module):
+    """Strided 1-D convolutions over a long signal (where ONNX Runtime's CPU kernels lead), then a head."""
+
+    def __init__(self):
+        super().__init__()
+        self.convs = torch.nn.ModuleList([torch.nn.Conv1d(1, 16, 9, stride=2), torch.nn.Conv1d(16, 32, 9, stride=2),
+                                          torch.nn.Conv1d(32, 32, 5, stride=2), torch.nn.Conv1d(32, 32, 5)])
+        self.head = torch.nn.Linear(32, 8)
+
+    def forward(self, x):
+        for conv in self.convs:
+            x = torch.relu(conv(x))
+        return self.head(x.mean(2))
+
+
+@pytest.fixture(scope="module")
+def audio():
+    torch.manual_seed(0)
+    model, x = Audio().eval(), torch.randn(1, 1, 4000)
+    with torch.no_grad():
+        want = model(x)
+    return model, x, want
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    folder = tmp_path / "cache"
+    monkeypatch.setenv("AUTOGRAPH_CACHE_DIR", str(folder))
+    return folder
+
+
+def _gm(model, x):
+    return torch.export.export(model, (x,)).run_decompositions().module()
+
+
+def _spec(package, outputs):
+    return json.dumps({"format": ort_parts.FORMAT, "digest": hashlib.sha256(package).hexdigest(),
+                       "outputs": [{"shape": list(o.shape), "stride": list(o.stride()), "dtype": "Float"} for o in outputs],
+                       "flops": 0.0, "compute_bound": True})
+
+
+def _run(package, x, want):
+    return torch.ops.autograph.run_onnxruntime_part([x], torch.frombuffer(bytearray(package), dtype=torch.uint8),
+                                                    _spec(package, [want]))
+
+
+def test_package_runs_through_the_operator_like_eager(audio, cache):
+    model, x, want = audio
+    package = ort_parts.compile_package(_gm(model, x), (x,))
+    assert package.startswith(b"AGORT1\n")
+    (got,) = _run(package, x, want)
+    _close(got, want)
+    assert hashlib.sha256(package).hexdigest() in torch.ops.autograph.loaded_compiled_parts()
+    assert torch.ops.autograph.release_compiled_parts([hashlib.sha256(package).hexdigest()]) == 1
+    (again,) = _run(package, x, want)  # loaded again from its package
+    _close(again, want)
+
+
+def test_damaged_package_and_wrong_spec_are_clear_errors(audio, cache):
+    model, x, want = audio
+    package = ort_parts.compile_package(_gm(model, x), (x,))
+    with pytest.raises((ValueError, RuntimeError), match="run_onnxruntime_part"):
+        _run(b"AGORT1\n" + b"\x00garbage" * 64, x, want)
+    with pytest.raises((ValueError, RuntimeError), match="run_onnxruntime_part"):
+        _run(b"not a package", x, want)
+    with pytest.raises((ValueError, RuntimeError), match="run_onnxruntime_part"):
+        torch.ops.autograph.run_onnxruntime_part([x], torch.frombuffer(bytearray(package), dtype=torch.uint8), "{}")
+    (got,) = _run(package, x, want)  # the faults broke nothing for the next call
+    _close(got, want)
+
+
+def _optimize(model, x, **options):
+    return autograph.optimize(torch.export.export(model, (x,)), (x,), **options)
+
+
+def test_export_path_times_the_onnxruntime_candidate_and_keeps_the_fastest(audio, cache):
+    model, x, want = audio
+    optimized, report = _optimize(model, x)
+    summary = report["contest"]
+    assert report["inductor"] is summary  # the former name, kept readable
+    assert "whole_onnxruntime" in summary["candidates"], summary
+    times = {name: c["median_ms"] for name, c in summary["candidates"].items() if "median_ms" in c}
+    assert summary["kept"] == min(times, key=times.get), summary
+    with torch.no_grad():
+        _close(optimized.module()(x), want)
+    _, report = _optimize(model, x, onnxruntime=False)
+    assert "whole_onnxruntime" not in report["contest"]["candidates"] and \
+        "whole_onnxruntime" not in report["contest"]["dropped"]
+
+
+def _first(monkeypatch, fastest):
+    """Candidate timings replaced: `fastest` (a name) at 0.5 ms, every other at 1.0."""
+    from autograph import export as export_module
+    monkeypatch.setattr(export_module.contest, "_time_candidates",
+                        lambda candidates, tensors, graph, rounds=10: {n: 0.5 if n == fastest else 1.0 for n in candidates})
+
+
+def _python(code, timeout=300):
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout,
+                          env=dict(os.environ, PYTHONPATH=str(ROOT / "python")))
+
+
+def test_a_saved_program_runs_its_onnxruntime_part_without_onnxruntimes_python_package(audio, cache, tmp_path,
+                                                                                       monkeypatch):
+    model, x, want = audio
+    _first(monkeypatch, "whole_onnxruntime")
+    optimized, report = _optimize(model, x)
+    assert report["contest"]["kept"] == "whole_onnxruntime", report["contest"]
+    assert report["chosen"].startswith("onnxruntime whole"), report["chosen"]
+    calls = " ".join(a for n in optimized.graph.nodes for a in n.args if isinstance(a, str))
+    assert '"spinning": true' in calls.replace('\\"', '"')  # the whole program: its pool spins
+    torch.export.save(optimized, tmp_path / "model.pt2")
+    torch.save({"x": x, "want": want}, tmp_path / "io.pt")
+    r = _python(
+        "import sys\n"
+        "sys.modules['onnxruntime'] = None  # no ONNX Runtime Python: the C++ runner alone runs the part\n"
+        "import torch, autograph\n"
+        f"io = torch.load({str(tmp_path / 'io.pt')!r})\n"
+        f"ep = torch.export.load({str(tmp_path / 'model.pt2')!r})\n"
+        "text = [str(a) for n in ep.graph.nodes for a in n.args if isinstance(a, str)]\n"
+        "assert any('run_onnxruntime_part' in t for t in text), 'no ONNX Runtime part in the program'\n"
+        "got = ep.module()(io['x'])\n"
+        "err = (got - io['want']).abs().max().item() / io['want'].abs().max().item()\n"
+        "print(err)\n"
+        "sys.exit(0 if err <= 1e-4 else 1)\n")
+    assert r.returncode == 0, r.stderr[-2000:] + r.stdout
+
+
+@pytest.mark.parametrize("converter, why", [
+    ("import time\ntime.sleep(3600)\n", "did not finish"),
+    ("import sys\nopen(sys.argv[2], 'wb').write(b'garbage')\n", "no whole package"),
+])
+def test_a_converter_that_hangs_or_writes_garbage_is_dropped_with_the_reason_and_leaves_no_entry(
+        audio, cache, tmp_path, monkeypatch, converter, why):
+    model, x, want = audio
+    script = tmp_path / "converter.py"
+    script.write_text(converter)
+    monkeypatch.setattr(ort_parts._convert, "__file__", str(script))
+    monkeypatch.setattr(ort_parts, "CONVERT_TIMEOUT_S", 2.0)
+    pending = ort_parts.start_package(_gm(model, x), (x,))
+    process = pending._process
+    start = time.monotonic()
+    with pytest.raises(errors.Error, match=why):
+        pending.result()
+    assert time.monotonic() - start < 60 and process.poll() is not None
+    assert not list(cache.glob("*.ortpart")) and not list(cache.glob("*.partial"))
+    optimized, report = _optimize(model, x)
+    assert report["contest"]["kept"] != "whole_onnxruntime"
+    assert why in report["contest"]["errors"]["whole_onnxruntime"], report["contest"]
+    with torch.no_grad():
+        _close(optimized.module()(x), want)
+
+
+def test_a_converter_that_crashes_leaves_the_part_converted_here(audio, cache, tmp_path, monkeypatch):
+    """A converter process that dies (a crash inside ONNX Runtime's loader) is no crash of optimize: the
+    package is then the model as exported, which the runner optimizes when it loads."""
+    model, x, want = audio
+    script = tmp_path / "converter.py"
+    script.write_text("import os, signal\nos.kill(os.getpid(), signal.SIGSEGV)\n")
+    monkeypatch.setattr(ort_parts._convert, "__file__", str(script))
+    package = ort_parts.compile_package(_gm(model, x), (x,))
+    (got,) = _run(package, x, want)
+    _close(got, want)
+    assert len(list(cache.glob("*.ortpart"))) == 1
+
+
+def test_without_the_runner_the_operator_says_what_to_load():
+    r = _python(
+        "import torch\n"
+        f"torch.ops.load_library({autograph.runtime_library_path()!r})\n"
+        "try:\n"
+        "    torch.ops.autograph.run_onnxruntime_part([torch.zeros(1)], torch.zeros(8, dtype=torch.uint8), '{}')\n"
+        "except RuntimeError as e:\n"
+        "    print(e)\n", timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "libautograph_onnxruntime.so" in r.stdout, r.stdout
+
+
+def _parts_timed(monkeypatch, fastest_by_part):
+    """mixing's per-part timings replaced: part k's fastest compiler is fastest_by_part[k] (a label)."""
+    def timed(compiled, builder, body, parts):
+        return [{c.label: (0.1 if c.label == fastest_by_part[min(k, len(fastest_by_part) - 1)] else 0.2)
+                 for c in compiled} for k in range(len(parts))]
+    monkeypatch.setattr(mixing, "_timed_parts", timed)
+
+
+@needs_openvino
+def test_parts_of_two_compilers_mix_where_that_measures_faster(audio, cache, monkeypatch):
+    """Each part goes to the compiler that ran it fastest; the mix (an ONNX Runtime part beside an OpenVINO
+    part) is checked like every candidate and kept where it times fastest as a whole; the report lists each
+    part's time under each compiler."""
+    model, x, want = audio
+    _parts_timed(monkeypatch, ["onnxruntime", "onnxruntime", "openvino", "openvino"])
+    _first(monkeypatch, "mix")
+    optimized, report = _optimize(model, x)
+    summary = report["contest"]
+    mix = summary["mix"]
+    assert mix["compilers"] == ["OpenVINO", "ONNX Runtime"] and len(mix["parts"]) >= 2, mix
+    assert all(set(p["ms"]) == {"openvino", "onnxruntime"} for p in mix["parts"]), mix
+    assert mix["decision"].startswith("mixed: onnxruntime, openvino"), mix
+    assert summary["kept"] == "mix" and summary["candidates"]["mix"]["error"] <= TOL, summary
+    calls = " ".join(a for n in optimized.graph.nodes for a in n.args if isinstance(a, str))
+    assert "run_onnxruntime_part" in calls and "run_openvino_part" in calls
+    assert '\\"spinning\\": true' not in calls and '"spinning": true' not in calls  # beside others: a sleeping pool
+    with torch.no_grad():
+        _close(optimized.module()(x), want)
+
+
+@needs_openvino
+def test_no_mix_where_one_compiler_is_fastest_on_every_part(audio, cache, monkeypatch):
+    model, x, _ = audio
+    _parts_timed(monkeypatch, ["openvino"])
+    _first(monkeypatch, "whole_openvino")  # both whole graphs within MIX_GAP of each other
+    _, report = _optimize(model, x)
+    mix = report["contest"]["mix"]
+    assert mix["decision"] == "not mixed: OpenVINO's part was the fastest on every part", mix
+    assert "mix" not in report["contest"]["candidates"]
+
+
+def test_no_mix_where_one_compilers_whole_graph_is_far_ahead(audio, cache, monkeypatch):
+    """Where one compiler's whole graph runs more than MIX_GAP times faster than the other's, no part of the
+    slower one is tried (the report has no "mix" entry: nothing was spent on it)."""
+    from autograph import export as export_module
+    model, x, _ = audio
+    far = {"whole_openvino": 1.0, "whole_onnxruntime": 1.0 * mixing.MIX_GAP * 1.5}
+    monkeypatch.setattr(export_module.contest, "_time_candidates",
+                        lambda candidates, tensors, graph, rounds=10: {n: far.get(n, 5.0) for n in candidates})
+    _, report = _optimize(model, x)
+    assert "mix" not in report["contest"] and report["contest"]["kept"] == "whole_openvino", report["contest"]
