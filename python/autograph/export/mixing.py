@@ -21,8 +21,10 @@ from .timing import time_callables
 
 # How many parts the graph is cut into for the mix: few, since each cut is a call and a fusion lost.
 MIX_PARTS = 4
-# Where the slower whole graph is more than this many times the faster one's, no part of it is tried: on
-# the models measured a part never beat its rival by more than its whole graph's gap.
+# Where the slower whole graph is more than this many times the faster one's, no part of it is tried: its
+# parts would have to beat the faster compiler's by more than that on average. A bound to save the parts'
+# compiles, not a measured one: on the models of bench/results/export-path-2026-11-28-cpu no mix within it
+# was kept either.
 MIX_GAP = 2.0
 # Rounds per part and compiler (parts are timed one part at a time, alternating compilers).
 _ROUNDS = 5
