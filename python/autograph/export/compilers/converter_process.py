@@ -51,6 +51,24 @@ class PendingPackage:
         self._path, self._here, self._process, self._folder, self._sender = path, here, process, folder, sender
         self._entry, self._package = entry, package
 
+    @property
+    def path(self) -> str:
+        """Where the package is written (the cache entry's partial file), by the process or here."""
+        return self._path
+
+    def converts_here(self, here) -> None:
+        """`here` converts the part in this process where the converter process is missing or fails."""
+        self._here = here
+
+    def send(self, *chunks: bytes) -> None:
+        """`chunks` (a large model's bytes: the writes release the GIL) sent to the converter process from a
+        thread, so that this one goes on at once; only the thread keeps them. Nothing where no process runs."""
+        if self._process is None:
+            return
+        self._sender = threading.Thread(target=tell, args=(self._process, *chunks), name="autograph-converter-sender",
+                                        daemon=True)
+        self._sender.start()
+
     def result(self) -> bytes:
         if self._package is None:
             try:
@@ -114,10 +132,12 @@ def converter_command(script: str, folder: str, path: str) -> List[str]:
     return [python, "-c", _RUN_FILE, script, folder, path]
 
 
-def start_process(converter: Converter, path: str) -> PendingPackage:
-    """The converter's process started (it imports its compiler while this one exports the part), with
-    its folder, or a PendingPackage with no process where it cannot start (converted here then). One
-    thread for its own torch ops: the other cores are this process's compiles'."""
+def start_process(converter: Converter, entry: str) -> PendingPackage:
+    """The converter's process started for the cache's entry `entry` (it imports its compiler while this
+    one exports the part; it writes the package at the entry's partial path), with its folder, or a
+    PendingPackage with no process where it cannot start (converted here then). One thread for its own
+    torch ops: the other cores are this process's compiles'."""
+    path = part_cache.partial_path(entry, converter.suffix)
     folder = tempfile.TemporaryDirectory(prefix=f"autograph-{converter.suffix.strip('.')}-")
     process = None
     try:
@@ -129,16 +149,7 @@ def start_process(converter: Converter, path: str) -> PendingPackage:
                                        stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=stderr)
     except OSError as e:  # no interpreter to run: converted here
         logger.info("autograph: %s's converter process did not start (%s); converting here", converter.name, e)
-    return PendingPackage(converter, path, process=process, folder=folder)
-
-
-def send_in_background(pending: PendingPackage, *chunks: bytes) -> None:
-    """`chunks` (a large model's bytes: the writes release the GIL) sent to the pending conversion's
-    process from a thread, so that this one goes on at once. Only the thread keeps them."""
-    sender = threading.Thread(target=tell, args=(pending._process, *chunks), name="autograph-converter-sender",
-                              daemon=True)
-    sender.start()
-    pending._sender = sender
+    return PendingPackage(converter, path, process=process, folder=folder, entry=entry)
 
 
 def kill_group(process: subprocess.Popen) -> None:
@@ -207,4 +218,4 @@ def exporter_imported() -> None:
 
 
 __all__ = ["Converter", "PendingPackage", "check_package", "converter_command", "exporter_imported",
-           "interrupts_held", "kill_group", "send_in_background", "start_process", "tell"]
+           "interrupts_held", "kill_group", "start_process", "tell"]

@@ -89,16 +89,14 @@ def start_package(gm: torch.fx.GraphModule, examples: Sequence[torch.Tensor], la
         return PendingPackage(package=cached)
     if progress:
         progress(f"compiling {label} with ONNX Runtime")
-    pending = converter_process.start_process(converter(), part_cache.partial_path(entry, _SUFFIX))
-    pending._entry = entry
+    pending = converter_process.start_process(converter(), entry)
     try:
         model = onnx() if onnx is not None else onnx_export.onnx_of(gm, examples)
     except BaseException:
         pending.close()
         raise
-    pending._here = functools.partial(_convert.save_package, model, pending._path)
-    if pending._process is not None:
-        converter_process.send_in_background(pending, _convert.onnx_header(len(model)), model)
+    pending.converts_here(functools.partial(_convert.save_package, model, pending.path))
+    pending.send(_convert.onnx_header(len(model)), model)
     return pending
 
 

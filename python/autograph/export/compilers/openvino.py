@@ -90,8 +90,7 @@ def start_package(gm: torch.fx.GraphModule, examples: Sequence[torch.Tensor], la
     if progress:
         progress(f"compiling {label} with OpenVINO")
     # The process starts first: it imports OpenVINO while this one exports the part.
-    pending = converter_process.start_process(converter(), part_cache.partial_path(entry, _SUFFIX))
-    pending._entry = entry
+    pending = converter_process.start_process(converter(), entry)
     try:
         try:
             model = onnx() if onnx is not None else onnx_export.onnx_of(gm, examples)
@@ -110,12 +109,12 @@ def _hand_over(gm: torch.fx.GraphModule, examples: Sequence[torch.Tensor], label
     """The part (and `model`, its ONNX model, where torch.onnx exported it) handed to the converter
     process, or converted here when result() is called where there is none or it fails."""
     exported = model is not None
-    path = pending._path
+    path = pending.path
     if pending._process is None:
-        pending._here = functools.partial(_convert_here, gm, examples, path, model, exported)
+        pending.converts_here(functools.partial(_convert_here, gm, examples, path, model, exported))
         return pending
     # Where the process fails, its model is not at hand any more: converted here from the start.
-    pending._here = functools.partial(_convert_here, gm, examples, path, None, exported)
+    pending.converts_here(functools.partial(_convert_here, gm, examples, path, None, exported))
     if not exported:
         folder = pending._folder.name
         try:  # the module pickled, code and weights (slow for a large model)
@@ -129,7 +128,7 @@ def _hand_over(gm: torch.fx.GraphModule, examples: Sequence[torch.Tensor], label
             return pending
         converter_process.tell(pending._process, _openvino_convert.PYTORCH)
         return pending
-    converter_process.send_in_background(pending, _openvino_convert.onnx_header(len(model)), model)
+    pending.send(_openvino_convert.onnx_header(len(model)), model)
     return pending
 
 
