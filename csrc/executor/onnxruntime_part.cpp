@@ -2,42 +2,27 @@
 #include "executor/onnxruntime_part.h"
 
 #include <memory>
-#include <mutex>
 #include <utility>
 
 #include "autograph/error.h"
+#include "executor/part_runner_slot.h"
 
 namespace autograph {
 namespace {
 
-std::mutex& RunnerMutex() {
-  static std::mutex mutex;
-  return mutex;
-}
-
-// Held by shared_ptr so that a call copies a pointer, not the three functions.
-std::shared_ptr<const OnnxRuntimePartRunner>& Slot() {
-  static std::shared_ptr<const OnnxRuntimePartRunner> runner;
-  return runner;
-}
-
-std::shared_ptr<const OnnxRuntimePartRunner> Runner() {
-  std::lock_guard<std::mutex> lock(RunnerMutex());
-  return Slot();
+PartRunnerSlot<OnnxRuntimePartRunner>& Slot() {
+  static PartRunnerSlot<OnnxRuntimePartRunner> slot;
+  return slot;
 }
 
 }  // namespace
 
-void SetOnnxRuntimePartRunner(OnnxRuntimePartRunner runner) {
-  auto installed = std::make_shared<const OnnxRuntimePartRunner>(std::move(runner));
-  std::lock_guard<std::mutex> lock(RunnerMutex());
-  Slot() = std::move(installed);
-}
+void SetOnnxRuntimePartRunner(OnnxRuntimePartRunner runner) { Slot().Install(std::move(runner)); }
 
 std::vector<at::Tensor> RunOnnxRuntimePart(const std::vector<at::Tensor>& inputs, const at::Tensor& package,
                                            std::string_view spec) {
-  const std::shared_ptr<const OnnxRuntimePartRunner> runner = Runner();
-  if (!runner || !runner->run) {
+  const std::shared_ptr<const OnnxRuntimePartRunner> runner = Slot().Get();
+  if (!runner) {
     throw Error(
         "run_onnxruntime_part: this program has a part compiled by ONNX Runtime, and ONNX Runtime's runner is not "
         "loaded: load libautograph_onnxruntime.so (autograph.load_library() does, where the onnxruntime package is "
@@ -46,14 +31,8 @@ std::vector<at::Tensor> RunOnnxRuntimePart(const std::vector<at::Tensor>& inputs
   return runner->run(inputs, package, spec);
 }
 
-std::vector<std::string> LoadedOnnxRuntimeParts() {
-  const std::shared_ptr<const OnnxRuntimePartRunner> runner = Runner();
-  return runner && runner->loaded ? runner->loaded() : std::vector<std::string>{};
-}
+std::vector<std::string> LoadedOnnxRuntimeParts() { return Slot().Loaded(); }
 
-int64_t ReleaseOnnxRuntimeParts(const std::vector<std::string>& digests) {
-  const std::shared_ptr<const OnnxRuntimePartRunner> runner = Runner();
-  return runner && runner->release ? runner->release(digests) : 0;
-}
+int64_t ReleaseOnnxRuntimeParts(const std::vector<std::string>& digests) { return Slot().Release(digests); }
 
 }  // namespace autograph
