@@ -285,6 +285,10 @@ def measure(name: str, args, device, sync):
     run_export_aten = export_run(model, inputs, want, args, row, key="export_aten", inductor=False, openvino=False, onnxruntime=False)
     if run_export_aten is not None:
         runs["export_aten"] = run_export_aten
+    if args.cost_of:
+        run_without = export_run(model, inputs, want, args, row, key="export_without", **{args.cost_of: False})
+        if run_without is not None:
+            runs["export_without"] = run_without
     if not args.no_compile:
         runs.update(compile_runs(model, inputs, want, device, row))
         runs.update(aoti_run(model, inputs, want, row))
@@ -330,6 +334,9 @@ def main() -> int:
     p.add_argument("--no-compile", action="store_true", help="leave torch.compile out")
     p.add_argument("--warm-cache", action="store_true", help="reuse Inductor's and autograph's compile caches")
     p.add_argument("--no-rivals", action="store_true", help="leave ONNX Runtime and OpenVINO out")
+    p.add_argument("--cost-of", default="", help="a compiler's option (onnxruntime, openvino): the export path "
+                   "also runs with it off, and the optimize table says what it costs and the speed table what "
+                   "it buys")
     p.add_argument("--device", default="cpu", help="cpu or cuda (on cuda: torch.compile max-autotune instead of "
                    "freezing, no ONNX Runtime / OpenVINO columns)")
     p.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "export-path")
@@ -459,6 +466,25 @@ def optimize_table(rows):
                      f"{seconds('aoti_s')} | {ratio('export_aten_optimize_s', 'torchscript_optimize_s')} | "
                      f"{ratio('export_optimize_s', 'compile_freezing_s')} | {ratio('export_optimize_s', 'aoti_s')} | "
                      f"{ms('export_aten')} / {ms('aoti')} / {ms('export')} |")
+    return lines + cost_table(rows)
+
+
+def cost_table(rows):
+    """With --cost-of: the export path's optimize time and speed with that compiler and without it."""
+    rows = [r for r in rows if "export_without_optimize_s" in r and "export_optimize_s" in r]
+    if not rows:
+        return []
+    lines = ["", "The export path with and without the compiler of option --cost-of (cold caches, each optimize "
+             "from the nn.Module; ms from the same alternated run): what the compiler costs in optimize time and "
+             "what it buys in speed. mix s: the part of the optimize spent deciding on a mix of compilers' parts.",
+             "", "| model | optimize s with / without | with ÷ without | mix s | ms with / without | kept with / without |",
+             "|---|---:|---:|---:|---:|---|"]
+    for r in rows:
+        ms = f"{r.get('export_median_ms', float('nan')):.1f} / {r.get('export_without_median_ms', float('nan')):.1f}"
+        lines.append(f"| {r['model']} | {r['export_optimize_s']:.1f} / {r['export_without_optimize_s']:.1f} | "
+                     f"{r['export_optimize_s'] / r['export_without_optimize_s']:.2f}× | "
+                     f"{r.get('export_mix_s', 0.0):.1f} | {ms} | {r.get('export_kept', '—')} / "
+                     f"{r.get('export_without_kept', '—')} |")
     return lines
 
 

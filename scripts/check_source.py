@@ -49,6 +49,7 @@ LAYERS = [
     "export.parts.graph",                # the parts layer: what a part is made of, read off the graph and its plan
     "export.parts.digest",               # the digest of a part's content, for every compiler's cache keys
     "export.parts.cut",                  # where a graph is cut into parts
+    "export.parts.profile",              # a compiled part's profile by node, and each piece's share of it
     "export.parts.builder",              # a part as a module with example inputs; the compilers' per-optimize state
     "export.parts.rewrite",              # the program rewritten to call compiled parts, of any compiler
     "export.parts",                      # (package __init__)
@@ -57,6 +58,7 @@ LAYERS = [
     "export.compilers.base",             # the compilers' protocol, typed on the parts layer's types
     "export.compilers.converter_process", # a part converted in a process of its own (OpenVINO's, ONNX Runtime's)
     "export.compilers.onnx_export",      # a part as an ONNX model, exported once per optimize
+    "export.compilers.onnx_profile",     # a profile of an ONNX-made part read back to the graph's nodes
     "export.compilers.lowered_module",   # a part's module computing below float32 (lowered weights)
     "export.compilers.inductor",         # parts compiled by Inductor (AOTInductor packages)
     "export.compilers.openvino_convert", # a part to an OpenVINO package, in or out of process

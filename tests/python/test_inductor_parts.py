@@ -388,6 +388,10 @@ class _StandInCompiler:
               labels: List[str]) -> Callable[[], List[parts_layer.CompiledPart]]:
         return lambda: [inductor_parts.compile_part(builder, p, label) for p, label in zip(parts, labels)]
 
+    def node_times(self, builder: parts_layer.PartBuilder, part: List[int],
+                   made: parts_layer.CompiledPart) -> parts_layer.NodeTimes:
+        return parts_layer.NOT_PROFILED
+
     def beside_search(self, builder: parts_layer.PartBuilder, graph: Dict[str, Any],
                       settings: autograph.Settings) -> None:
         return None

@@ -216,27 +216,37 @@ def test_without_the_runner_the_operator_says_what_to_load():
     assert "libautograph_onnxruntime.so" in r.stdout, r.stdout
 
 
-def _parts_timed(monkeypatch, fastest_by_part):
-    """mixing's per-part timings replaced: part k's fastest compiler is fastest_by_part[k] (a label)."""
-    def timed(compiled, builder, body, parts):
-        return [{c.label: (0.1 if c.label == fastest_by_part[min(k, len(fastest_by_part) - 1)] else 0.2)
-                 for c in compiled} for k in range(len(parts))]
-    monkeypatch.setattr(mixing, "_timed_parts", timed)
+def _parts_timed(monkeypatch, fastest_by_part, how="profiled"):
+    """mixing's per-part times replaced: part k's fastest compiler is fastest_by_part[k] (a label); `how`:
+    the profiles' estimate ("profiled") or, the profiles not saying, the parts compiled and timed alone."""
+    def times(labels, n):
+        return [{label: (0.1 if label == fastest_by_part[min(k, len(fastest_by_part) - 1)] else 0.2)
+                 for label in labels} for k in range(n)]
+    if how == "profiled":
+        monkeypatch.setattr(mixing, "_profiled", lambda compilers, builder, graph, parts, entry:
+                            times([c.label for c in compilers], len(parts)))
+    else:
+        monkeypatch.setattr(mixing, "_profiled", lambda *args: None)
+        monkeypatch.setattr(mixing, "_timed_parts", lambda compiled, builder, body, parts:
+                            times([c.label for c in compiled], len(parts)))
 
 
 @needs_openvino
-def test_parts_of_two_compilers_mix_where_that_measures_faster(audio, cache, monkeypatch):
-    """Each part goes to the compiler that ran it fastest; the mix (an ONNX Runtime part beside an OpenVINO
-    part) is checked like every candidate and kept where it times fastest as a whole; the report lists each
-    part's time under each compiler."""
+@pytest.mark.parametrize("how", ["profiled", "timed alone"])
+def test_parts_of_two_compilers_mix_where_that_measures_faster(audio, cache, monkeypatch, how):
+    """Each part goes to the compiler that runs it fastest (by the compilers' profiles, or where they cannot
+    say by the parts compiled and timed alone); the mix (an ONNX Runtime part beside an OpenVINO part) is
+    checked like every candidate and kept where it times fastest as a whole; the report lists each part's
+    time under each compiler and how it was measured."""
     model, x, want = audio
-    _parts_timed(monkeypatch, ["onnxruntime", "onnxruntime", "openvino", "openvino"])
+    _parts_timed(monkeypatch, ["onnxruntime", "onnxruntime", "openvino", "openvino"], how)
     _first(monkeypatch, "mix")
     optimized, report = _optimize(model, x)
     summary = report["contest"]
     mix = summary["mix"]
     assert mix["compilers"] == ["OpenVINO", "ONNX Runtime"] and len(mix["parts"]) >= 2, mix
     assert all(set(p["ms"]) == {"openvino", "onnxruntime"} for p in mix["parts"]), mix
+    assert mix["estimated_by"].endswith("scaled to its measured time" if how == "profiled" else "timed alone"), mix
     assert mix["decision"].startswith("mixed: onnxruntime, openvino"), mix
     assert summary["kept"] == "mix" and summary["candidates"]["mix"]["error"] <= TOL, summary
     calls = " ".join(a for n in optimized.graph.nodes for a in n.args if isinstance(a, str))
@@ -255,6 +265,27 @@ def test_no_mix_where_one_compiler_is_fastest_on_every_part(audio, cache, monkey
     mix = report["contest"]["mix"]
     assert mix["decision"] == "not mixed: OpenVINO's part was the fastest on every part", mix
     assert "mix" not in report["contest"]["candidates"]
+
+
+@needs_openvino
+def test_the_mix_is_estimated_from_each_compilers_profile_of_its_whole_graph(audio, cache, monkeypatch):
+    """Without a part compiled on its own: each compiler's profile of the whole graph it built names (by
+    torch.onnx's node names) at least MIN_NAMED of its run, and the parts' estimates add up to its whole
+    graph's measured time."""
+    from autograph.export.compilers import openvino as ov_parts
+    model, x, _ = audio
+    _first(monkeypatch, "whole_openvino")  # both whole graphs within MIX_GAP of each other
+    compiled = []
+    for module in (ov_parts, ort_parts):
+        real = module.start
+        monkeypatch.setattr(module, "start", lambda b, part, label, *a, real=real, **k: compiled.append(label) or real(b, part, label, *a, **k))
+    _, report = _optimize(model, x)
+    mix = report["contest"]["mix"]
+    assert mix["estimated_by"].startswith("each compiler's profile"), mix
+    assert all(p["named"] >= mixing.MIN_NAMED for p in mix["profiled"].values()), mix
+    for label, whole in (("openvino", 0.5), ("onnxruntime", 1.0)):
+        assert sum(p["ms"][label] for p in mix["parts"]) == pytest.approx(whole, rel=1e-3), mix
+    assert not [label for label in compiled if label.startswith("mix part")], compiled
 
 
 def test_no_mix_where_one_compilers_whole_graph_is_far_ahead(audio, cache, monkeypatch):

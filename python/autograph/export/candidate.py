@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List, NamedTuple, Optiona
 
 import torch
 
+from .parts import CompiledPart
 from .plans import Program
 from .program_format import body_of
 from .progress import logger
@@ -74,6 +75,10 @@ class Candidate:
     compiler: Optional["Compiler"] = None
     kind: str = ""
     tried: Set[str] = field(default_factory=set)  # digests of packages loaded while it was made (lowering.py)
+    # Its parts (AtenGraph node ids) and each compiled, where a compiler made them: what the mix profiles
+    # (mixing.py) without reading the packages back; let go once the contest has mixed.
+    parts: List[List[int]] = field(default_factory=list)
+    compiled: List[CompiledPart] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.kind = self.kind or self.name

@@ -168,6 +168,7 @@ def compiled_candidates(builder: PartBuilder, graph: Dict[str, Any], program: st
             compiled = [made()] if made else started[name]()
             out[name] = Candidate.of(name, program_with_parts(builder, graph, weights, tensors, settings, body, parts,
                                                               compiled), compiler=compiler, kind=kind)
+            out[name].parts, out[name].compiled = parts, compiled
         except Exception as e:  # noqa: BLE001 - the candidate is out and the report says why
             out[name] = Candidate.failed(name, e, compiler=compiler, kind=kind)
             continue

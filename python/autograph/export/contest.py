@@ -14,7 +14,7 @@ from .candidates import (OtherGraph, compile_before_search, compiles_before_sear
                          compiled_candidates, offers_tf32, program_with_parts, tf32_twins)
 from .check import RecordedWarnings, Reference, left_cuda_graph, reference_of, rounded
 from ..settings import Settings
-from .compilers import COMPILERS, compiler_on, just_in_time_packager
+from .compilers import COMPILERS, Compiler, compiler_on, just_in_time_packager
 from .parts import PartBuilder
 from . import lowering, mixing, plans
 from .plans import Program
@@ -342,8 +342,17 @@ class Contest:
     def _mixed(self, candidates: Dict[str, Candidate], competing: Dict[str, Candidate]) -> None:
         """Where several compilers' whole graphs compete (mixing.mixing_compilers), the best compiler for
         every part (mixing.mixed): the mix, where one is made, checked and timed side by side with the
-        fastest candidate, and competing with its time from that run."""
+        fastest candidate, and competing with its time from that run. The candidates' compiled parts are let
+        go after (their programs hold the packages)."""
         compilers = mixing.mixing_compilers(candidates, self.timed, self.settings)
+        try:
+            self._mix(candidates, competing, compilers)
+        finally:
+            for candidate in candidates.values():
+                candidate.compiled = []
+
+    def _mix(self, candidates: Dict[str, Candidate], competing: Dict[str, Candidate],
+             compilers: Dict[Compiler, mixing.Whole]) -> None:
         if not compilers:
             return
         fastest = min(self.timed, key=self.timed.get)

@@ -1,12 +1,16 @@
 """The best compiler for every part: where several compilers' whole graphs compete (OpenVINO's, ONNX
 Runtime's: those whose parts cost little beside their whole graph's compile, Compiler.mixes_parts), the
-graph is cut into parts of about equal FLOPs, each part is compiled by each of them and timed alone on
-its example inputs, and each part goes to the compiler that ran it fastest. Neighbouring parts of one
-compiler become one part again (fewer calls, fusion across the cut). Where the fastest parts are not all
-one compiler's and their times add up to less than the fastest candidate's, the mix is one more
-candidate ("mix"), checked and timed as a whole like any other. The report's "mix" entry says each part's
-time under each compiler and what was decided, and why."""
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+graph is cut into parts of about equal FLOPs and each part goes to the compiler that runs it fastest.
+Each part's time under each compiler is read off that compiler's own profile of its whole graph (one
+profiled run of the package it already built, node by node: Compiler.node_times), scaled to the whole
+graph's measured time; only where a profile cannot say (a compiler without one, kernels whose names do not
+lead back to the graph) is each part compiled by each compiler and timed alone instead. Neighbouring parts
+of one compiler become one part again (fewer calls, fusion across the cut). Where the fastest parts are not
+all one compiler's and their times add up to clearly less than the fastest candidate's, the mix is built
+(each run of parts compiled by its compiler) and is one more candidate ("mix"), checked and timed as a
+whole like any other. The report's "mix" entry says each part's time under each compiler, how it was
+measured, and what was decided, and why."""
+from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 import torch
 
@@ -14,7 +18,7 @@ from ..settings import Settings
 from .candidate import Candidate, why_of
 from .candidates import program_with_parts
 from .compilers import COMPILERS, Compiler, compiler_on
-from .parts import CompiledPart, PartBuilder, closed, cut_by_cost, part_costs, part_spec
+from .parts import CompiledPart, PartBuilder, closed, cut_by_cost, every_node, part_costs, part_spec, shares
 from .plans import Program
 from .program_format import body_of
 from .timing import time_callables
@@ -26,23 +30,63 @@ MIX_PARTS = 4
 # compiles, not a measured one: on the models of bench/results/export-path-2026-11-28-cpu no mix within it
 # was kept either.
 MIX_GAP = 2.0
-# Rounds per part and compiler (parts are timed one part at a time, alternating compilers).
+# Profiled part times leave out what a cut costs (a call, and each compiler's fusions across it): a mix is
+# built only where they promise at least this share below the fastest candidate. Parts compiled apart and
+# timed alone added 14-23% to their compiler's whole graph on the models of
+# bench/results/export-path-2026-11-28-cpu; half of the smallest of those is asked for.
+MIX_MARGIN = 0.07
+# The share of a profiled run whose kernels must lead back to the graph's nodes by name for the profile to
+# stand for the parts' times (below it, the parts are compiled and timed alone).
+MIN_NAMED = 0.8
+# Rounds per part and compiler where parts are timed alone (one part at a time, alternating compilers).
 _ROUNDS = 5
 
 
-def mixing_compilers(candidates: Dict[str, Candidate], times: Dict[str, float], settings: Settings) -> List[Compiler]:
-    """The compilers whose parts may mix: those with mixes_parts and option on, whose whole graph in
-    float32 competes and was timed within MIX_GAP of the fastest of them."""
-    whole: Dict[Compiler, float] = {}
+class Whole(NamedTuple):
+    """A compiler's whole graph in the contest: its candidate and its name, and its measured median ms."""
+    name: str
+    ms: float
+    candidate: Candidate
+
+
+def mixing_compilers(candidates: Dict[str, Candidate], times: Dict[str, float],
+                     settings: Settings) -> Dict[Compiler, Whole]:
+    """The compilers whose parts may mix, with their whole graphs: those with mixes_parts and option on,
+    whose whole graph in float32 competes and was timed within MIX_GAP of the fastest of them."""
+    whole: Dict[Compiler, Whole] = {}
     for name, c in candidates.items():
         if c.compiler is not None and c.compiler.mixes_parts and compiler_on(c.compiler, settings) \
                 and c.kind == "whole" and not c.lowered and c.competing and name in times:
-            whole[c.compiler] = min(times[name], whole.get(c.compiler, float("inf")))
+            if c.compiler not in whole or times[name] < whole[c.compiler].ms:
+                whole[c.compiler] = Whole(name, times[name], c)
     if len(whole) < 2:
-        return []
-    fastest = min(whole.values())
-    near = [c for c in COMPILERS if c in whole and whole[c] <= fastest * MIX_GAP]
-    return near if len(near) >= 2 else []
+        return {}
+    fastest = min(w.ms for w in whole.values())
+    near = {c: whole[c] for c in COMPILERS if c in whole and whole[c].ms <= fastest * MIX_GAP}
+    return near if len(near) >= 2 else {}
+
+
+def _profiled(compilers: Dict[Compiler, Whole], builder: PartBuilder, graph: Dict[str, Any],
+              parts: List[List[int]], entry: Dict[str, Any]) -> Optional[List[Dict[str, float]]]:
+    """Each part's ms under each compiler, from its profile of its whole graph (Compiler.node_times: each
+    part's share of the profiled run times the whole graph's measured ms), or None where a compiler's
+    profile cannot say (entry["profiled"] says, per compiler, the share of its run named, or its error)."""
+    names = [[graph["nodes"][i]["name"] for i in part] for part in parts]
+    profiled = entry["profiled"] = {}
+    estimates: Dict[str, List[float]] = {}
+    for compiler, w in compilers.items():
+        try:
+            whole, made = (w.candidate.parts[0], w.candidate.compiled[0]) if w.candidate.compiled else \
+                (every_node(graph), compiler.start(builder, w.name, [every_node(graph)], [f"{w.name} part 1/1"])()[0])
+            times = compiler.node_times(builder, whole, made)
+        except Exception as e:  # noqa: BLE001 - the parts are timed alone instead
+            profiled[compiler.label] = {"error": why_of(e, f"{compiler.name}'s profile")}
+            return None
+        profiled[compiler.label] = {"named": round(times.named, 3)}
+        if times.named < MIN_NAMED:
+            return None
+        estimates[compiler.label] = [share * w.ms for share in shares(times, names)]
+    return [{label: ms[k] for label, ms in estimates.items()} for k in range(len(parts))]
 
 
 def _part_call(made: CompiledPart, builder: PartBuilder, body: Dict[str, Any], part: Sequence[int]) -> Callable[[], Any]:
@@ -98,27 +142,35 @@ def _merged(parts: List[List[int]], chosen: List[Compiler]) -> Tuple[List[List[i
 
 
 def mixed(builder: PartBuilder, graph: Dict[str, Any], aten: Program, tensors: List[torch.Tensor],
-          settings: Settings, compilers: List[Compiler], fastest_ms: float,
+          settings: Settings, compilers: Dict[Compiler, Whole], fastest_ms: float,
           entry: Dict[str, Any]) -> Optional[Candidate]:
     """The candidate "mix" of `compilers`' parts (module docstring), or None where no mix could beat the
     fastest candidate (`fastest_ms`); `entry` (the report's "mix") gets each part's nodes, FLOPs and time
-    under each compiler, each part's fastest compiler, and the decision."""
+    under each compiler ("estimated_by" says how), each part's fastest compiler, and the decision."""
     body = body_of(aten.text)
     parts = closed(graph, cut_by_cost(graph, body, MIX_PARTS))
     entry["compilers"] = [c.name for c in compilers]
     if len(parts) < 2:
         entry["decision"] = "not mixed: the graph is too small to cut into parts"
         return None
-    compiled = _compiled(compilers, builder, parts)
-    failed = {c.name: why_of(e, f"mix parts of {c.name}") for c, e in compiled.items() if isinstance(e, Exception)}
-    if failed:
-        entry["errors"] = failed
-    compiled = {c: made for c, made in compiled.items() if not isinstance(made, Exception)}
-    if len(compiled) < 2:
-        entry["decision"] = "not mixed: fewer than two compilers built the parts"
-        return None
-    times = _timed_parts(compiled, builder, body, parts)
-    by_label = {c.label: c for c in compiled}
+    times = _profiled(compilers, builder, graph, parts, entry)
+    compiled: Optional[Dict[Compiler, List[CompiledPart]]] = None
+    if times is not None:
+        entry["estimated_by"] = "each compiler's profile of its whole graph, by node, scaled to its measured time"
+        bound = fastest_ms * (1.0 - MIX_MARGIN)
+    else:
+        entry["estimated_by"] = "each part compiled by each compiler and timed alone"
+        bound = fastest_ms
+        made = _compiled(list(compilers), builder, parts)
+        failed = {c.name: why_of(e, f"mix parts of {c.name}") for c, e in made.items() if isinstance(e, Exception)}
+        if failed:
+            entry["errors"] = failed
+        compiled = {c: m for c, m in made.items() if not isinstance(m, Exception)}
+        if len(compiled) < 2:
+            entry["decision"] = "not mixed: fewer than two compilers built the parts"
+            return None
+        times = _timed_parts(compiled, builder, body, parts)
+    by_label = {c.label: c for c in compilers}
     chosen = [by_label[min(t, key=t.get)] for t in times]
     entry["parts"] = [{"nodes": len(part), "flops": part_costs(body, part)[0],
                        "ms": {label: round(ms, 4) for label, ms in t.items()}, "fastest": owner.label}
@@ -128,37 +180,48 @@ def mixed(builder: PartBuilder, graph: Dict[str, Any], aten: Program, tensors: L
     if len({id(c) for c in chosen}) == 1:
         entry["decision"] = f"not mixed: {chosen[0].name}'s part was the fastest on every part"
         return None
-    if best_sum >= fastest_ms:
+    if best_sum >= bound:
         entry["decision"] = (f"not mixed: the fastest parts add up to {best_sum:.4g} ms, the fastest candidate "
                              f"ran in {fastest_ms:.4g} ms")
         return None
     return _candidate(builder, graph, aten, tensors, settings, body, parts, chosen, compiled, entry)
 
 
+def _runs_compiled(builder: PartBuilder, runs: List[List[int]], owners: List[Compiler]) -> List[CompiledPart]:
+    """Each run of parts compiled by its owner, every compile started before any is waited for."""
+    started = {}
+    for owner in dict.fromkeys(owners):
+        mine = [k for k, o in enumerate(owners) if o is owner]
+        started[owner] = (mine, owner.start(builder, f"mix_{owner.label}", [runs[k] for k in mine],
+                                            [f"mix run {k + 1} ({owner.name})" for k in mine]))
+    made: List[Optional[CompiledPart]] = [None] * len(runs)
+    for mine, wait in started.values():
+        for k, part in zip(mine, wait()):
+            made[k] = part
+    return [m for m in made if m is not None]
+
+
 def _candidate(builder: PartBuilder, graph: Dict[str, Any], aten: Program, tensors: List[torch.Tensor],
                settings: Settings, body: Dict[str, Any], parts: List[List[int]], chosen: List[Compiler],
-               compiled: Dict[Compiler, List[CompiledPart]], entry: Dict[str, Any]) -> Candidate:
-    """The mix: each run of neighbouring parts of one compiler compiled by it as one part (the parts as
-    they were timed where that fails), the program planned over them."""
-    merged, owners = _merged(parts, chosen)
-    made: List[CompiledPart] = []
-    for k, (part, owner) in enumerate(zip(merged, owners)):
-        single = [i for i, p in enumerate(parts) if p == part]
-        if single:
-            made.append(compiled[owner][single[0]])
-            continue
-        try:
-            made.append(owner.start(builder, f"mix_{owner.label}", [part], [f"mix run {k + 1} ({owner.name})"])()[0])
-        except Exception as e:  # noqa: BLE001 - the parts as timed stand in for the run
-            why_of(e, f"mix run {k + 1}")
-            merged, owners, made = parts, chosen, [compiled[c][i] for i, c in enumerate(chosen)]
-            break
+               compiled: Optional[Dict[Compiler, List[CompiledPart]]], entry: Dict[str, Any]) -> Candidate:
+    """The mix: each run of neighbouring parts of one compiler compiled by it as one part (where that
+    fails and the parts were compiled one by one to be timed, those parts), the program planned over
+    them."""
+    runs, owners = _merged(parts, chosen)
+    try:
+        made = _runs_compiled(builder, runs, owners)
+    except Exception as e:  # noqa: BLE001 - the parts as timed stand in for the runs, where there are any
+        if compiled is None:
+            entry["decision"] = f"not mixed: {why_of(e, 'the mix')}"
+            return Candidate.failed("mix", e, kind="mix")
+        why_of(e, "the mix's runs")
+        runs, owners, made = parts, chosen, [compiled[c][i] for i, c in enumerate(chosen)]
     entry["decision"] = "mixed: " + ", ".join(owner.label for owner in owners)
     try:
-        program = program_with_parts(builder, graph, aten.weights, tensors, settings, body, merged, made)
+        program = program_with_parts(builder, graph, aten.weights, tensors, settings, body, runs, made)
     except Exception as e:  # noqa: BLE001 - the candidate is out and the report says why
         return Candidate.failed("mix", e, kind="mix")
     return Candidate.of("mix", program, kind="mix")
 
 
-__all__ = ["MIX_GAP", "MIX_PARTS", "mixed", "mixing_compilers"]
+__all__ = ["MIN_NAMED", "MIX_GAP", "MIX_MARGIN", "MIX_PARTS", "Whole", "mixed", "mixing_compilers"]

@@ -6,7 +6,7 @@ from typing import Any, Callable, Dict, List, Optional, Protocol
 import torch
 
 from ...settings import Settings
-from ..parts import CompiledPart, PartBuilder
+from ..parts import CompiledPart, NodeTimes, PartBuilder
 
 # The candidates a compiler offers: each one's name and its parts (lists of AtenGraph node ids).
 Offers = Dict[str, List[List[int]]]
@@ -56,6 +56,11 @@ class Compiler(Protocol):
               labels: List[str]) -> Callable[[], List[CompiledPart]]:
         """Starts compiling candidate `name`'s `parts` (work that can run beside the others' starts
         now); the returned call finishes it and returns each part compiled."""
+
+    def node_times(self, builder: PartBuilder, part: List[int], made: CompiledPart) -> NodeTimes:
+        """Where one run of `part` compiled by it (`made`) spends its time, node by node, by its own
+        profiler (parts.NodeTimes): what the mix of compilers is estimated from (mixing.py); parts.NOT_PROFILED
+        where it has no profiler or cannot say."""
 
     def beside_search(self, builder: PartBuilder, graph: Dict[str, Any], settings: Settings) -> None:
         """Starts work on its whole-graph candidates that runs in this process beside the search, where the

@@ -28,7 +28,7 @@ from ...settings import Settings
 from .. import cache as part_cache
 from ..candidate import JustInTime
 from ..lowered_graph import DTYPES as LOWERED_DTYPES
-from ..parts import CompiledPart, PartBuilder, closed, every_node, part_digest, parts_of_plan, values_read, \
+from ..parts import NOT_PROFILED, CompiledPart, NodeTimes, PartBuilder, closed, every_node, part_digest, parts_of_plan, values_read, \
     whole_graph_part
 from ..program_format import DTYPE_NAMES
 from .toolchain import aoti_configs, compile_graph_module, compile_package, vec_isa_checks_remembered
@@ -323,6 +323,9 @@ class InductorCompiler:
         # In this process: compiled when waited for (a part compiling in the background is waited for).
         return lambda: [compile_part(builder, p, label, freezing=name != "whole_unfrozen")
                         for p, label in zip(parts, labels)]
+
+    def node_times(self, builder: PartBuilder, part: List[int], made: CompiledPart) -> NodeTimes:
+        return NOT_PROFILED  # its parts do not mix with others' (mixes_parts)
 
     def beside_search(self, builder: PartBuilder, graph: Dict[str, Any], settings: Settings) -> None:
         compile_in_background(builder, every_node(graph), "whole part 1/1")

@@ -1,8 +1,9 @@
 """A part as an ONNX model, by torch.onnx's exporter in autograph's process: what OpenVINO's and ONNX
 Runtime's converters read. One part is exported once per optimize (exported_part), however many compilers
 read it."""
+import re
 import warnings
-from typing import Callable, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import torch
 
@@ -38,6 +39,7 @@ class ExportedPart:
         self._export = export
         self._onnx: Optional[bytes] = None
         self._error: Optional[BaseException] = None
+        self._names: Optional[Dict[str, str]] = None
 
     def onnx(self) -> bytes:
         if self._onnx is None and self._error is None:
@@ -48,6 +50,43 @@ class ExportedPart:
         if self._error is not None:
             raise self._error
         return self._onnx
+
+    def fx_names(self) -> Dict[str, str]:
+        """The part's graph node each of its ONNX model's nodes and values came from (fx_names_of)."""
+        if self._names is None:
+            self._names = fx_names_of(self.onnx(), self.module)
+        return self._names
+
+
+_FX_NODE = re.compile(r"%(\S+) : .*?call_function\[target=(?:torch\.ops\.)?([^\]]+)\]")
+
+
+def fx_names_of(model: bytes, module: torch.fx.GraphModule) -> Dict[str, str]:
+    """The name of `module`'s node (the module torch.onnx exported as `model`) each ONNX node and value
+    came from, by the ONNX node's name and its outputs' names. torch.onnx records on every ONNX node the FX
+    node it came from (metadata "pkg.torch.onnx.fx_node"), but of the module as it traced it again, whose
+    nodes it named afresh: the k-th node calling an operator there is the k-th calling it in `module`."""
+    import onnx
+    ours: Dict[str, List[str]] = {}
+    for node in module.graph.nodes:
+        if node.op == "call_function":
+            ours.setdefault(str(node.target), []).append(node.name)
+    traced: Dict[str, str] = {}
+    seen: Dict[str, int] = {}
+    names: Dict[str, str] = {}
+    for node in onnx.load_from_string(model).graph.node:
+        found = next((m for p in node.metadata_props if p.key == "pkg.torch.onnx.fx_node"
+                      for m in [_FX_NODE.match(p.value)] if m), None)
+        if found is None:
+            continue
+        name, target = found.groups()
+        if name not in traced:
+            k = seen[target] = seen.get(target, -1) + 1
+            mine = ours.get(target, [])
+            traced[name] = mine[k] if k < len(mine) else ""
+        if traced[name]:
+            names.update({n: traced[name] for n in [node.name, *node.output] if n})
+    return names
 
 
 def exported_part(builder: PartBuilder, part: Sequence[int],
@@ -61,4 +100,4 @@ def exported_part(builder: PartBuilder, part: Sequence[int],
     return made[key]
 
 
-__all__ = ["ExportedPart", "exported_part", "onnx_of"]
+__all__ = ["ExportedPart", "exported_part", "fx_names_of", "onnx_of"]

@@ -14,7 +14,10 @@ beside the others' (export/cache.py), keyed by the part's graph, its weights and
 torch versions.
 """
 import functools
+import json
 import logging
+import os
+import tempfile
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import torch
@@ -23,9 +26,10 @@ from ..._library import runner_missing
 from ...errors import Error
 from ...settings import Settings
 from .. import cache as part_cache
-from ..parts import CompiledPart, PartBuilder, part_digest, whole_graph_part
+from ..parts import CompiledPart, NodeTimes, PartBuilder, part_digest, whole_graph_part
 from . import converter_process
 from . import onnx_export
+from . import onnx_profile
 from . import onnxruntime_convert as _convert
 from .converter_process import Converter, PendingPackage
 
@@ -35,6 +39,8 @@ _SUFFIX = ".ortpart"
 # How long the converter process may take: a hung one must not hang optimize (the candidate is then
 # dropped, and the report says why). Its basic rewrites take seconds on the largest zoo model.
 CONVERT_TIMEOUT_S = 600.0
+# Runs profiled by node_times, after one that is not (the first run allocates and packs).
+PROFILED_RUNS = 5
 logger = logging.getLogger("autograph")
 
 
@@ -105,6 +111,38 @@ def compile_package(gm: torch.fx.GraphModule, examples: Sequence[torch.Tensor], 
     return start_package(gm, examples, label).result()
 
 
+def node_times(builder: PartBuilder, part: Sequence[int], made: CompiledPart) -> NodeTimes:
+    """Where one run of `part`, compiled (`made`), spends its time, node by node: ONNX Runtime's own profiler on a
+    session made as the runner makes it (all graph optimizations, the program's threads, spinning as
+    its spec says), over PROFILED_RUNS runs on the part's example inputs, read back to the graph's nodes
+    (onnx_profile). Its Python package runs it in this process: the package loaded and ran here already."""
+    import onnxruntime as ort
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    options.intra_op_num_threads = max(1, torch.get_num_threads())
+    options.inter_op_num_threads = 1
+    options.log_severity_level = 3
+    spinning = bool(made.runner and made.runner.get("spinning"))
+    options.add_session_config_entry("session.intra_op.allow_spinning", "1" if spinning else "0")
+    options.enable_profiling = True
+    with tempfile.TemporaryDirectory(prefix="autograph-onnxruntime-profile-") as folder:
+        options.profile_file_prefix = os.path.join(folder, "profile")
+        session = ort.InferenceSession(made.package[len(_convert.MAGIC):], options, providers=["CPUExecutionProvider"])
+        feeds = {i.name: t.contiguous().numpy() for i, t in zip(session.get_inputs(), builder.examples(made.input_ids))}
+        for _ in range(PROFILED_RUNS + 1):
+            session.run(None, feeds)
+        with open(session.end_profiling()) as f:
+            events = json.load(f)
+    runs = sorted(e["ts"] + e["dur"] for e in events if e.get("cat") == "Session" and e.get("name") == "model_run")
+    after_first = runs[0] if runs else 0
+    kernels = sorted((e["ts"], e["name"][:-len("_kernel_time")], e["dur"]) for e in events
+                     if e.get("cat") == "Node" and e.get("name", "").endswith("_kernel_time") and e["ts"] >= after_first)
+    nodes = {builder.graph["nodes"][i]["name"] for i in part}
+    fx_names = onnx_export.exported_part(builder, part).fx_names()
+    return onnx_profile.attributed((([name], float(us)) for _, name, us in kernels), nodes, fx_names)
+
+
 class OnnxRuntimeCompiler:
     """ONNX Runtime's candidates (compilers/base.Compiler): "whole_onnxruntime", the graph as one part, on
     CPU, and its parts where they mix with other compilers' (mixing.py); each part converted in a process
@@ -142,6 +180,9 @@ class OnnxRuntimeCompiler:
         started = [start(builder, p, label, alone) for p, label in zip(parts, labels)]
         return lambda: [result() for result in started]
 
+    def node_times(self, builder: PartBuilder, part: List[int], made: CompiledPart) -> NodeTimes:
+        return node_times(builder, part, made)
+
     def beside_search(self, builder: PartBuilder, graph: Dict[str, Any], settings: Settings) -> None:
         return None  # its compiles run before the search, in a process of their own (CPU only)
 
@@ -156,5 +197,5 @@ class OnnxRuntimeCompiler:
 COMPILER = OnnxRuntimeCompiler()
 
 
-__all__ = ["COMPILER", "OnnxRuntimeCompiler", "PART_OP", "FORMAT", "converter", "missing", "start",
-           "start_package", "compile_package"]
+__all__ = ["COMPILER", "OnnxRuntimeCompiler", "PART_OP", "PROFILED_RUNS", "FORMAT", "converter", "missing",
+           "node_times", "start", "start_package", "compile_package"]

@@ -16,6 +16,7 @@ keyed by the part's graph, its weights and the OpenVINO and torch versions.
 import functools
 import logging
 import os
+import struct
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import torch
@@ -24,9 +25,10 @@ from ..._library import openvino_missing
 from ...errors import Error
 from ...settings import Settings
 from .. import cache as part_cache
-from ..parts import CompiledPart, PartBuilder, part_digest, whole_graph_part
+from ..parts import CompiledPart, NodeTimes, PartBuilder, part_digest, whole_graph_part
 from . import converter_process
 from . import onnx_export
+from . import onnx_profile
 from . import openvino_convert as _openvino_convert
 from .converter_process import Converter, PendingPackage
 
@@ -34,6 +36,9 @@ _SUFFIX = ".ovpart"
 # How long the converter process may take: a hung one must not hang optimize (the candidate is then
 # dropped, and the report says why). The largest models convert well within it.
 CONVERT_TIMEOUT_S = 600.0
+
+# Runs profiled by node_times, after one that is not (the first run allocates and packs).
+PROFILED_RUNS = 5
 
 PART_OP = "autograph::run_openvino_part"
 FORMAT = "autograph-openvino-part"
@@ -152,6 +157,43 @@ def compile_package(gm: torch.fx.GraphModule, examples: Sequence[torch.Tensor], 
     return start_package(gm, examples, label, progress).result()
 
 
+def node_times(builder: PartBuilder, part: Sequence[int], made: CompiledPart) -> NodeTimes:
+    """Where one run of `part`, compiled (`made`), spends its time, node by node: OpenVINO's own per-node
+    counters on the package compiled as the runner compiles it (latency hint, its precision), summed over
+    PROFILED_RUNS runs on the part's example inputs, each executed node counted to the original layers
+    it fused (its runtime model's "originalLayersNames"), read back to the graph's nodes (onnx_profile)."""
+    import numpy as np
+    import openvino as ov
+    header = len(_openvino_convert.MAGIC) + 8
+    (xml_size,) = struct.unpack("<Q", made.package[len(_openvino_convert.MAGIC):header])
+    xml = made.package[header:header + xml_size].decode()
+    weights = np.frombuffer(made.package, dtype=np.uint8, offset=header + xml_size)
+    core = ov.Core()
+    model = core.read_model(model=xml, weights=ov.Tensor(weights.copy()))
+    compiled = core.compile_model(model, "CPU", {
+        "PERF_COUNT": True, "PERFORMANCE_HINT": "LATENCY",
+        "INFERENCE_PRECISION_HINT": "bf16" if made.precision == "bf16" else "f32"})
+    request = compiled.create_infer_request()
+    inputs = [t.contiguous().numpy() for t in builder.examples(made.input_ids)]
+    request.infer(inputs)
+    us: Dict[str, float] = {}
+    order: List[str] = []
+    for _ in range(PROFILED_RUNS):
+        request.infer(inputs)
+        for counter in request.get_profiling_info():
+            if counter.node_name not in us:
+                order.append(counter.node_name)
+            us[counter.node_name] = us.get(counter.node_name, 0.0) + counter.real_time.total_seconds() * 1e6
+    fused: Dict[str, List[str]] = {}
+    for op in compiled.get_runtime_model().get_ops():
+        info = op.get_rt_info()
+        originals = info["originalLayersNames"].astype(str) if "originalLayersNames" in info else ""
+        fused[op.get_friendly_name()] = [n for n in originals.split(",") if n]
+    nodes = {builder.graph["nodes"][i]["name"] for i in part}
+    fx_names = onnx_export.exported_part(builder, part).fx_names()
+    return onnx_profile.attributed(((fused.get(name) or [name], us[name]) for name in order), nodes, fx_names)
+
+
 class OpenVinoCompiler:
     """OpenVINO's candidates (compilers/base.Compiler): "whole_openvino", the graph as one part, on CPU, and
     its parts where they mix with other compilers' (mixing.py); each part converted in a process of its
@@ -187,6 +229,9 @@ class OpenVinoCompiler:
         started = [start(builder, p, label) for p, label in zip(parts, labels)]
         return lambda: [result() for result in started]
 
+    def node_times(self, builder: PartBuilder, part: List[int], made: CompiledPart) -> NodeTimes:
+        return node_times(builder, part, made)
+
     def beside_search(self, builder: PartBuilder, graph: Dict[str, Any], settings: Settings) -> None:
         return None  # its compiles run before the search, in a process of their own (CPU only)
 
@@ -201,5 +246,5 @@ class OpenVinoCompiler:
 COMPILER = OpenVinoCompiler()
 
 
-__all__ = ["COMPILER", "OpenVinoCompiler", "PART_OP", "FORMAT", "converter", "missing", "available", "start",
-           "start_package", "compile_package"]
+__all__ = ["COMPILER", "OpenVinoCompiler", "PART_OP", "PROFILED_RUNS", "FORMAT", "converter", "missing",
+           "available", "node_times", "start", "start_package", "compile_package"]

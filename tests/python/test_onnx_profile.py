@@ -1,0 +1,52 @@
+"""A compiler's profile of a part made from ONNX, read back to the part's graph nodes
+(export/compilers/onnx_profile.py, onnx_export.fx_names_of), and each piece's share of it
+(export/parts/profile.py): what the mix of compilers is estimated from."""
+import pytest
+import torch
+
+from autograph.export.compilers import onnx_export, onnx_profile
+from autograph.export.parts import NOT_PROFILED, NodeTimes, shares
+
+
+def test_a_kernel_leads_back_to_the_longest_node_or_onnx_name_it_begins_with():
+    nodes = {"relu", "relu_9", "linear", "conv2d_9"}
+    onnx_names = {"node_MatMul_1": "linear", "val_3": "linear"}
+    assert onnx_profile.node_of("relu_9_nchwc", nodes, onnx_names) == "relu_9"
+    assert onnx_profile.node_of("node_conv2d_9/WithoutBiases", nodes, onnx_names) == "conv2d_9"
+    assert onnx_profile.node_of("node_MatMul_1/MatMulAddFusion", nodes, onnx_names) == "linear"
+    assert onnx_profile.node_of("ReorderOutput_token_176", nodes, onnx_names) is None
+    assert onnx_profile.node_of("SkipLayerNormalization", nodes, onnx_names) is None
+
+
+def test_unnamed_kernels_count_to_the_node_run_before_them_and_the_named_share_is_said():
+    kernels = [(["ReorderInput"], 1.0), (["node_conv"], 4.0), (["conv_reorder_token_3"], 2.0),
+               (["Fused_token_9"], 1.0), (["relu_nchwc"], 3.0), (["MVN_7", "node_add"], 2.0)]
+    times = onnx_profile.attributed(kernels, {"conv", "relu", "add"}, {"node_conv": "conv"})
+    assert times.us == pytest.approx({"conv": 1.0 + 4.0 + 2.0 + 1.0, "relu": 3.0, "add": 2.0})
+    assert times.named == pytest.approx((4.0 + 2.0 + 3.0 + 2.0) / 13.0)
+    assert onnx_profile.attributed([(["ReorderInput"], 1.0)], {"conv"}, {}) == NOT_PROFILED
+
+
+def test_each_parts_share_of_a_profile_adds_up_to_the_whole():
+    times = NodeTimes({"a": 1.0, "b": 3.0, "c": 4.0}, 1.0)
+    assert shares(times, [["a", "b"], ["c"]]) == pytest.approx([0.5, 0.5])
+    assert shares(NOT_PROFILED, [["a"], ["b"]]) == [0.0, 0.0]
+
+
+def test_onnx_names_lead_back_to_the_modules_own_node_names_not_the_exporters_new_ones():
+    """torch.onnx traces the module again and names its nodes afresh ("relu", "relu_1"); a part's nodes keep
+    the program's names (here "block1_act", "block2_act"): the k-th call of an operator is matched."""
+    class Two(torch.nn.Module):
+        def forward(self, x):
+            return torch.relu(torch.relu(x) * 2.0)
+
+    x = torch.randn(4, 8)
+    gm = torch.export.export(Two(), (x,)).module()
+    relus = [n for n in gm.graph.nodes if n.op == "call_function" and n.target == torch.ops.aten.relu.default]
+    assert len(relus) == 2
+    relus[0].name, relus[1].name = "block1_act", "block2_act"
+    gm.recompile()
+    names = onnx_export.fx_names_of(onnx_export.onnx_of(gm, (x,)), gm)
+    relu_values = [v for k, v in names.items() if v in ("block1_act", "block2_act")]
+    assert set(relu_values) == {"block1_act", "block2_act"}, names
+    assert names.get("node_relu") == "block1_act" and names.get("node_relu_1") == "block2_act", names
