@@ -132,7 +132,7 @@ def _first(monkeypatch, fastest):
     """Candidate timings replaced: `fastest` (a name) at 0.5 ms, every other at 1.0."""
     from autograph import export as export_module
     monkeypatch.setattr(export_module.contest, "_time_candidates",
-                        lambda candidates, tensors, graph, rounds=10: {n: 0.5 if n == fastest else 1.0 for n in candidates})
+                        lambda candidates, tensors, graph, rounds=10, **kw: {n: 0.5 if n == fastest else 1.0 for n in candidates})
 
 
 def _python(code, timeout=300):
@@ -268,6 +268,24 @@ def test_no_mix_where_one_compiler_is_fastest_on_every_part(audio, cache, monkey
 
 
 @needs_openvino
+def test_no_mix_where_the_profiles_promise_less_than_what_a_cut_costs(audio, cache, monkeypatch):
+    """Profiles of whole graphs do not see what a cut costs: fastest parts adding up to less than the
+    fastest candidate's time, but not MIX_MARGIN less, build no mix."""
+    model, x, _ = audio
+    _first(monkeypatch, "whole_openvino")  # the fastest candidate: 0.5 ms
+
+    def profiled(compilers, builder, graph, parts, entry):
+        fast = 0.5 * (1 - mixing.MIX_MARGIN / 2) / len(parts)
+        return [{"openvino": fast, "onnxruntime": 1.0} if k % 2 else {"openvino": 1.0, "onnxruntime": fast}
+                for k in range(len(parts))]
+    monkeypatch.setattr(mixing, "_profiled", profiled)
+    _, report = _optimize(model, x)
+    mix = report["contest"]["mix"]
+    assert f"not {mixing.MIX_MARGIN:.0%} below" in mix["decision"], mix
+    assert "mix" not in report["contest"]["candidates"] and mix["fastest_parts_ms"] < 0.5, mix
+
+
+@needs_openvino
 def test_the_mix_is_estimated_from_each_compilers_profile_of_its_whole_graph(audio, cache, monkeypatch):
     """Without a part compiled on its own: each compiler's profile of the whole graph it built names (by
     torch.onnx's node names) at least MIN_NAMED of its run, and the parts' estimates add up to its whole
@@ -295,6 +313,27 @@ def test_no_mix_where_one_compilers_whole_graph_is_far_ahead(audio, cache, monke
     model, x, _ = audio
     far = {"whole_openvino": 1.0, "whole_onnxruntime": 1.0 * mixing.MIX_GAP * 1.5}
     monkeypatch.setattr(export_module.contest, "_time_candidates",
-                        lambda candidates, tensors, graph, rounds=10: {n: far.get(n, 5.0) for n in candidates})
+                        lambda candidates, tensors, graph, rounds=10, **kw: {n: far.get(n, 5.0) for n in candidates})
     _, report = _optimize(model, x)
     assert "mix" not in report["contest"] and report["contest"]["kept"] == "whole_openvino", report["contest"]
+
+
+@needs_openvino
+def test_the_mix_is_timed_beside_a_fastest_compiled_just_in_time(audio, cache, monkeypatch):
+    """Where the fastest candidate is Inductor's whole graph compiled just in time, the mix is timed beside
+    it: that candidate reads the program's weights, which the plan on ATen's kernels (not timed then) holds."""
+    from autograph.export import contest
+    model, x, want = audio
+
+    def timed(calls, device, rounds):
+        for call in calls.values():
+            call()  # each candidate runs, its inputs found
+        return {n: {"whole": 0.5, "mix": 0.25}.get(n, 1.0) for n in calls}
+    monkeypatch.setattr(contest, "time_callables", timed)
+    _parts_timed(monkeypatch, ["onnxruntime", "openvino"])
+    optimized, report = _optimize(model, x)
+    summary = report["contest"]
+    assert summary["candidates"]["whole"].get("compiled") == "just in time", summary
+    assert summary["candidates"]["mix"]["against"]["candidate"] == "whole" and summary["kept"] == "mix", summary
+    with torch.no_grad():
+        _close(optimized.module()(x), want)

@@ -181,8 +181,9 @@ def mixed(builder: PartBuilder, graph: Dict[str, Any], aten: Program, tensors: L
         entry["decision"] = f"not mixed: {chosen[0].name}'s part was the fastest on every part"
         return None
     if best_sum >= bound:
-        entry["decision"] = (f"not mixed: the fastest parts add up to {best_sum:.4g} ms, the fastest candidate "
-                             f"ran in {fastest_ms:.4g} ms")
+        short = f", not {MIX_MARGIN:.0%} below" if bound < fastest_ms else ""
+        entry["decision"] = (f"not mixed: the fastest parts add up to {best_sum:.4g} ms{short}, the fastest "
+                             f"candidate ran in {fastest_ms:.4g} ms")
         return None
     return _candidate(builder, graph, aten, tensors, settings, body, parts, chosen, compiled, entry)
 
