@@ -9,7 +9,9 @@ TORCHINDUCTOR_FORCE_DISABLE_CACHES; autograph's packages, an empty folder) build
 times the compile alone:
 - compile_freezing: torch.compile with weight freezing, its first call;
 - aoti: torch.export + aoti_compile_and_package (freezing) + load;
-- export: torch.export + autograph.optimize (Inductor parts, as by default).
+- export: torch.export + autograph.optimize (Inductor parts, as by default);
+- export_without (with --without OPTION): the same with that compiler's option off (onnxruntime,
+  openvino): what that compiler adds to an optimize.
 For autograph the machine's ISA record is copied into the empty cache, as on any machine where
 autograph has run once; `--first-run` leaves it out (the one time autograph pays the check). By
 default torch.compile and AOTInductor get the same record (installed before the clock starts), as if
@@ -17,8 +19,10 @@ Inductor kept its answers on disk: the like-for-like comparison of the compilers
 process. `--isa-check-for-others` lets them pay the check, as they do today.
 Each is repeated --repeats times (alternated); the table gives the median seconds and the ratios.
 
+Models: the zoo's (models/registry.py) and bench/unseen_models.py's, by name.
+
 Usage: python bench/fresh_process_compile.py [--models resnet50,bert_base] [--repeats 2] [--first-run]
-       [--isa-check-for-others] --out DIR
+       [--isa-check-for-others] [--without onnxruntime] [--methods export,export_without] --out DIR
 """
 import argparse
 import json
@@ -31,18 +35,23 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-METHODS = ("compile_freezing", "aoti", "export")
+METHODS = ("compile_freezing", "aoti", "export", "export_without")
 
 CHILD = r"""
 import os, sys, time, json
-sys.path[:0] = [{root!r}, {python!r}]
+sys.path[:0] = [{root!r}, {python!r}, {bench!r}]
 import torch
+import unseen_models
 from models import registry
 name, method = sys.argv[1], sys.argv[2]
 torch.manual_seed(0)
-model = registry.build(name).eval()
-inputs = tuple(registry.make_inputs(name))
-if method != "export" and os.environ.get("SAME_ISA_RECORD"):
+if name in unseen_models.ARCHITECTURES:
+    model, inputs = unseen_models.build(name)
+    model, inputs = model.eval(), tuple(inputs)
+else:
+    model = registry.build(name).eval()
+    inputs = tuple(registry.make_inputs(name))
+if not method.startswith("export") and os.environ.get("SAME_ISA_RECORD"):
     from autograph.export.compilers.toolchain import vec_isa_checks_remembered
     vec_isa_checks_remembered().__enter__()  # for the rest of this process
 start = time.perf_counter()
@@ -58,24 +67,27 @@ with torch.no_grad():
     else:
         import autograph
         ep = torch.export.export(model, inputs, strict=False)
-        optimized, _ = autograph.optimize(ep)
+        without = {{os.environ["WITHOUT"]: False}} if method == "export_without" else {{}}
+        optimized, _ = autograph.optimize(ep, **without)
         optimized.module()(*inputs)
 print("SECONDS", time.perf_counter() - start)
 """
 
 
-def run_once(name: str, method: str, record: Path, first_run: bool, same_record: bool) -> float:
+def run_once(name: str, method: str, record: Path, first_run: bool, same_record: bool, without: str = "") -> float:
     with tempfile.TemporaryDirectory(prefix="fresh-") as tmp:
         # Inductor's caches off, but its cache folder the usual one: the ISA check's test programs stay
         # built there, as on a user's machine, and only their per-process loading is paid.
         env = dict(os.environ, TORCHINDUCTOR_FORCE_DISABLE_CACHES="1",
-                   AUTOGRAPH_CACHE_DIR=os.path.join(tmp, "autograph"), TMP_PACKAGE=os.path.join(tmp, "m.pt2"))
+                   AUTOGRAPH_CACHE_DIR=os.path.join(tmp, "autograph"), TMP_PACKAGE=os.path.join(tmp, "m.pt2"),
+                   WITHOUT=without)
         os.makedirs(env["AUTOGRAPH_CACHE_DIR"])
-        if (method == "export" and not first_run or method != "export" and same_record) and record.exists():
+        ours = method.startswith("export")
+        if (ours and not first_run or not ours and same_record) and record.exists():
             shutil.copy(record, env["AUTOGRAPH_CACHE_DIR"])
         if same_record:
             env["SAME_ISA_RECORD"] = "1"
-        code = CHILD.format(root=str(ROOT), python=str(ROOT / "python"))
+        code = CHILD.format(root=str(ROOT), python=str(ROOT / "python"), bench=str(ROOT / "bench"))
         out = subprocess.run([sys.executable, "-c", code, name, method], capture_output=True, text=True, env=env,
                              timeout=1800)
         lines = [x for x in out.stdout.splitlines() if x.startswith("SECONDS ")]
@@ -91,8 +103,16 @@ def main() -> int:
     p.add_argument("--first-run", action="store_true", help="autograph without its record of this machine")
     p.add_argument("--isa-check-for-others", action="store_true",
                    help="torch.compile and AOTInductor without autograph's ISA record (they pay Inductor's check)")
+    p.add_argument("--without", default="", help="a compiler's option (onnxruntime, openvino): the export path "
+                   "also optimizes with it off (method export_without)")
+    p.add_argument("--methods", default="", help=f"some of {', '.join(METHODS)} (default: all that apply)")
     p.add_argument("--out", type=Path, required=True)
     args = p.parse_args()
+    methods = [m for m in (args.methods.split(",") if args.methods else METHODS)
+               if m != "export_without" or args.without]
+    unknown = sorted(set(methods) - set(METHODS))
+    if unknown:
+        p.error(f"unknown method(s): {', '.join(unknown)}")
     sys.path.insert(0, str(ROOT / "python"))
     from autograph.export.cache import cache_dir
     record = Path(cache_dir()) / "vec-isa-checks.json"
@@ -104,10 +124,10 @@ def main() -> int:
         valid_vec_isa_list()
     rows = []
     for name in args.models.split(","):
-        seconds = {m: [] for m in METHODS}
-        for _ in range(args.repeats):
-            for method in METHODS:
-                seconds[method].append(run_once(name, method, record, args.first_run, same_record))
+        seconds = {m: [] for m in methods}
+        for k in range(args.repeats):
+            for method in methods if k % 2 == 0 else methods[::-1]:  # alternated: neither always first
+                seconds[method].append(run_once(name, method, record, args.first_run, same_record, args.without))
         row = {"model": name, **{m: statistics.median(s) for m, s in seconds.items()}}
         rows.append(row)
         print(json.dumps(row), flush=True)
@@ -118,12 +138,19 @@ def main() -> int:
              f"vector-ISA checks, torch.compile and AOTInductor {'without' if args.isa_check_for_others else 'with'} "
              "it. `python bench/fresh_process_compile.py "
              f"--models {args.models} --repeats {args.repeats}{' --first-run' if args.first_run else ''}"
-             f"{' --isa-check-for-others' if args.isa_check_for_others else ''}`",
-             "", "| model | torch.compile (freezing) | AOTInductor | autograph (export path) | "
-             "autograph ÷ torch.compile | autograph ÷ AOTInductor |", "|---|---:|---:|---:|---:|---:|"]
+             f"{' --isa-check-for-others' if args.isa_check_for_others else ''}"
+             f"{f' --without {args.without}' if args.without else ''}"
+             f"{f' --methods {args.methods}' if args.methods else ''}`"]
+    titles = {"compile_freezing": "torch.compile (freezing)", "aoti": "AOTInductor",
+              "export": "autograph (export path)", "export_without": f"autograph without {args.without}"}
+    ratios = [(a, b) for a, b in (("export", "compile_freezing"), ("export", "aoti"), ("export", "export_without"))
+              if a in methods and b in methods]
+    lines += ["", "| model | " + " | ".join(titles[m] for m in methods) + "".join(
+        f" | {titles[a]} ÷ {titles[b]}" for a, b in ratios) + " |",
+        "|---|" + "---:|" * (len(methods) + len(ratios))]
     for r in rows:
-        lines.append(f"| {r['model']} | {r['compile_freezing']:.1f} | {r['aoti']:.1f} | {r['export']:.1f} | "
-                     f"{r['export'] / r['compile_freezing']:.2f}× | {r['export'] / r['aoti']:.2f}× |")
+        lines.append(f"| {r['model']} | " + " | ".join(f"{r[m]:.1f}" for m in methods) + "".join(
+            f" | {r[a] / r[b]:.2f}×" for a, b in ratios) + " |")
     (args.out / "results.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     return 0

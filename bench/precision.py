@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """autograph's option precision against the rivals at the same precision, model by model, side by side.
 
-    python bench/precision.py [--models a,b] [--unseen c,d] [--repeats N] [--out DIR] [--tolerance T] [--torchscript]
+    python bench/precision.py [--models a,b] [--unseen c,d] [--trained e,f] [--repeats N] [--out DIR]
+                              [--tolerance T] [--torchscript] [--calibration N]
 
 For each zoo model on this machine's CPU: eager float32 (the reference every error is measured against,
 relative to the output's scale); autograph's export path at its default (fp32) and with precision="bf16"
@@ -12,7 +13,10 @@ under CPU autocast to bfloat16; ONNX Runtime's CPU provider at f32 and on the mo
 outputs kept float32). All timed in alternation (autograph.export.timing: warm-up, then each method once
 per round), median ms. Writes DIR/results.csv and DIR/README.md. Long: a benchmark, never a timed test. --unseen adds models
 the zoo lacks (bench/unseen_models.py: architectures by name, else torchvision's; random weights, batch 1),
-as a user would try them. --torchscript adds
+as a user would try them. --trained adds models with trained weights and realistic inputs
+(bench/trained_models.py): autograph's optimize gets --calibration of their other inputs as calibration
+inputs, and its programs are judged again on the inputs left over, which the optimize never saw
+("fresh" error: the largest over them). --torchscript adds
 autograph's TorchScript path at fp32 and bf16 (a table of its own below the first).
 """
 import argparse
@@ -33,6 +37,7 @@ import rivals  # noqa: E402  (bench/rivals.py)
 from autograph.export.timing import samples_side_by_side  # noqa: E402
 from export_path import rel_err  # noqa: E402
 from models import registry  # noqa: E402
+import trained_models  # noqa: E402  (bench/trained_models.py)
 from unseen_models import build as _unseen  # noqa: E402  (bench/unseen_models.py)
 
 DEFAULT_MODELS = "squeezenet,resnet50,inception_v3,resnext50_32x4d,nasnet_a_mobile,rnntc_sru,bert_base,randwire"
@@ -42,7 +47,9 @@ METHODS = ("eager", "autograph_fp32", "autograph_bf16", "openvino_f32", "openvin
 REDUCED_RIVALS = ("openvino_default", "openvino_bf16", "compile_autocast_bf16", "onnxruntime_fp16")
 
 
-def _autograph(model, inputs, row, key, **options):
+def _autograph(model, inputs, row, key, fresh=(), **options):
+    """autograph's program for `model` (`options` as given) as a call on `inputs`; its error on each of the
+    `fresh` (inputs, float32 outputs) pairs, the largest, into row[key + "_fresh_rel_err"]."""
     start = time.perf_counter()
     optimized, report = autograph.optimize(torch.export.export(model, inputs, strict=False), inputs, **options)
     row[f"{key}_optimize_s"] = round(time.perf_counter() - start, 2)
@@ -55,6 +62,9 @@ def _autograph(model, inputs, row, key, **options):
     if listed:  # lowered part by part: how many parts compute in bf16
         row[f"{key}_kept"] += f" ({sum(p['precision'] != 'fp32' for p in listed)}/{len(listed)} parts bf16)"
     module = optimized.module()
+    if fresh:
+        with torch.no_grad():
+            row[f"{key}_fresh_rel_err"] = max(rel_err(module(*x), want) for x, want in fresh)
     return lambda: module(*inputs)
 
 
@@ -98,19 +108,25 @@ def _onnx_rivals(model, inputs, workdir):
 
 def measure(name: str, args) -> dict:
     torch.manual_seed(0)
-    if name in args.unseen:
+    calibration, fresh = [], []
+    if name in args.trained:
+        model, inputs, more = trained_models.build(name, 1 + args.calibration + args.fresh)
+        calibration, fresh = more[:args.calibration], more[args.calibration:]
+    elif name in args.unseen:
         model, inputs = _unseen(name)
     else:
         model = registry.build(name)
         inputs = tuple(registry.make_inputs(name))
     with torch.no_grad():
         want = model(*inputs)
+        fresh = [(x, model(*x)) for x in fresh]
     row = {"model": name}
     runs = {"eager": lambda: model(*inputs)}
     tolerance = {} if args.tolerance is None else {"tolerance": args.tolerance}
-    for key, options in (("autograph_fp32", {}), ("autograph_bf16", dict(precision="bf16", **tolerance))):
+    given = {"calibration": calibration} if calibration else {}
+    for key, options in (("autograph_fp32", {}), ("autograph_bf16", dict(precision="bf16", **tolerance, **given))):
         try:
-            runs[key] = _autograph(model, inputs, row, key, **options)
+            runs[key] = _autograph(model, inputs, row, key, fresh, **options)
         except Exception as e:  # noqa: BLE001 - the row says what failed
             row[f"{key}_error"] = str(e).splitlines()[0][:200]
     if args.torchscript:
@@ -171,6 +187,15 @@ def write(rows, args) -> None:
     geo = {k: math.exp(sum(map(math.log, v)) / len(v)) if v else math.nan for k, v in speedups.items()}
     lines.append(f"\nGeometric means: bf16 ÷ fp32 {geo['fp32']:.2f}×, vs OpenVINO's defaults {geo['default']:.2f}×, "
                  f"vs the best bf16/fp16 rival {geo['rival']:.2f}×.")
+    fresh = [r for r in rows if "autograph_bf16_fresh_rel_err" in r]
+    if fresh:
+        lines += ["", "Models with trained weights: autograph's errors on the inputs its optimize never saw (the "
+                  "largest over them) beside the error on the example it was optimized with:", "",
+                  "| model | fp32: example / fresh | bf16: example / fresh | kept (bf16) |", "|---|---:|---:|---|"]
+        for r in fresh:
+            cells = [f"{r.get(f'{k}_rel_err', math.nan):.1e} / {r.get(f'{k}_fresh_rel_err', math.nan):.1e}"
+                     for k in ("autograph_fp32", "autograph_bf16")]
+            lines.append(f"| {r['model']} | " + " | ".join(cells) + f" | {r.get('autograph_bf16_kept', '—')} |")
     if any("torchscript_bf16_median_ms" in r for r in rows):
         lines += ["", "The TorchScript path (`ir=\"torchscript\"`):", "",
                   "| model | torchscript_fp32 | torchscript_bf16 | kept (bf16) | bf16 ÷ fp32 |", "|---|---:|---:|---|---:|"]
@@ -188,6 +213,8 @@ def write(rows, args) -> None:
     (out / "README.md").write_text(
         f"`python bench/precision.py --models {args.models} --repeats {args.repeats}"
         + (f" --unseen {','.join(args.unseen)}" if args.unseen else "")
+        + (f" --trained {','.join(args.trained)} --calibration {args.calibration} --fresh {args.fresh}"
+           if args.trained else "")
         + (f" --tolerance {args.tolerance}" if args.tolerance is not None else "")
         + (" --torchscript" if args.torchscript else "")
         + f"` ({torch.get_num_threads()} threads, torch {torch.__version__}). Median ms (error against float32 "
@@ -201,12 +228,17 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=10)
     parser.add_argument("--tolerance", type=float, default=None)
     parser.add_argument("--unseen", default="", help="models the zoo lacks (bench/unseen_models.py), e.g. googlenet,efficientnet_b0,lstm_tagger")
+    parser.add_argument("--trained", default="", help="models with trained weights (bench/trained_models.py): "
+                        + ", ".join(trained_models.MODELS))
+    parser.add_argument("--calibration", type=int, default=3, help="--trained: calibration inputs given to optimize")
+    parser.add_argument("--fresh", type=int, default=4, help="--trained: inputs the optimize never saw, judged after")
     parser.add_argument("--torchscript", action="store_true", help="also autograph's TorchScript path, fp32 and bf16")
     parser.add_argument("--out", default="bench/results/precision-cpu")
     args = parser.parse_args()
     args.unseen = [n for n in args.unseen.split(",") if n]
+    args.trained = [n for n in args.trained.split(",") if n]
     rows = []
-    for name in [n for n in args.models.split(",") if n] + args.unseen:
+    for name in [n for n in args.models.split(",") if n] + args.unseen + args.trained:
         rows.append(measure(name, args))
         print({k: v for k, v in rows[-1].items() if "median" in k or "err" in k or "kept" in k}, flush=True)
     write(rows, args)
