@@ -210,7 +210,7 @@ def _stand_ins(monkeypatch, ms, jit_warns=False):
 
     monkeypatch.setattr(export_module.contest, "compiled_candidates", candidates)
     monkeypatch.setattr(export_module.contest, "_time_candidates",
-                        lambda candidates, tensors, graph, rounds=10: {n: ms[n] for n in candidates})
+                        lambda candidates, tensors, graph, rounds=10, **_: {n: ms[n] for n in candidates})
 
 
 def test_the_report_lists_every_candidate_with_its_error_and_time_or_why_it_was_dropped(tiny, monkeypatch):

@@ -285,7 +285,7 @@ def _stand_in_fusion(monkeypatch):
 
     monkeypatch.setattr(export_module.candidates, "fuse_conv_relu_cudnn", clamped)
     monkeypatch.setattr(export_module.contest, "_time_candidates",
-                        lambda candidates, tensors, graph, rounds=10: {n: 1.0 if n == "aten_cudnn" else 2.0
+                        lambda candidates, tensors, graph, rounds=10, **_: {n: 1.0 if n == "aten_cudnn" else 2.0
                                                                       for n in candidates})
 
 

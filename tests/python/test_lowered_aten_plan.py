@@ -76,7 +76,7 @@ def test_the_lowered_plan_competes_is_judged_kept_and_saved(monkeypatch, tmp_pat
     from autograph.export import candidates
     monkeypatch.setattr(candidates, "offers_aten_lowered", lambda device, settings: settings.precision == "bf16")
     monkeypatch.setattr(export_module.contest, "_time_candidates",
-                        lambda c, tensors, graph, rounds=10: {n: 1.0 if n == "aten_bf16" else 2.0 for n in c})
+                        lambda c, tensors, graph, rounds=10, **_: {n: 1.0 if n == "aten_bf16" else 2.0 for n in c})
     model, x, want = _net()
     optimized, report = autograph.optimize(torch.export.export(model, (x,)), method="sequential", precision="bf16",
                                            tolerance=0.05, inductor=False, openvino=False, onnxruntime=False)

@@ -102,7 +102,7 @@ def test_fp16_on_cpu_lowers_nothing_and_the_report_says_so():
 def test_inductors_bf16_candidate_is_kept_within_the_tolerance_and_saved_with_it(monkeypatch, tmp_path):
     from autograph import export as export_module
     monkeypatch.setattr(export_module.contest, "_time_candidates",
-                        lambda candidates, tensors, graph, rounds=10:
+                        lambda candidates, tensors, graph, rounds=10, **_:
                         {n: 1.0 if n == "whole_bf16" else 2.0 for n in candidates})
     torch.manual_seed(0)
     model, x = Block().eval(), torch.randn(1, 3, 8, 8)
@@ -128,7 +128,7 @@ def test_inductors_lowered_candidate_on_cuda_is_kept_within_the_tolerance_beside
     from autograph import export as export_module
     lowered = f"whole_{precision}"
     monkeypatch.setattr(export_module.contest, "_time_candidates",
-                        lambda candidates, tensors, graph, rounds=10:
+                        lambda candidates, tensors, graph, rounds=10, **_:
                         {n: 1.0 if n == lowered else 2.0 for n in candidates})
     torch.manual_seed(0)
     model, x = Block().eval().cuda(), torch.randn(1, 3, 8, 8, device="cuda")

@@ -90,7 +90,7 @@ def test_a_part_that_misses_the_tolerance_stays_fp32_and_the_report_says_so(monk
     from autograph import export as export_module
     monkeypatch.setattr(lowering, "PARTS", 2)
     monkeypatch.setattr(export_module.contest, "_time_candidates",
-                        lambda candidates, tensors, graph, rounds=10:
+                        lambda candidates, tensors, graph, rounds=10, **_:
                         {n: 1.0 if n == "parts_openvino_bf16" else 2.0 for n in candidates})
     torch.manual_seed(0)
     model = Sensitive().eval()

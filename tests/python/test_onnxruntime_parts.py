@@ -132,7 +132,7 @@ def _first(monkeypatch, fastest):
     """Candidate timings replaced: `fastest` (a name) at 0.5 ms, every other at 1.0."""
     from autograph import export as export_module
     monkeypatch.setattr(export_module.contest, "_time_candidates",
-                        lambda candidates, tensors, graph, rounds=10, **kw: {n: 0.5 if n == fastest else 1.0 for n in candidates})
+                        lambda candidates, tensors, graph, rounds=10, **_: {n: 0.5 if n == fastest else 1.0 for n in candidates})
 
 
 def _python(code, timeout=300):
@@ -313,7 +313,7 @@ def test_no_mix_where_one_compilers_whole_graph_is_far_ahead(audio, cache, monke
     model, x, _ = audio
     far = {"whole_openvino": 1.0, "whole_onnxruntime": 1.0 * mixing.MIX_GAP * 1.5}
     monkeypatch.setattr(export_module.contest, "_time_candidates",
-                        lambda candidates, tensors, graph, rounds=10, **kw: {n: far.get(n, 5.0) for n in candidates})
+                        lambda candidates, tensors, graph, rounds=10, **_: {n: far.get(n, 5.0) for n in candidates})
     _, report = _optimize(model, x)
     assert "mix" not in report["contest"] and report["contest"]["kept"] == "whole_openvino", report["contest"]
 

@@ -191,7 +191,7 @@ def _timed(monkeypatch, ms):
     """export._time_candidates replaced: each candidate's median is ms[name] (default 2.0)."""
     from autograph import export as export_module
     monkeypatch.setattr(export_module.contest, "_time_candidates",
-                        lambda candidates, tensors, graph, rounds=10: {n: ms.get(n, 2.0) for n in candidates})
+                        lambda candidates, tensors, graph, rounds=10, **_: {n: ms.get(n, 2.0) for n in candidates})
 
 
 def _counted(monkeypatch):
@@ -287,7 +287,7 @@ def test_saved_program_with_an_openvino_part_runs_in_a_fresh_process(separable, 
     # the saved program holds a run_openvino_part call, and a process that imports autograph runs it.
     from autograph import export as export_module
 
-    def openvino_first(candidates, tensors, graph, rounds=10):
+    def openvino_first(candidates, tensors, graph, rounds=10, **_):
         return {name: (0.5 if name == "whole_openvino" else 1.0) for name in candidates}
 
     monkeypatch.setattr(export_module.contest, "_time_candidates", openvino_first)
@@ -353,7 +353,7 @@ def test_the_plan_on_aten_kernels_kept_after_a_slower_package_is_verified_on_boa
     monkeypatch.setenv("AUTOGRAPH_CACHE_DIR", str(tmp_path))
     compiles, plans = _counted(monkeypatch)
 
-    def timed(candidates, tensors, graph, rounds=10):
+    def timed(candidates, tensors, graph, rounds=10, **_):
         ms = {"aten": 2.0, "whole": 3.0, "whole_openvino": 4.0, "whole_onnxruntime": 4.0}  # "whole": its package
         return {n: 1.0 if isinstance(c.built, JustInTime) else ms[n] for n, c in candidates.items()}
 

@@ -55,7 +55,7 @@ def _timed(monkeypatch, ms):
     """The contest's timing replaced: each candidate's median is ms.get(name, 2.0)."""
     from autograph import export as export_module
     monkeypatch.setattr(export_module.contest, "_time_candidates",
-                        lambda candidates, tensors, graph, rounds=10: {n: ms.get(n, 2.0) for n in candidates})
+                        lambda candidates, tensors, graph, rounds=10, **_: {n: ms.get(n, 2.0) for n in candidates})
 
 
 @pytest.mark.parametrize("options, message", [

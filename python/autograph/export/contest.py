@@ -405,10 +405,6 @@ class Contest:
         return worst
 
     def _time(self, candidates: Dict[str, Candidate]) -> Dict[str, float]:
-        if "aten" in candidates or not any(c.package is None for c in candidates.values()):
-            return _time_candidates(candidates, self.tensors, self.graph)
-        # A candidate compiled just in time reads the program's weights, which the plan on ATen's
-        # kernels holds: timed without it (the mix beside a just-in-time fastest), they are passed.
         return _time_candidates(candidates, self.tensors, self.graph, aten_weights=self._aten.weights)
 
     def _searched_if_it_could_win(self, competing: Dict[str, Candidate]) -> bool:
@@ -503,14 +499,11 @@ _RUN_FAILED = "its run failed"
 
 
 def _time_candidates(candidates: Dict[str, Candidate], tensors: List[torch.Tensor], graph: Dict[str, Any],
-                     rounds: int = 10, aten_weights: Optional[List[torch.Tensor]] = None) -> Dict[str, float]:
-    """Median ms of each candidate (a program, or a JustInTime callable on the inputs of the program of
-    `candidates["aten"]`, or of `aten_weights` where that is not among them), run in alternation on the
-    device (time_callables)."""
+                     rounds: int = 10, *, aten_weights: List[torch.Tensor]) -> Dict[str, float]:
+    """Median ms of each candidate (a program, or a JustInTime callable on its inputs among the plan on
+    ATen's kernels' weights, `aten_weights`, and `tensors`, whether or not that plan is timed too), run in
+    alternation on the device (time_callables)."""
     device = tensors[0].device if tensors else torch.device("cpu")
-    aten = candidates.get("aten")
-    if aten_weights is None:  # what a JustInTime reads
-        aten_weights = aten.package.weights if aten is not None else []
     calls = {name: c.call(graph, aten_weights, tensors) for name, c in candidates.items()}
     return time_callables(calls, device, rounds)
 

@@ -18,7 +18,7 @@ from ..settings import Settings
 from .candidate import Candidate, why_of
 from .candidates import program_with_parts
 from .compilers import COMPILERS, Compiler, compiler_on
-from .parts import CompiledPart, PartBuilder, closed, cut_by_cost, every_node, part_costs, part_spec, shares
+from .parts import CompiledPart, PartBuilder, closed, cut_by_cost, part_costs, part_spec, shares
 from .plans import Program
 from .program_format import body_of
 from .timing import time_callables
@@ -75,10 +75,8 @@ def _profiled(compilers: Dict[Compiler, Whole], builder: PartBuilder, graph: Dic
     profiled = entry["profiled"] = {}
     estimates: Dict[str, List[float]] = {}
     for compiler, w in compilers.items():
-        try:
-            whole, made = (w.candidate.parts[0], w.candidate.compiled[0]) if w.candidate.compiled else \
-                (every_node(graph), compiler.start(builder, w.name, [every_node(graph)], [f"{w.name} part 1/1"])()[0])
-            times = compiler.node_times(builder, whole, made)
+        try:  # the package its whole-graph candidate built and the contest timed
+            times = compiler.node_times(builder, w.candidate.parts[0], w.candidate.compiled[0])
         except Exception as e:  # noqa: BLE001 - the parts are timed alone instead
             profiled[compiler.label] = {"error": why_of(e, f"{compiler.name}'s profile")}
             return None

@@ -6,7 +6,9 @@ longest ONNX name, or graph node name, it begins with. A kernel named otherwise 
 layout reorder) is counted to the node run just before it (at the start, to the first one named)."""
 from typing import Dict, Iterable, Mapping, Optional, Sequence, Set, Tuple
 
+from ..parts import PartBuilder
 from ..parts.profile import NOT_PROFILED, NodeTimes
+from .onnx_export import exported_part
 
 _SEPARATORS = "_/.:"
 
@@ -53,4 +55,11 @@ def attributed(kernels: Iterable[Tuple[Sequence[str], float]], nodes: Set[str],
     return NodeTimes(us, named / total)
 
 
-__all__ = ["attributed", "node_of"]
+def part_times(builder: PartBuilder, part: Sequence[int], kernels: Iterable[Tuple[Sequence[str], float]]) -> NodeTimes:
+    """The kernels' times of `part` compiled from its ONNX model (as attributed's) counted to its nodes,
+    through the names torch.onnx recorded on that model."""
+    nodes = {builder.graph["nodes"][i]["name"] for i in part}
+    return attributed(kernels, nodes, exported_part(builder, part).fx_names())
+
+
+__all__ = ["attributed", "node_of", "part_times"]

@@ -138,9 +138,7 @@ def node_times(builder: PartBuilder, part: Sequence[int], made: CompiledPart) ->
     after_first = runs[0] if runs else 0
     kernels = sorted((e["ts"], e["name"][:-len("_kernel_time")], e["dur"]) for e in events
                      if e.get("cat") == "Node" and e.get("name", "").endswith("_kernel_time") and e["ts"] >= after_first)
-    nodes = {builder.graph["nodes"][i]["name"] for i in part}
-    fx_names = onnx_export.exported_part(builder, part).fx_names()
-    return onnx_profile.attributed((([name], float(us)) for _, name, us in kernels), nodes, fx_names)
+    return onnx_profile.part_times(builder, part, (([name], float(us)) for _, name, us in kernels))
 
 
 class OnnxRuntimeCompiler:

@@ -169,7 +169,7 @@ def node_times(builder: PartBuilder, part: Sequence[int], made: CompiledPart) ->
     xml = made.package[header:header + xml_size].decode()
     weights = np.frombuffer(made.package, dtype=np.uint8, offset=header + xml_size)
     core = ov.Core()
-    model = core.read_model(model=xml, weights=ov.Tensor(weights.copy()))
+    model = core.read_model(model=xml, weights=ov.Tensor(weights))  # a copy of its own (shared_memory off)
     compiled = core.compile_model(model, "CPU", {
         "PERF_COUNT": True, "PERFORMANCE_HINT": "LATENCY",
         "INFERENCE_PRECISION_HINT": "bf16" if made.precision == "bf16" else "f32"})
@@ -189,9 +189,7 @@ def node_times(builder: PartBuilder, part: Sequence[int], made: CompiledPart) ->
         info = op.get_rt_info()
         originals = info["originalLayersNames"].astype(str) if "originalLayersNames" in info else ""
         fused[op.get_friendly_name()] = [n for n in originals.split(",") if n]
-    nodes = {builder.graph["nodes"][i]["name"] for i in part}
-    fx_names = onnx_export.exported_part(builder, part).fx_names()
-    return onnx_profile.attributed(((fused.get(name) or [name], us[name]) for name in order), nodes, fx_names)
+    return onnx_profile.part_times(builder, part, ((fused.get(name) or [name], us[name]) for name in order))
 
 
 class OpenVinoCompiler:
