@@ -5,7 +5,10 @@ caches, beside torch.compile's first call with weight freezing on the same model
 where they run side by side: OpenVINO's conversion runs in a process of its own, so "start_package" is
 this process's part of it (the ONNX export) and "PendingPackage.result" the wait for the rest.
 
-Usage: python bench/optimize_phases.py [--models rnntc_sru,bert_base] [--no-compile] [--out FILE.json]
+Usage: python bench/optimize_phases.py [--models rnntc_sru,bert_base] [--without OPTION] [--no-compile] [--out FILE.json]
+
+--without OPTION: the optimize with that boolean option off (e.g. onnxruntime), to see what its compiler's
+steps cost.
 """
 import argparse
 import functools
@@ -39,6 +42,9 @@ PHASES = (
     ("autograph.export.contest", "Contest._check"),
     ("autograph.export.contest", "_time_candidates"),
     ("autograph.export.contest", "Contest._mixed"),
+    ("autograph.export.compilers.openvino", "node_times"),
+    ("autograph.export.compilers.onnxruntime", "node_times"),
+    ("autograph.export.compilers.onnx_export", "ExportedPart.fx_names"),
     ("autograph.export.contest", "Contest._packaged_winner"),
     ("autograph.export.compilers.inductor", "_compile_now"),
 )
@@ -69,6 +75,7 @@ def main() -> int:
     parser.add_argument("--models", default="rnntc_sru,bert_base")
     parser.add_argument("--no-compile", action="store_true", help="skip torch.compile's time")
     parser.add_argument("--out", help="also write the rows as JSON here")
+    parser.add_argument("--without", help="a boolean option switched off in every optimize")
     args = parser.parse_args()
     import autograph
     spent = {}
@@ -85,8 +92,8 @@ def main() -> int:
         start = time.perf_counter()
         ep = torch.export.export(model, inputs, strict=False)
         exported = time.perf_counter() - start
-        _, report = autograph.optimize(ep)
-        row = {"model": name, "export_s": round(exported, 3), "optimize_s": round(time.perf_counter() - start, 3),
+        _, report = autograph.optimize(ep, **({args.without: False} if args.without else {}))
+        row = {"model": name, "without": args.without, "export_s": round(exported, 3), "optimize_s": round(time.perf_counter() - start, 3),
                "phases_s": dict(spent), "kept": report.get("inductor", {}).get("kept"),
                "candidates": report.get("inductor", {}).get("candidates")}
         if not args.no_compile:

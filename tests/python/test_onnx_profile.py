@@ -50,3 +50,37 @@ def test_onnx_names_lead_back_to_the_modules_own_node_names_not_the_exporters_ne
     relu_values = [v for k, v in names.items() if v in ("block1_act", "block2_act")]
     assert set(relu_values) == {"block1_act", "block2_act"}, names
     assert names.get("node_relu") == "block1_act" and names.get("node_relu_1") == "block2_act", names
+
+
+def test_a_parts_onnx_names_come_from_the_disk_cache_without_exporting_it_again(tmp_path, monkeypatch):
+    """The names are read once from the part's ONNX model and kept beside its packages in the disk cache:
+    where the packages come from the cache, the next optimize reads the names there too instead of
+    exporting the part (on bert_base the export takes longer than both compilers' profiles)."""
+    from autograph import export as export_module
+    from autograph.export import parts as parts_layer
+    monkeypatch.setenv("AUTOGRAPH_CACHE_DIR", str(tmp_path))
+    model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU(), torch.nn.Linear(8, 4)).eval()
+    decomposed = torch.export.export(model, (torch.randn(2, 8),)).run_decompositions({})
+    exports = []
+
+    def counted(gm, examples):
+        exports.append(1)
+        return onnx_export.onnx_of(gm, examples)
+
+    def names_of_a_fresh_optimize():
+        graph, _, imported = export_module.aten_import.import_graph(decomposed)
+        builder = parts_layer.PartBuilder(decomposed, graph, imported.value_of, imported.weights, torch.device("cpu"))
+        return onnx_export.ExportedPart(builder, list(range(len(graph["nodes"]))), counted).fx_names()
+
+    first = names_of_a_fresh_optimize()
+    assert exports == [1] and set(first.values()) >= {"linear", "relu", "linear_1"}, first
+    assert names_of_a_fresh_optimize() == first and exports == [1]
+
+
+def test_a_profile_stops_early_once_its_runs_took_the_budget(monkeypatch):
+    from autograph.export.parts import profile
+    calls = []
+    assert profile.run_profiled(lambda: calls.append(1)) == profile.PROFILED_RUNS == len(calls)
+    monkeypatch.setattr(profile, "PROFILE_BUDGET_S", 0.0)
+    calls.clear()
+    assert profile.run_profiled(lambda: calls.append(1)) == 1 == len(calls)

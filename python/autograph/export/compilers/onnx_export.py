@@ -1,14 +1,18 @@
 """A part as an ONNX model, by torch.onnx's exporter in autograph's process: what OpenVINO's and ONNX
 Runtime's converters read. One part is exported once per optimize (exported_part), however many compilers
 read it."""
+import json
 import re
 import warnings
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import torch
 
-from ..parts import PartBuilder
+from .. import cache as part_cache
+from ..parts import PartBuilder, part_digest
 from .converter_process import exporter_imported
+
+_NAMES_SUFFIX = ".json"
 
 
 def onnx_of(part: torch.fx.GraphModule, examples: Sequence[torch.Tensor]) -> bytes:
@@ -37,6 +41,7 @@ class ExportedPart:
         self.module, self.input_ids, self.output_ids = builder.module_of(part)
         self.examples = builder.examples(self.input_ids)
         self._export = export
+        self._digests: Dict[Any, Any] = builder.weight_digests
         self._onnx: Optional[bytes] = None
         self._error: Optional[BaseException] = None
         self._names: Optional[Dict[str, str]] = None
@@ -52,9 +57,21 @@ class ExportedPart:
         return self._onnx
 
     def fx_names(self) -> Dict[str, str]:
-        """The part's graph node each of its ONNX model's nodes and values came from (fx_names_of)."""
+        """The part's graph node each of its ONNX model's nodes and values came from (fx_names_of), kept in
+        the disk cache beside the packages made from that model: where those come from the cache, no
+        model is exported to read the names (bert_base's export takes longer than its profiles)."""
         if self._names is None:
-            self._names = fx_names_of(self.onnx(), self.module)
+            entry = part_cache.key("onnx-node-names", torch.device("cpu"), {"exporter": "torch.onnx"},
+                                   part_digest(self.module, self.examples, torch.device("cpu"), {}, self._digests))
+            cached = part_cache.read(entry, _NAMES_SUFFIX)
+            if cached is not None:
+                self._names = json.loads(cached.decode())
+            else:
+                self._names = fx_names_of(self.onnx(), self.module)
+                with part_cache.writing(entry, _NAMES_SUFFIX) as partial:
+                    with open(partial, "w") as f:
+                        json.dump(self._names, f)
+                part_cache.commit(partial, entry, _NAMES_SUFFIX)
         return self._names
 
 

@@ -26,7 +26,7 @@ from ..._library import runner_missing
 from ...errors import Error
 from ...settings import Settings
 from .. import cache as part_cache
-from ..parts import CompiledPart, NodeTimes, PartBuilder, part_digest, whole_graph_part
+from ..parts import CompiledPart, NodeTimes, PartBuilder, part_digest, run_profiled, whole_graph_part
 from . import converter_process
 from . import onnx_export
 from . import onnx_profile
@@ -39,8 +39,6 @@ _SUFFIX = ".ortpart"
 # How long the converter process may take: a hung one must not hang optimize (the candidate is then
 # dropped, and the report says why). Its basic rewrites take seconds on the largest zoo model.
 CONVERT_TIMEOUT_S = 600.0
-# Runs profiled by node_times, after one that is not (the first run allocates and packs).
-PROFILED_RUNS = 5
 logger = logging.getLogger("autograph")
 
 
@@ -114,7 +112,7 @@ def compile_package(gm: torch.fx.GraphModule, examples: Sequence[torch.Tensor], 
 def node_times(builder: PartBuilder, part: Sequence[int], made: CompiledPart) -> NodeTimes:
     """Where one run of `part`, compiled (`made`), spends its time, node by node: ONNX Runtime's own profiler on a
     session made as the runner makes it (all graph optimizations, the program's threads, spinning as
-    its spec says), over PROFILED_RUNS runs on the part's example inputs, read back to the graph's nodes
+    its spec says), over runs on the part's example inputs (parts.run_profiled), read back to the graph's nodes
     (onnx_profile). Its Python package runs it in this process: the package loaded and ran here already."""
     import onnxruntime as ort
     options = ort.SessionOptions()
@@ -130,8 +128,8 @@ def node_times(builder: PartBuilder, part: Sequence[int], made: CompiledPart) ->
         options.profile_file_prefix = os.path.join(folder, "profile")
         session = ort.InferenceSession(made.package[len(_convert.MAGIC):], options, providers=["CPUExecutionProvider"])
         feeds = {i.name: t.contiguous().numpy() for i, t in zip(session.get_inputs(), builder.examples(made.input_ids))}
-        for _ in range(PROFILED_RUNS + 1):
-            session.run(None, feeds)
+        session.run(None, feeds)
+        run_profiled(lambda: session.run(None, feeds))
         with open(session.end_profiling()) as f:
             events = json.load(f)
     runs = sorted(e["ts"] + e["dur"] for e in events if e.get("cat") == "Session" and e.get("name") == "model_run")
@@ -195,5 +193,5 @@ class OnnxRuntimeCompiler:
 COMPILER = OnnxRuntimeCompiler()
 
 
-__all__ = ["COMPILER", "OnnxRuntimeCompiler", "PART_OP", "PROFILED_RUNS", "FORMAT", "converter", "missing",
+__all__ = ["COMPILER", "OnnxRuntimeCompiler", "PART_OP", "FORMAT", "converter", "missing",
            "node_times", "start", "start_package", "compile_package"]

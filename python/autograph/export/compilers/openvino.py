@@ -25,7 +25,7 @@ from ..._library import openvino_missing
 from ...errors import Error
 from ...settings import Settings
 from .. import cache as part_cache
-from ..parts import CompiledPart, NodeTimes, PartBuilder, part_digest, whole_graph_part
+from ..parts import CompiledPart, NodeTimes, PartBuilder, part_digest, run_profiled, whole_graph_part
 from . import converter_process
 from . import onnx_export
 from . import onnx_profile
@@ -36,9 +36,6 @@ _SUFFIX = ".ovpart"
 # How long the converter process may take: a hung one must not hang optimize (the candidate is then
 # dropped, and the report says why). The largest models convert well within it.
 CONVERT_TIMEOUT_S = 600.0
-
-# Runs profiled by node_times, after one that is not (the first run allocates and packs).
-PROFILED_RUNS = 5
 
 PART_OP = "autograph::run_openvino_part"
 FORMAT = "autograph-openvino-part"
@@ -160,7 +157,7 @@ def compile_package(gm: torch.fx.GraphModule, examples: Sequence[torch.Tensor], 
 def node_times(builder: PartBuilder, part: Sequence[int], made: CompiledPart) -> NodeTimes:
     """Where one run of `part`, compiled (`made`), spends its time, node by node: OpenVINO's own per-node
     counters on the package compiled as the runner compiles it (latency hint, its precision), summed over
-    PROFILED_RUNS runs on the part's example inputs, each executed node counted to the original layers
+    runs on the part's example inputs (parts.run_profiled), each executed node counted to the original layers
     it fused (its runtime model's "originalLayersNames"), read back to the graph's nodes (onnx_profile)."""
     import numpy as np
     import openvino as ov
@@ -178,12 +175,15 @@ def node_times(builder: PartBuilder, part: Sequence[int], made: CompiledPart) ->
     request.infer(inputs)
     us: Dict[str, float] = {}
     order: List[str] = []
-    for _ in range(PROFILED_RUNS):
+
+    def profiled() -> None:
         request.infer(inputs)
         for counter in request.get_profiling_info():
             if counter.node_name not in us:
                 order.append(counter.node_name)
             us[counter.node_name] = us.get(counter.node_name, 0.0) + counter.real_time.total_seconds() * 1e6
+
+    run_profiled(profiled)
     fused: Dict[str, List[str]] = {}
     for op in compiled.get_runtime_model().get_ops():
         info = op.get_rt_info()
@@ -244,5 +244,5 @@ class OpenVinoCompiler:
 COMPILER = OpenVinoCompiler()
 
 
-__all__ = ["COMPILER", "OpenVinoCompiler", "PART_OP", "PROFILED_RUNS", "FORMAT", "converter", "missing",
+__all__ = ["COMPILER", "OpenVinoCompiler", "PART_OP", "FORMAT", "converter", "missing",
            "available", "node_times", "start", "start_package", "compile_package"]

@@ -1,7 +1,13 @@
 """How one run of a compiled part spent its time node by node, as its compiler's own profiler measured it
 (Compiler.node_times), and what that says of each piece of a cut: the estimate the mix of compilers is
 decided on (mixing.py) before any piece is compiled on its own."""
-from typing import Dict, List, NamedTuple, Sequence
+import time
+from typing import Any, Callable, Dict, List, NamedTuple, Sequence
+
+# A profile is read from at most PROFILED_RUNS runs, after one that is not (the first run allocates and
+# packs), and from fewer where they take PROFILE_BUDGET_S: shares settle within a run of a large graph,
+# and five of bert_base's take most of a second per compiler.
+PROFILED_RUNS, PROFILE_BUDGET_S = 5, 0.25
 
 
 class NodeTimes(NamedTuple):
@@ -15,6 +21,17 @@ class NodeTimes(NamedTuple):
 NOT_PROFILED = NodeTimes({}, 0.0)
 
 
+def run_profiled(run: Callable[[], Any]) -> int:
+    """Calls `run` (one profiled run) PROFILED_RUNS times, or fewer once they took PROFILE_BUDGET_S (one
+    at least); returns how many ran."""
+    start = time.perf_counter()
+    for k in range(1, PROFILED_RUNS + 1):
+        run()
+        if time.perf_counter() - start >= PROFILE_BUDGET_S:
+            return k
+    return PROFILED_RUNS
+
+
 def shares(times: NodeTimes, parts: Sequence[Sequence[str]]) -> List[float]:
     """Each part's (its nodes' names) share of the profiled run's time; zeros where nothing was profiled."""
     total = sum(times.us.values())
@@ -23,4 +40,4 @@ def shares(times: NodeTimes, parts: Sequence[Sequence[str]]) -> List[float]:
     return [sum(times.us.get(name, 0.0) for name in part) / total for part in parts]
 
 
-__all__ = ["NOT_PROFILED", "NodeTimes", "shares"]
+__all__ = ["NOT_PROFILED", "PROFILED_RUNS", "NodeTimes", "run_profiled", "shares"]
