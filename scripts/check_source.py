@@ -44,6 +44,7 @@ LAYERS = [
     "export.rewrites",                   # ExportedProgram rewrites before the import (BatchNorm folding, cuDNN fusions)
     "export.cache",                      # the disk cache of compiled parts
     "export.timing",                     # the one timing policy (optimize, the .pt2 CLI, the benchmarks)
+    "export.measure",                    # option measure: a lowered candidate's outputs against float32's
     "export.check",                      # how candidates' outputs are judged
     "export.plans",                      # calls into the C++ planner
     "export.parts.graph",                # the parts layer: what a part is made of, read off the graph and its plan

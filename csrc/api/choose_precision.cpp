@@ -55,10 +55,11 @@ bool OffersLoweredPlan(const OptimizeOptions& options, std::string* why) {
 
 PrecisionDecision JudgeTwin(const Program& planned, const Program& twin, const std::string& twin_precision,
                             const std::vector<c10::IValue>& inputs, double tolerance, c10::Device device,
-                            const std::vector<std::vector<c10::IValue>>& calibration) {
+                            const std::vector<std::vector<c10::IValue>>& calibration, const std::string& accuracy) {
   PrecisionDecision decision;
   decision.asked = twin_precision;
   decision.tolerance = tolerance;
+  decision.accuracy = accuracy;
   // The reference: the same plan in float32 throughout, whatever the user's switches say, run by a
   // program of its own without a CUDA Graph (`planned`'s graph, captured at its first run, must hold the
   // kernels the user's switches choose, as its timing below and its runs after optimize do).
@@ -75,7 +76,9 @@ PrecisionDecision JudgeTwin(const Program& planned, const Program& twin, const s
     for (const std::vector<c10::IValue>& call : calls) reference.push_back(Outputs(*full_program, call));
   }
   for (const std::vector<c10::IValue>& call : calls) got.push_back(Outputs(twin, call));
-  decision.error = LargestRelativeError(got, reference);
+  const MeasuredOutputs measured = MeasureOutputs(accuracy, got, reference);
+  decision.error = measured.loss;
+  decision.judged = measured.per_call;
   decision.calibration_inputs = static_cast<int>(calibration.size());
   if (!(decision.error <= tolerance)) {  // also NaN
     decision.note = "its outputs are beyond the tolerance";
@@ -99,6 +102,7 @@ PrecisionDecision Untried(const OptimizeOptions& options, std::string note) {
   PrecisionDecision decision;
   decision.asked = options.numerics.precision;
   decision.tolerance = options.numerics.tolerance;
+  decision.accuracy = options.numerics.accuracy;
   decision.note = std::move(note);
   return decision;
 }
@@ -142,7 +146,7 @@ PrecisionDecision JudgeLoweredPlan(const Program& planned, const LoweredPlan* lo
   const std::string& asked = options.numerics.precision;
   PrecisionDecision decision =
       JudgeTwin(planned, *lowered->program, asked, inputs, options.numerics.tolerance, options.executor.device,
-                calibration);
+                calibration, options.numerics.accuracy);
   decision.parts = PartsOf(selection, asked);
   if (selection.lowered < selection.lowerable) {
     const std::string part = std::to_string(selection.lowered) + " of " + std::to_string(selection.lowerable) +
@@ -178,7 +182,8 @@ c10::intrusive_ptr<Program> ChoosePrecision(c10::intrusive_ptr<Program> planned,
   tf32_options.tf32 = true;
   auto twin = c10::make_intrusive<Program>(planned->graph(), planned->schedule(), planned->inputs(), tf32_options);
   PrecisionDecision decision =
-      JudgeTwin(*planned, *twin, "tf32", inputs, options.numerics.tolerance, options.executor.device, calibration);
+      JudgeTwin(*planned, *twin, "tf32", inputs, options.numerics.tolerance, options.executor.device, calibration,
+                options.numerics.accuracy);
   decision.asked = asked;
   if (!before.empty()) decision.note = before + (decision.kept == "tf32" ? "tf32 kept" : "tf32: " + decision.note);
   report->precision = decision;

@@ -41,13 +41,15 @@ c10::intrusive_ptr<Program> ChoosePrecision(c10::intrusive_ptr<Program> planned,
                                             OptimizeReport* report,
                                             const std::vector<std::vector<c10::IValue>>& calibration = {});
 
-// ChoosePrecision's judgement of `twin` (what `planned` computes, in `twin_precision`): its error relative
-// to each output's scale against `planned` run in full float32, the largest on `inputs` and on each of
-// `calibration` (more calls' arguments, on the device), and, within `tolerance`, both timed side by side
+// ChoosePrecision's judgement of `twin` (what `planned` computes, in `twin_precision`): its error by
+// `accuracy` (core/output_error.h; by default relative to each output's scale) against `planned` run in full
+// float32, over `inputs` and each of `calibration` (more calls' arguments, on the device), and, within
+// `tolerance`, both timed side by side
 // on `device` (on `inputs`); kept (the decision's `kept` is `twin_precision`) where faster by 2 % or more.
 // Also on the CPU (where a TF32 twin computes as float32 does), which is how it is tested without a GPU.
 PrecisionDecision JudgeTwin(const Program& planned, const Program& twin, const std::string& twin_precision,
                             const std::vector<c10::IValue>& inputs, double tolerance, c10::Device device,
-                            const std::vector<std::vector<c10::IValue>>& calibration = {});
+                            const std::vector<std::vector<c10::IValue>>& calibration = {},
+                            const std::string& accuracy = "max_error");
 
 }  // namespace autograph

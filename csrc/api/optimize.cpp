@@ -174,6 +174,7 @@ torch::jit::Module OptimizeModule(const torch::jit::Module& module, const Optimi
     LoweringRequest& request = lowered.selection;
     request.dtype = LoweredDtype(options.numerics.precision);
     request.tolerance = options.numerics.tolerance;
+    request.accuracy = options.numerics.accuracy;
     const DeviceModel device = DeviceModel::ByName(DeviceModelName(options));
     request.least_flops_per_byte = device.fp32_tflops * 1e3 / device.memory_gbps;  // the roofline's ridge
     request.calibration = prepared.calibration;

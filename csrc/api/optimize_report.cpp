@@ -23,8 +23,12 @@ nlohmann::json PrecisionJson(const PrecisionDecision& p) {
                      {"flops", part.flops},
                      {"precision", part.precision},
                      {"error", ErrorOrNull(part.error)}});
+  nlohmann::json judged = nlohmann::json::array();
+  for (double value : p.judged) judged.push_back(ErrorOrNull(value));
   return {{"asked", p.asked},
           {"tolerance", p.tolerance},
+          {"accuracy", p.accuracy},
+          {"judged", judged},
           {"kept", p.kept},
           {"error", ErrorOrNull(p.error)},
           {"fp32_ms", MsOrNull(p.fp32_ms)},

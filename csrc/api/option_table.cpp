@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "autograph/error.h"
+#include "core/output_error.h"
 
 namespace autograph {
 namespace {
@@ -195,10 +196,20 @@ std::vector<OptionSpec> MakeTable() {
       "lowered, all of them or the runs of them that keep the tolerance",
       [](auto& o) -> auto& { return o.numerics.precision; }, std::nullopt, std::nullopt, {"fp32", "tf32", "bf16", "fp16"}));
   t.push_back(Option<double>("tolerance", "all",
-                             "the largest error a lowered candidate may have on the example inputs (and on "
-                             "optimize's calibration inputs): per output, relative to the float32 output's largest "
-                             "magnitude",
+                             "the largest error a lowered candidate may have on the example inputs and "
+                             "optimize's calibration inputs, by option accuracy (max_error: per output, relative to "
+                             "the float32 output's largest magnitude)",
                              [](auto& o) -> auto& { return o.numerics.tolerance; }, 0.0, 1.0));
+  t.push_back(Option<std::string>(
+      "accuracy", "all",
+      "how a lowered candidate's outputs are judged against float32's, each a loss that option tolerance bounds: "
+      "max_error (the largest difference relative to each output's largest magnitude, on every judged input), "
+      "top1 (the share of rows, over all judged inputs, whose largest entry along the last dimension moved: "
+      "a classifier's answers that changed), cosine (1 - the cosine similarity of each output with float32's, the "
+      "worst input), sqnr (the noise-to-signal power ratio, 10^(-SQNR/10): 0.001 is 30 dB, the worst input); "
+      "from Python also a function of (outputs, float32 outputs) giving a score, whose drop tolerance bounds "
+      "(export path)",
+      [](auto& o) -> auto& { return o.numerics.accuracy; }, std::nullopt, std::nullopt, AccuracyMeasures()));
   t.push_back(Option<bool>("check_rewrites", "all",
                            "each rewrite (and Inductor candidate) is timed on the whole graph and kept only if faster",
                            [](auto& o) -> auto& { return o.substitutions.check_rewrites; }));

@@ -18,6 +18,7 @@
 #include "autograph/error.h"
 #include "autograph/optimize.h"
 #include "autograph/substitute.h"
+#include "core/output_error.h"
 
 namespace autograph {
 namespace {
@@ -99,6 +100,28 @@ void CheckOptionsOp(std::string options_json) {
   WithErrorKinds([&] { OptionsOf({}, options_json, std::nullopt); });
 }
 
+// Option accuracy's measure over `calls` calls' outputs (`got` and `want` flat, each call's outputs in turn, as many
+// per call): [the loss option tolerance bounds, then each call's], for the export path's gate.
+std::vector<double> MeasureOutputsOp(std::string measure, std::vector<at::Tensor> got, std::vector<at::Tensor> want,
+                                     int64_t calls) {
+  if (calls <= 0 || got.size() != want.size() || got.size() % calls != 0)
+    TORCH_CHECK_VALUE(false, "autograph InputError: measure_outputs: ", got.size(), " outputs and ", want.size(),
+                      " reference outputs do not split into ", calls, " calls");
+  const size_t per_call = got.size() / calls;
+  std::vector<std::vector<at::Tensor>> got_calls, want_calls;
+  for (size_t c = 0; c < static_cast<size_t>(calls); ++c) {
+    got_calls.emplace_back(got.begin() + c * per_call, got.begin() + (c + 1) * per_call);
+    want_calls.emplace_back(want.begin() + c * per_call, want.begin() + (c + 1) * per_call);
+  }
+  std::vector<double> out;
+  WithErrorKinds([&] {
+    const MeasuredOutputs measured = MeasureOutputs(measure, got_calls, want_calls);
+    out.push_back(measured.loss);
+    out.insert(out.end(), measured.per_call.begin(), measured.per_call.end());
+  });
+  return out;
+}
+
 // Every option as the table declares it (JSON), for Python's Settings and the docs.
 std::string OptionTableOp() { return OptimizeOptionTableJson().dump(); }
 
@@ -125,4 +148,5 @@ TORCH_LIBRARY_FRAGMENT(autograph, m) {
   m.def("timeline_svg(str timeline, str title) -> str", &autograph::TimelineSvgOp);
   m.def("check_options(str options) -> ()", &autograph::CheckOptionsOp);
   m.def("option_table() -> str", &autograph::OptionTableOp);
+  m.def("measure_outputs(str measure, Tensor[] got, Tensor[] want, int calls) -> float[]", &autograph::MeasureOutputsOp);
 }

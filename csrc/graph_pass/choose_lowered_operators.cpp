@@ -93,7 +93,7 @@ void ChooseLoweredOperators(const GraphValues& values, LoweringRequest* request)
     std::vector<bool> marked(found.size(), false);
     for (size_t k = 0; k < n; ++k) marked[candidates[k]] = chosen[k];
     try {
-      return LargestRelativeError(OutputsLowered(values, marked, request->dtype, calls), reference);
+      return MeasureOutputs(request->accuracy, OutputsLowered(values, marked, request->dtype, calls), reference).loss;
     } catch (const std::exception&) {
       return std::numeric_limits<double>::infinity();
     }

@@ -30,7 +30,8 @@ struct LoweredRun {
 // What the lowering step of the rewrites is asked for, and what it did.
 struct LoweringRequest {
   c10::ScalarType dtype = c10::ScalarType::BFloat16;
-  double tolerance = 0.01;  // option tolerance: relative to each output's scale
+  double tolerance = 0.01;  // option tolerance: the bound of `accuracy`
+  std::string accuracy = "max_error";  // option accuracy (core/output_error.h)
   int runs = 8;             // how many runs the operators are cut into where the whole graph misses
   // An operator doing fewer FLOPs per byte it reads and writes (in float32) is memory-bound on the device
   // (below its roofline's ridge: peak FLOP/s over bytes/s): lowering it saves no compute, and its casts

@@ -75,12 +75,14 @@ struct CostOptions {
   std::string cache;         // measured: disk cache file; "" = ~/.cache/autograph/costs/<device>.json, "none" = off
 };
 
-// Export path: how far below float32 a candidate may compute. A lowered candidate is kept only where
-// each of its outputs stays within `tolerance` of float32's (relative to that output's largest
-// magnitude) and it measures faster; the user's inputs and outputs keep their dtypes.
+// How far below float32 a candidate may compute. A lowered candidate is kept only where its outputs stay
+// within `tolerance` of float32's by `accuracy` (core/output_error.h: max_error, relative to each output's
+// largest magnitude; top1, cosine, sqnr) and it measures faster; the user's inputs and outputs keep their
+// dtypes.
 struct NumericsOptions {
   std::string precision = "fp32";  // fp32 | tf32 | bf16 | fp16: the lowest a candidate may compute in
   double tolerance = 1e-2;
+  std::string accuracy = "max_error";  // max_error | top1 | cosine | sqnr
 };
 
 struct OptimizeOptions {

@@ -53,6 +53,8 @@ struct PrecisionPart {
 struct PrecisionDecision {
   std::string asked;      // option precision
   double tolerance = 0;   // option tolerance
+  std::string accuracy = "max_error";  // option accuracy: what `error` and the parts' errors count
+  std::vector<double> judged;         // the twin's measure on each judged call (the example's first)
   std::string kept = "fp32";
   double error = -1;      // the twin's, relative to each output's scale (the worst output); -1: none tried
   double fp32_ms = -1, lowered_ms = -1;  // medians, timed side by side; -1: not timed

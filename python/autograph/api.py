@@ -76,6 +76,7 @@ def optimize(model: Model, example_inputs: Union[Sequence[Any], torch.Tensor, No
     from torch.export import ExportedProgram
     path = "export" if isinstance(model, ExportedProgram) or ir == "export" else "torchscript"
     check_options_apply(list(given) + list(settings.options() if settings is not None else ()), path)  # set
+    check_options({"accuracy": resolved.accuracy}, path)  # a function: the export path's alone
     calls = _calibration_on_torchscript(calibration, example_inputs) if path == "torchscript" else []
     if path == "export":
         optimized, report = _optimized_on_the_export_path(model, example_inputs, dynamic_shapes, method, device,

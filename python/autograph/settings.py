@@ -11,7 +11,7 @@ the cost model by device) are None here. `autograph.option_table()` returns the 
 import dataclasses
 import functools
 import json
-from typing import Any, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Union
 
 import torch
 
@@ -37,14 +37,24 @@ def shapes_text(shapes: Any) -> str:
                          f"or [[(1, 128), (1, 128)], [(8, 512), (8, 512)]] for two input tensors)") from e
 
 
+def declared(options: Dict[str, Any]) -> Dict[str, Any]:
+    """`options` as the C++ table takes them: an accuracy measure given as a Python function (the export path's
+    gate calls it; the C++ side never judges with it) left out."""
+    return {k: v for k, v in options.items() if not (k == "accuracy" and callable(v))}
+
+
 def check_options(options: Dict[str, Any], path: Optional[str] = None) -> None:
     """Raises InputError naming the first option optimize would refuse (an unknown name, a value of the
     wrong type or out of range): what every entry point checks before it does any work. With `path`
     ("torchscript" or "export", the path the model takes), also each option given that applies to the
-    other path alone (check_options_apply)."""
+    other path alone (check_options_apply), and an accuracy measure given as a function on the TorchScript path."""
     load_library()
+    if path == "torchscript" and callable(options.get("accuracy")):
+        raise InputError("option accuracy: a Python function judges candidates on the export path only; the "
+                         "TorchScript path takes a built-in measure by name (max_error, top1, cosine, sqnr), or pass "
+                         "ir=\"export\"")
     try:
-        torch.ops.autograph.check_options(json.dumps(options))
+        torch.ops.autograph.check_options(json.dumps(declared(options)))
     except (RuntimeError, ValueError) as e:
         raise translate(e) from None
     except TypeError as e:  # a value json cannot write (an object)
@@ -109,6 +119,8 @@ class Settings:
     onnxruntime: bool = True
     precision: str = "fp32"
     tolerance: float = 0.01
+    # A built-in's name, or (export path) a function of (outputs, float32 outputs) giving a score.
+    accuracy: Union[str, Callable[..., float]] = "max_error"
     check_rewrites: bool = True
     merge: bool = True
     alpha: float = 1.0
@@ -141,6 +153,10 @@ class Settings:
         """Raises InputError naming the first option optimize would refuse (wrong type, out of range,
         not one of its choices, a device other than cpu, cuda, cuda:N)."""
         check_options(self.options())
+
+    def declared(self) -> Dict[str, Any]:
+        """options() as the C++ planner reads them (declared())."""
+        return declared(self.options())
 
     @classmethod
     def of(cls, settings: Optional["Settings"] = None, **options: Any) -> "Settings":
@@ -177,4 +193,4 @@ def option_docs() -> str:
     return "\n".join(rows) + "\n"
 
 
-__all__ = ["Settings", "option_table", "option_docs"]
+__all__ = ["Settings", "declared", "option_table", "option_docs"]

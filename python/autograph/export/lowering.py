@@ -7,6 +7,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 import torch
 
+from ..errors import InputError
 from ..settings import Settings
 from .candidate import Candidate, why_of
 from .candidates import program_with_parts
@@ -61,9 +62,13 @@ def _lowered(made: "_Parts", precision: str, settings: Settings, judge: Judge,
         if len(merged) < len(parts):
             try:
                 kept = _within(made.candidate(merged, merged_precisions, settings, precision), judge)
+            except InputError:  # the user's measure failed
+                raise
             except Exception as e:  # noqa: BLE001 - the parts as they were tried stand
                 why_of(e, f"{name} with its runs merged")
         kept = kept or _within(made.candidate(parts, precisions, settings, precision), judge)
+    except InputError:  # the user's measure failed, not the candidate
+        raise
     except Exception as e:  # noqa: BLE001 - the candidate is out and the report says why
         return Candidate.failed(name, e, precision=precision, compiler=made.compiler, kind="parts")
     if kept is None:  # its trial met the tolerance; the same parts planned as asked must too

@@ -23,7 +23,7 @@ def plan(graph: Dict[str, Any], tensors: List[torch.Tensor], settings: Settings)
     and the plan's report."""
     try:
         program, report = torch.ops.autograph.optimize_exported(json.dumps(graph), tensors,
-                                                                json.dumps(settings.options()))
+                                                                json.dumps(settings.declared()))
     except (RuntimeError, ValueError) as e:
         raise translate(e) from None
     return program, json.loads(report)

@@ -185,6 +185,32 @@ TEST(ChoosePrecision, ATwinIsJudgedOnTheCalibrationInputsToo) {
   EXPECT_NE(d.note.find("calibration"), std::string::npos) << d.note;
 }
 
+// Option accuracy: the same twin (one convolution's weight 10% larger) by max_error and by cosine, which
+// a change of scale alone costs less; the report lists the measure on each judged call.
+TEST(ChoosePrecision, ATwinIsJudgedByTheMeasureAsked) {
+  torch::jit::Module optimized = autograph::optimize(BranchyModule(), Options("fp32"));
+  torch::jit::Module other = BranchyModule();
+  other.attr("w1").toTensor().mul_(1.1);
+  torch::jit::Module moved = autograph::optimize(other, Options("fp32"));
+  const std::vector<c10::IValue> inputs = {BranchyInput(2)};
+  const std::vector<std::vector<c10::IValue>> calibration = {{BranchyInput(2)}};
+  const autograph::PrecisionDecision by_error =
+      autograph::JudgeTwin(*ProgramOf(optimized), *ProgramOf(moved), "tf32", inputs, 0.01, c10::kCPU, calibration);
+  const autograph::PrecisionDecision by_cosine = autograph::JudgeTwin(
+      *ProgramOf(optimized), *ProgramOf(moved), "tf32", inputs, 0.01, c10::kCPU, calibration, "cosine");
+  EXPECT_EQ(by_error.accuracy, "max_error");
+  EXPECT_EQ(by_cosine.accuracy, "cosine");
+  EXPECT_GT(by_error.error, 0.01);
+  EXPECT_GT(by_cosine.error, 0.0);
+  EXPECT_LT(by_cosine.error, by_error.error);
+  ASSERT_EQ(by_cosine.judged.size(), 2u);
+  EXPECT_EQ(by_cosine.error, std::max(by_cosine.judged[0], by_cosine.judged[1]));
+  EXPECT_EQ(by_error.judged.size(), 2u);
+  autograph::OptimizeOptions options = Options("fp32");
+  options.numerics.accuracy = "top5";
+  EXPECT_THROW(autograph::optimize(BranchyModule(), options), autograph::InputError);
+}
+
 TEST(ChoosePrecision, ASavedProgramKeepsItsTf32Switch) {
   torch::jit::Module optimized = autograph::optimize(BranchyModule(), Options("fp32"));
   auto twin = Twin(*ProgramOf(optimized));

@@ -6,7 +6,7 @@ from typing import Any, Callable, Dict, List, NamedTuple, Sequence
 
 # A profile is read from at most PROFILED_RUNS runs, after one that is not (the first run allocates and
 # packs), and from fewer where they take PROFILE_BUDGET_S: shares settle within a run of a large graph,
-# and five of bert_base's take most of a second per compiler.
+# whose runs are long.
 PROFILED_RUNS, PROFILE_BUDGET_S = 5, 0.25
 
 

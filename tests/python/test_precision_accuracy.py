@@ -1,0 +1,151 @@
+"""Option accuracy: a lowered candidate judged by the user's accuracy measure rather than the largest
+relative error (export/measure.py, the gate in export/contest.py; the built-ins are the C++ library's,
+core/output_error.h, which the TorchScript path judges by too).
+
+The model is a classifier whose class 3 leads every other by far more than bfloat16's rounding (2^-8 of
+the logits' scale) can move it: computed in bfloat16 its top-1 answer never changes, while its logits
+move by ~1e-3 of their scale, which a max_error tolerance of 1e-6 refuses."""
+import math
+
+import pytest
+import torch
+
+import autograph
+from autograph._library import openvino_missing
+
+needs_openvino = pytest.mark.skipif(openvino_missing() is not None, reason=f"no OpenVINO parts: {openvino_missing()}")
+
+
+class Classifier(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.features = torch.nn.Linear(32, 64)
+        self.head = torch.nn.Linear(64, 10)
+        with torch.no_grad():
+            self.head.bias[3] += 50.0  # class 3 wins by a margin no rounding closes
+
+    def forward(self, x):
+        return self.head(torch.relu(self.features(x)))
+
+
+@pytest.fixture(scope="module")
+def classifier():
+    torch.manual_seed(0)
+    model = Classifier().eval()
+    x = torch.randn(4, 32)
+    calibration = [(torch.randn(4, 32),) for _ in range(2)]
+    return model, x, calibration, torch.export.export(model, (x,))
+
+
+@pytest.fixture(autouse=True)
+def cache(tmp_path_factory, monkeypatch):
+    monkeypatch.setenv("AUTOGRAPH_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "measure-cache"))
+
+
+def _timed(monkeypatch, ms):
+    from autograph import export as export_module
+    monkeypatch.setattr(export_module.contest, "_time_candidates",
+                        lambda candidates, tensors, graph, rounds=10, **_: {n: ms.get(n, 2.0) for n in candidates})
+
+
+def test_the_builtin_measures_are_the_c_libraries():
+    from autograph.export.measure import measured
+    want = [[torch.tensor([[0.0, 1.0, 0.0], [2.0, 0.0, 0.0]])], [torch.tensor([[0.0, 1.0, 0.0], [2.0, 0.0, 0.0]])]]
+    got = [[torch.tensor([[0.0, 1.0, 0.0], [0.0, 0.0, 3.0]])], [want[1][0] * 5]]
+    assert measured("top1", got, want) == (0.25, [0.5, 0.0])  # one row of four, over both inputs
+    loss, per_input = measured("sqnr", [[torch.tensor([3.0, 5.0])]], [[torch.tensor([3.0, 4.0])]])
+    assert loss == pytest.approx(1 / 25) and per_input == pytest.approx([1 / 25])
+
+
+def test_a_function_measure_loses_its_scores_drop_and_its_faults_are_input_errors():
+    from autograph.export.measure import measured
+
+    def agreement(outputs, reference):
+        rows = [(o[0].argmax(-1) == r[0].argmax(-1)).float() for o, r in zip(outputs, reference)]
+        return torch.cat(rows).mean()
+
+    want = [[torch.tensor([[0.0, 1.0], [1.0, 0.0]])]]
+    assert measured(agreement, [[torch.tensor([[0.0, 1.0], [0.0, 1.0]])]], want) == (0.5, [0.5])
+    with pytest.raises(autograph.InputError, match=r"option accuracy: .*broken\(outputs, float32 outputs\) failed: "
+                                                   r"ZeroDivisionError"):
+        measured(lambda *_: 1 / 0, want, want) if False else measured(_broken, want, want)
+    loss, _ = measured(lambda outputs, reference: float("nan"), want, want)
+    assert math.isnan(loss)  # a score that is no number is beyond any tolerance
+
+
+def _broken(outputs, reference):
+    return 1 / 0
+
+
+def test_an_unknown_measure_is_an_input_error_before_any_work(classifier, monkeypatch):
+    from autograph.export import optimize as export_optimize
+    monkeypatch.setattr(export_optimize, "import_graph", lambda *a, **k: pytest.fail("work began"))
+    model, x, _, ep = classifier
+    with pytest.raises(autograph.InputError, match="option 'accuracy'"):
+        autograph.optimize(ep, precision="bf16", accuracy="top5")
+    with pytest.raises(autograph.InputError, match="option 'accuracy'"):
+        autograph.Settings(accuracy="top5")
+
+
+def test_a_function_measure_on_the_torchscript_path_is_an_input_error_before_tracing(classifier, monkeypatch):
+    from autograph import api
+    monkeypatch.setattr(api, "to_script_module", lambda *a, **k: pytest.fail("tracing began"))
+    model, x, _, _ = classifier
+    with pytest.raises(autograph.InputError, match="export path only"):
+        autograph.optimize(model, [x], precision="bf16", accuracy=lambda outputs, reference: 1.0)
+
+
+@needs_openvino
+def test_a_bf16_candidate_beyond_max_error_but_within_top1_is_kept_and_each_judged_input_reported(classifier,
+                                                                                                  monkeypatch):
+    model, x, calibration, ep = classifier
+    _timed(monkeypatch, {"whole_openvino_bf16": 1.0})
+    _, report = autograph.optimize(ep, method="sequential", precision="bf16", tolerance=1e-6, calibration=calibration)
+    assert report["inductor"]["dropped"]["whole_openvino_bf16"]["why"] == "beyond tolerance"
+    optimized, report = autograph.optimize(ep, method="sequential", precision="bf16", tolerance=0.0, accuracy="top1",
+                                           calibration=calibration)
+    contest = report["inductor"]
+    assert contest["kept"] == "whole_openvino_bf16", contest
+    assert contest["candidates"]["whole_openvino_bf16"]["measured"] == [0.0, 0.0, 0.0]
+    precision = report["precision"]
+    assert precision["accuracy"] == "top1" and precision["judged"] == [0.0, 0.0, 0.0]
+    assert precision["kept"] == "bf16" and precision["error"] == 0.0 and precision["judged_inputs"] == 3
+    with torch.no_grad():
+        assert torch.equal(optimized.module()(x).argmax(-1), model(x).argmax(-1))
+
+
+@needs_openvino
+def test_a_function_measure_judges_the_candidates_and_names_itself_in_the_report(classifier, monkeypatch):
+    model, x, calibration, ep = classifier
+    calls = []
+
+    def top1_agreement(outputs, reference):
+        calls.append(len(outputs))
+        return torch.cat([(o[0].argmax(-1) == r[0].argmax(-1)).float() for o, r in zip(outputs, reference)]).mean()
+
+    _timed(monkeypatch, {"whole_openvino_bf16": 1.0})
+    _, report = autograph.optimize(ep, method="sequential", precision="bf16", tolerance=0.0, accuracy=top1_agreement,
+                                   calibration=calibration)
+    assert report["inductor"]["kept"] == "whole_openvino_bf16"
+    assert report["precision"]["accuracy"] == "top1_agreement" and report["precision"]["judged"] == [0.0, 0.0, 0.0]
+    assert 3 in calls  # over the example and both calibration inputs at once
+
+
+@needs_openvino
+def test_a_candidate_beyond_the_measures_tolerance_stays_out_and_says_by_which_measure(classifier, monkeypatch):
+    _, x, calibration, ep = classifier
+    _timed(monkeypatch, {"whole_openvino_bf16": 0.5, "whole_openvino": 1.0})
+    _, report = autograph.optimize(ep, method="sequential", precision="bf16", tolerance=1e-12, accuracy="cosine",
+                                   calibration=calibration)
+    dropped = report["inductor"]["dropped"]["whole_openvino_bf16"]
+    assert dropped["why"] == "beyond tolerance" and "by accuracy measure cosine over 3 judged inputs" in dropped["detail"]
+    assert report["inductor"]["kept"] == "whole_openvino" and report["precision"]["kept"] == "fp32"
+
+
+def test_the_torchscript_path_judges_by_the_measure_named(classifier):
+    model, x, calibration, _ = classifier
+    _, report = autograph.optimize(model, [x], precision="bf16", accuracy="top1", calibration=calibration)
+    precision = report["precision"]
+    assert precision["accuracy"] == "top1"
+    if precision["error"] is not None and precision["error"] >= 0:  # a lowered plan was judged
+        assert len(precision["judged"]) == 3 and precision["error"] == 0.0, precision
