@@ -1,25 +1,27 @@
 #!/usr/bin/env python3
-"""Whether INT8 on a CPU can meet option tolerance: OpenVINO's INT8 through NNCF's post-training
-quantization and ONNX Runtime's (quantize_static), beside OpenVINO at f32 and bf16, model by model.
+"""INT8 on a CPU judged by the user's accuracy measure: autograph's precision="int8" (OpenVINO's candidates
+quantized by NNCF, part by part where the whole graph misses the bound) and bf16 beside OpenVINO's own
+INT8 through NNCF (plain, and with accuracy control at the same bound), ONNX Runtime's INT8
+(quantize_static) and OpenVINO at f32 and bf16, model by model.
 
-    python bench/int8.py [--models a,b] [--unseen c,d] [--calibration N] [--repeats N] [--tolerance T]
-                         [--accuracy-control] [--out DIR]
+    python bench/int8.py [--models a,b] [--unseen c,d] [--trained e,f] [--calibration N] [--fresh N]
+                         [--accuracy max_error|top1|cosine|sqnr] [--tolerance T] [--repeats N]
+                         [--accuracy-control] [--no-autograph] [--out DIR]
 
-For each model: the ONNX export read by OpenVINO, compiled at f32 and with the bf16 hint, and quantized
-by nncf.quantize on N calibration inputs (the registry's inputs of other seeds, plus the example) and
-compiled at f32 (the quantized layers run INT8, the others float32); and by ONNX Runtime's quantize_static
-on the same inputs (after its quant_pre_process; QDQ format, weights per channel, min-max calibration:
-its defaults besides per-channel weights), run by its CPU provider. Each method's error is its largest
-over the example and the calibration inputs against eager float32, relative to the output's scale (as
-option tolerance measures it); times are side by side on the example (warm-up, then each method once per
-round), median ms. --accuracy-control adds nncf.quantize_with_accuracy_control (layers reverted to float
-until the error on those inputs is within the tolerance), with how long it took: slow, one model at a
-time. Writes DIR/results.csv and DIR/README.md. OpenVINO's INT8 needs NNCF (`pip install nncf`; without
-it those columns are left out), best in an environment of its own (or `pip install --target DIR` and
-DIR on PYTHONPATH for this script alone): its dependency tabulate makes every process that imported
-torch._dynamo exit with status 1 instead of by the signal after an unhandled Ctrl-C (torch's atexit
-handler imports tabulate, and on Python 3.11 an import at exit loses the interrupt's status), which
-tests/python/test_optimize_interrupted.py checks. A benchmark, never a test.
+For each model: N calibration inputs (the registry's inputs of other seeds; --trained: the model's own
+realistic inputs, bench/trained_models.py) on which every INT8 method calibrates and autograph's gate
+judges, and --fresh more that none of them saw. The ONNX export read by OpenVINO, compiled at f32 and with
+the bf16 hint, and quantized by nncf.quantize on the calibration inputs (the quantized layers run INT8,
+the others float32; token-id inputs: NNCF's transformer preset); ONNX Runtime's quantize_static on the same
+inputs (after its quant_pre_process; QDQ format, weights per channel, min-max calibration); with
+--accuracy-control nncf.quantize_with_accuracy_control, its validation the same measure on the calibration
+inputs and its max_drop the tolerance (slow). autograph: optimize with precision bf16 and int8, option
+accuracy and tolerance as given, the calibration inputs. Each method is judged on the fresh inputs by
+--accuracy (autograph.export.measure: the loss option tolerance bounds), against eager float32; times are
+side by side on the example (warm-up, then each method once per round), median ms. Writes DIR/results.csv
+and DIR/README.md. NNCF is read from where scripts/setup.sh installs it for autograph
+(autograph.export.compilers.openvino.nncf_dir(): apart from the venv, as its dependency tabulate turns an
+unhandled Ctrl-C's exit status into 1 in a process that imported torch). A benchmark, never a test.
 """
 import argparse
 import csv
@@ -35,53 +37,62 @@ import torch
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "python"), str(ROOT / "bench")]
+import autograph  # noqa: E402
 import rivals  # noqa: E402  (bench/rivals.py)
-from autograph.export.check import relative_error  # noqa: E402
+import trained_models  # noqa: E402  (bench/trained_models.py)
+from autograph.export.compilers.openvino import nncf_dir  # noqa: E402
+from autograph.export.measure import measured  # noqa: E402
 from autograph.export.timing import samples_side_by_side  # noqa: E402
 from models import registry  # noqa: E402
 from precision import _unseen  # noqa: E402  (bench/precision.py: torchvision models the zoo lacks)
 
 DEFAULT_MODELS = "squeezenet,resnet50,inception_v3,bert_base,randwire"
 METHODS = ("openvino_f32", "openvino_bf16", "openvino_int8", "openvino_int8_ac", "onnxruntime_f32",
-           "onnxruntime_int8")
+           "onnxruntime_int8", "autograph_bf16", "autograph_int8")
+INT8_METHODS = ("openvino_int8", "openvino_int8_ac", "onnxruntime_int8", "autograph_int8")
 
 
 def _inputs(name, args):
-    """The example inputs and the calibration inputs (lists of numpy arrays), and the model."""
-    if name in args.unseen:
+    """The model, its example inputs, the calibration inputs and the fresh ones (tuples of tensors)."""
+    count = args.calibration + args.fresh
+    if name in args.trained:
+        model, example, more = trained_models.build(name, 1 + count)
+    elif name in args.unseen:
         model, example = _unseen(name)
         gen = torch.Generator().manual_seed(1)
-        others = [(torch.randn(example[0].shape, generator=gen),) for _ in range(args.calibration)]
+        more = [(torch.randn(example[0].shape, generator=gen),) for _ in range(count)]
     else:
         model, example = registry.build(name), tuple(registry.make_inputs(name))
-        others = [tuple(registry.make_inputs(name, seed=s)) for s in range(1, args.calibration + 1)]
-    return model.eval(), example, others
+        more = [tuple(registry.make_inputs(name, seed=s)) for s in range(1, count + 1)]
+    return model.eval(), example, more[:args.calibration], more[args.calibration:]
 
 
-def _largest_error(outputs, references) -> float:
-    """The largest error, relative to its output's scale, of each call's outputs (arrays, in order), as the
-    export path's accuracy gate measures it."""
-    return max((relative_error(torch.from_numpy(np.asarray(got)), torch.from_numpy(np.asarray(want)))
-                for got_call, want_call in zip(outputs, references) for got, want in zip(got_call, want_call)),
-               default=0.0)
+def _loss(outputs, references, args) -> float:
+    """The accuracy measure's loss of each call's outputs (arrays or tensors, in order) against the
+    references, over all of them (autograph.export.measure, as option accuracy judges)."""
+    def tensors(call):
+        return [torch.as_tensor(np.asarray(t)) for t in call]
+    return measured(args.accuracy, [tensors(c) for c in outputs], [tensors(c) for c in references])[0]
 
 
-def _error(compiled, items, references) -> float:
+def _judged(compiled, items, references, args) -> float:
     results = [compiled(item) for item in items]
-    return _largest_error([[r[o] for o in compiled.outputs] for r in results], references)
+    return _loss([[r[o] for o in compiled.outputs] for r in results], references, args)
 
 
-def _onnxruntime(path: Path, items, references, row) -> dict:
-    """ONNX Runtime at f32 and its INT8 (quantize_static on `items`): {method: run}, errors in `row`."""
+def _onnxruntime(path: Path, data, row, args) -> dict:
+    """ONNX Runtime at f32 and its INT8 (quantize_static on the calibration items): {method: run on the
+    example}, each judged on the fresh items (losses in `row`)."""
     from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
     from onnxruntime.quantization.shape_inference import quant_pre_process
 
     f32 = rivals.onnxruntime_session(path)
-    feeds = [dict(zip([i.name for i in f32.get_inputs()], item)) for item in items]
+    names = [i.name for i in f32.get_inputs()]
+    feeds = {k: [dict(zip(names, item)) for item in items] for k, items in data["items"].items()}
 
     class Reader(CalibrationDataReader):
         def __init__(self):
-            self.left = iter(feeds)
+            self.left = iter(feeds["calibration"])
 
         def get_next(self):
             return next(self.left, None)
@@ -96,43 +107,83 @@ def _onnxruntime(path: Path, items, references, row) -> dict:
     row["onnxruntime_int8_quantize_s"] = round(time.perf_counter() - start, 1)
     runs = {}
     for method, made in (("onnxruntime_f32", f32), ("onnxruntime_int8", rivals.onnxruntime_session(quantized))):
-        row[f"{method}_rel_err"] = _largest_error([made.run(None, feed) for feed in feeds], references)
-        runs[method] = lambda made=made: made.run(None, feeds[0])
+        row[f"{method}_loss"] = _loss([made.run(None, feed) for feed in feeds["fresh"]], data["references"], args)
+        runs[method] = lambda made=made: made.run(None, feeds["example"][0])
+    return runs
+
+
+def _autograph(model, example, calibration, fresh, references, row, args) -> dict:
+    """autograph's export path at bf16 and int8 (option accuracy and tolerance as given, the calibration
+    inputs), each judged on the fresh inputs: {method: run on the example}."""
+    runs = {}
+    for precision in ("bf16", "int8"):
+        key = f"autograph_{precision}"
+        start = time.perf_counter()
+        try:
+            optimized, report = autograph.optimize(torch.export.export(model, example, strict=False), example,
+                                                   precision=precision, accuracy=args.accuracy,
+                                                   tolerance=args.tolerance, calibration=calibration)
+        except Exception as e:  # noqa: BLE001 - the row says what failed
+            row[f"{key}_error"] = str(e).splitlines()[0][:200]
+            continue
+        row[f"{key}_optimize_s"] = round(time.perf_counter() - start, 1)
+        contest = report.get("inductor") or {}
+        kept = contest.get("kept", "aten")
+        listed = contest.get("candidates", {}).get(kept, {}).get("parts_precision")
+        row[f"{key}_kept"] = kept + (f" ({sum(p['precision'] != 'fp32' for p in listed)}/{len(listed)} parts lowered)"
+                                     if listed else "")
+        module = optimized.module()
+        with torch.no_grad():
+            row[f"{key}_loss"] = _loss([torch.utils._pytree.tree_leaves(module(*x)) for x in fresh], references, args)
+        runs[key] = lambda module=module: module(*example)
     return runs
 
 
 def measure(name, args) -> dict:
     import openvino as ov
+    sys.path.append(nncf_dir())  # where scripts/setup.sh installs it for autograph
     try:
         import nncf
     except ImportError:
         nncf = None
     torch.manual_seed(0)
-    model, example, others = _inputs(name, args)
-    batches = [example] + others
+    model, example, calibration, fresh = _inputs(name, args)
     with torch.no_grad():
-        references = [[t.numpy() for t in torch.utils._pytree.tree_leaves(model(*b))] for b in batches]
-    items = [[t.numpy() for t in b] for b in batches]
+        references = [[t.numpy() for t in torch.utils._pytree.tree_leaves(model(*b))] for b in fresh]
+    items = {k: [[t.numpy() for t in b] for b in batches]
+             for k, batches in (("example", [example]), ("calibration", calibration), ("fresh", fresh))}
+    data = {"items": items, "references": references}
     core = ov.Core()
     row = {"model": name}
     with tempfile.TemporaryDirectory() as workdir:
         path = Path(workdir) / "model.onnx"
         rivals.export_onnx(model, example, path)
         read = core.read_model(str(path))
-        runs = _onnxruntime(path, items, references, row)
+        runs = _onnxruntime(path, data, row, args)
+    if not args.no_autograph:
+        runs.update(_autograph(model, example, calibration, fresh, references, row, args))
     models = {"openvino_f32": (read, "f32"), "openvino_bf16": (read, "bf16")}
-    if nncf is None:
-        return _timed(row, core, models, items, references, runs, args)
+    if nncf is not None:
+        models.update(_openvino_int8(nncf, read, data, row, args, example))
+    return _timed(row, core, models, data, runs, args)
+
+
+def _openvino_int8(nncf, read, data, row, args, example) -> dict:
+    """OpenVINO's INT8 by NNCF on the calibration items, and with --accuracy-control NNCF's accuracy-controlled
+    quantization at the same measure and bound: {method: (model, inference precision hint)}."""
+    items = data["items"]["calibration"]
     # Token ids for inputs: a transformer (NNCF then keeps its softmax and normalizations in float).
     kind = {"model_type": nncf.ModelType.TRANSFORMER} if any(b.dtype != torch.float32 for b in example) else {}
     start = time.perf_counter()
-    models["openvino_int8"] = (nncf.quantize(read, nncf.Dataset(items), subset_size=len(items), **kind), "f32")
+    models = {"openvino_int8": (nncf.quantize(read, nncf.Dataset(items), subset_size=len(items), **kind), "f32")}
     row["openvino_int8_quantize_s"] = round(time.perf_counter() - start, 1)
     if args.accuracy_control:
         from nncf.quantization.advanced_parameters import AdvancedAccuracyRestorerParameters
+        with torch.no_grad():
+            want = [[np.asarray(t) for t in call] for call in _outputs_of(read, items)]
 
-        def validate(compiled, _data):  # higher is better: 1 - the error (the initial model's is 0)
-            return 1.0 - _error(compiled, items, references)
+        def validate(compiled, _data):  # higher is better: minus the loss against float32 on these inputs
+            return -_judged(compiled, items, want, args)
         start = time.perf_counter()
         restored = nncf.quantize_with_accuracy_control(
             read, nncf.Dataset(items), nncf.Dataset(items), validate, max_drop=args.tolerance, subset_size=len(items),
@@ -140,18 +191,28 @@ def measure(name, args) -> dict:
         row["openvino_int8_ac_quantize_s"] = round(time.perf_counter() - start, 1)
         row["openvino_int8_ac_fake_quantize"] = sum(op.get_type_name() == "FakeQuantize" for op in restored.get_ops())
         models["openvino_int8_ac"] = (restored, "f32")
-    return _timed(row, core, models, items, references, runs, args)
+    return models
 
 
-def _timed(row, core, models, items, references, runs, args) -> dict:
-    """`row` with each OpenVINO model's error and every method's median ms, timed side by side."""
+def _outputs_of(model, items):
+    """`model` (OpenVINO's, float32) run on each item: its outputs in order."""
+    import openvino as ov
+    compiled = ov.Core().compile_model(model, "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
+    return [[r[o] for o in compiled.outputs] for r in (compiled(item) for item in items)]
+
+
+def _timed(row, core, models, data, runs, args) -> dict:
+    """`row` with each OpenVINO model's loss on the fresh items and every method's median ms, timed side by
+    side on the example."""
+    example = data["items"]["example"][0]
     for method, (m, hint) in models.items():
         compiled = core.compile_model(m, "CPU", {"PERFORMANCE_HINT": "LATENCY", "INFERENCE_PRECISION_HINT": hint})
-        row[f"{method}_rel_err"] = _error(compiled, items, references)
+        row[f"{method}_loss"] = _judged(compiled, data["items"]["fresh"], data["references"], args)
         request = compiled.create_infer_request()
-        runs[method] = lambda request=request: request.infer(items[0])
-    for method, xs in samples_side_by_side(runs, torch.device("cpu"), args.repeats, warmup=3).items():
-        row[f"{method}_median_ms"] = statistics.median(xs)
+        runs[method] = lambda request=request: request.infer(example)
+    with torch.no_grad():
+        for method, xs in samples_side_by_side(runs, torch.device("cpu"), args.repeats, warmup=3).items():
+            row[f"{method}_median_ms"] = statistics.median(xs)
     return row
 
 
@@ -163,23 +224,28 @@ def write(rows, args) -> None:
         writer.writeheader()
         writer.writerows(rows)
     methods = [m for m in METHODS if any(f"{m}_median_ms" in r for r in rows)]
-    lines = [f"`python bench/int8.py {' '.join(sys.argv[1:])}` ({torch.get_num_threads()} threads). Median ms "
-             f"(largest error over the example and {args.calibration} calibration inputs against eager float32, "
-             "relative to the output's scale); within: the error at or under the tolerance "
-             f"{args.tolerance:g}.", "",
-             "| model | " + " | ".join(methods) + " | fastest int8 ÷ f32 | ÷ bf16 | int8 within |",
-             "|---|" + "---:|" * len(methods) + "---:|---:|---|"]
+    lines = [f"`python bench/int8.py {' '.join(sys.argv[1:])}` ({torch.get_num_threads()} threads, torch "
+             f"{torch.__version__}). Median ms (the {args.accuracy} loss on {args.fresh} inputs no method calibrated "
+             f"on, against eager float32); within: INT8 methods at or under the bound {args.tolerance:g}; "
+             "ratios: the other's time ÷ autograph int8's.", "",
+             "| model | " + " | ".join(methods) + " | int8 within | autograph int8 kept | ÷ autograph bf16 "
+             "| ÷ OpenVINO bf16 | ÷ best INT8 rival within |",
+             "|---|" + "---:|" * len(methods) + "---|---|---:|---:|---:|"]
     for r in rows:
         cells = []
         for m in methods:
-            ms, err = r.get(f"{m}_median_ms"), r.get(f"{m}_rel_err")
-            cells.append("–" if ms is None else f"{ms:.2f} ({err:.1e})")
-        f32, bf16 = r.get("openvino_f32_median_ms"), r.get("openvino_bf16_median_ms")
-        kept = [m for m in ("openvino_int8", "onnxruntime_int8") if f"{m}_median_ms" in r]
-        int8 = min((r[f"{m}_median_ms"] for m in kept), default=math.nan)
-        within = [m.split("_")[0] for m in kept if r[f"{m}_rel_err"] <= args.tolerance]
-        lines.append(f"| {r['model']} | " + " | ".join(cells) + f" | {f32 / int8:.2f}× | {bf16 / int8:.2f}× | "
-                     f"{', '.join(within) or 'no'} |")
+            ms, loss = r.get(f"{m}_median_ms"), r.get(f"{m}_loss", math.nan)
+            cells.append("–" if ms is None else f"{ms:.2f} ({loss:.2g})")
+        within = [m for m in INT8_METHODS if r.get(f"{m}_loss", math.inf) <= args.tolerance]
+        ours = r.get("autograph_int8_median_ms")
+        rival = min((r[f"{m}_median_ms"] for m in within if m != "autograph_int8" and f"{m}_median_ms" in r),
+                    default=None)
+
+        def over(ms):
+            return f"{ms / ours:.2f}×" if ms and ours else "–"
+        lines.append(f"| {r['model']} | " + " | ".join(cells) + f" | {', '.join(within) or 'none'} | "
+                     f"{r.get('autograph_int8_kept', '–')} | {over(r.get('autograph_bf16_median_ms'))} | "
+                     f"{over(r.get('openvino_bf16_median_ms'))} | {over(rival)} |")
     (args.out / "README.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 
@@ -188,15 +254,21 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", default=DEFAULT_MODELS)
     parser.add_argument("--unseen", default="", help="torchvision models the zoo lacks (random weights)")
+    parser.add_argument("--trained", default="", help="models with trained weights (bench/trained_models.py): "
+                        + ", ".join(trained_models.MODELS))
     parser.add_argument("--calibration", type=int, default=8, help="calibration inputs besides the example")
+    parser.add_argument("--fresh", type=int, default=4, help="inputs no method calibrated on, each judged on")
+    parser.add_argument("--accuracy", default="max_error", help="the measure (option accuracy's built-ins)")
     parser.add_argument("--repeats", type=int, default=20)
-    parser.add_argument("--tolerance", type=float, default=0.01, help="option tolerance's default")
+    parser.add_argument("--tolerance", type=float, default=0.01, help="the bound of the measure")
     parser.add_argument("--accuracy-control", action="store_true")
+    parser.add_argument("--no-autograph", action="store_true", help="the rivals alone")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "int8-cpu")
     args = parser.parse_args()
     args.unseen = [m for m in args.unseen.split(",") if m]
+    args.trained = [m for m in args.trained.split(",") if m]
     rows = []
-    for name in [m for m in args.models.split(",") if m] + args.unseen:
+    for name in [m for m in args.models.split(",") if m] + args.unseen + args.trained:
         print(f"{name} ...", flush=True)
         try:
             rows.append(measure(name, args))

@@ -63,6 +63,7 @@ LAYERS = [
     "export.compilers.lowered_module",   # a part's module computing below float32 (lowered weights)
     "export.compilers.inductor",         # parts compiled by Inductor (AOTInductor packages)
     "export.compilers.openvino_convert", # a part to an OpenVINO package, in or out of process
+    "export.compilers.openvino_quantize", # a part's OpenVINO package quantized to INT8 by NNCF, out of process
     "export.compilers.openvino",         # parts compiled by OpenVINO (CPU)
     "export.compilers.onnxruntime_convert", # a part's ONNX model to an ONNX Runtime package, out of process
     "export.compilers.onnxruntime",      # parts compiled by ONNX Runtime (CPU)

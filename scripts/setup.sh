@@ -12,7 +12,8 @@
 #    timeline test renders its SVG to PNG) and the benchmark rivals (onnxruntime, openvino,
 #    onnxscript, onnx) and ray[serve] (the serving example) from PyPI; and ONNX Runtime's C++ headers,
 #    which the onnxruntime package lacks (Debian 13's libonnxruntime-dev, unpacked into
-#    ~/.cache/autograph/onnxruntime-headers), for libautograph_onnxruntime.so.
+#    ~/.cache/autograph/onnxruntime-headers), for libautograph_onnxruntime.so; and NNCF (option precision
+#    int8) in a folder of its own, ~/.cache/autograph/nncf-<version>, apart from the venv.
 set -euo pipefail
 
 TORCH_VERSION=2.11.0
@@ -108,6 +109,27 @@ if [ "$(cat "$ort_headers/.sha256" 2>/dev/null)" != "$AUTOGRAPH_ORT_DEV_SHA256" 
     rm -rf "$ort_headers.download"
   else
     log "warning: ONNX Runtime's headers could not be fetched: no ONNX Runtime parts in this build"
+  fi
+fi
+
+# --- NNCF (option precision int8), apart from the venv: for the quantizing process alone -------------
+# Its dependency tabulate, importable in a process that imported torch, turns an unhandled Ctrl-C's exit
+# into status 1 (torch's exit handler imports it); autograph's own process keeps the signal's status, so
+# NNCF and its dependencies go into a folder only NNCF's process puts on its path
+# (python/autograph/export/compilers/openvino_quantize.py), numpy pinned to the venv's. The version is
+# the one python/autograph/export/compilers/openvino.py names. Optional: without it, no int8 candidates.
+nncf_version=$(sed -n 's/^NNCF_VERSION = "\(.*\)"$/\1/p' "$root/python/autograph/export/compilers/openvino.py")
+nncf_dir=${AUTOGRAPH_NNCF_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/autograph/nncf-$nncf_version}
+nncf_want="nncf==$nncf_version numpy==$(version_of "$VENV/bin/python" numpy)"
+if [ "$(cat "$nncf_dir/.autograph-stamp" 2>/dev/null)" != "$nncf_want" ]; then
+  log "installing $nncf_want into $nncf_dir (option precision int8; apart from the venv)"
+  rm -rf "$nncf_dir"
+  # shellcheck disable=SC2086
+  if "$VENV/bin/python" -m pip install -q --target "$nncf_dir" $nncf_want; then
+    echo "$nncf_want" > "$nncf_dir/.autograph-stamp"  # last: an interrupted install is redone
+  else
+    rm -rf "$nncf_dir"
+    log "warning: NNCF could not be installed: no int8 candidates"
   fi
 fi
 

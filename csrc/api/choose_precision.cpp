@@ -35,7 +35,9 @@ double Median(std::vector<double> samples) { return PercentileMs(std::move(sampl
 bool OffersLoweredPlan(const OptimizeOptions& options, std::string* why) {
   const std::string& asked = options.numerics.precision;
   std::string reason;
-  if (asked != "bf16" && asked != "fp16") {
+  if (asked == "int8") {
+    reason = "int8 is the export path's (OpenVINO's candidates quantized by NNCF, on CPU): everything ran in fp32";
+  } else if (asked != "bf16" && asked != "fp16") {
     reason = "nothing is lowered below tf32";
   } else if (options.executor.device.is_cpu()) {
     const auto capabilities = at::cpu::get_cpu_capabilities();

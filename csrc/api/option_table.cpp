@@ -188,13 +188,15 @@ std::vector<OptionSpec> MakeTable() {
       "candidate once more with float32 matmuls and convolutions in TF32, on CUDA), bf16 (OpenVINO's candidate "
       "with bfloat16 inference precision on CPU, lowered part by part where its whole graph misses the tolerance; "
       "Inductor's whole graph with its matmuls and convolutions in bfloat16, as autocast, on CUDA or a CPU with bf16 "
-      "instructions; the plan on ATen's kernels in bfloat16 on CUDA) or fp16 (the same two in float16, on CUDA); a lowered "
+      "instructions; the plan on ATen's kernels in bfloat16 on CUDA), fp16 (the same two in float16, on CUDA) or int8 "
+      "(export path, CPU: OpenVINO's candidates quantized by NNCF on the calibration inputs, at least 8 of them, "
+      "lowered part by part where the whole graph misses the tolerance; bf16's candidates compete too); a lowered "
       "candidate is kept only where its outputs stay within "
       "tolerance of float32's and it measures faster; inputs and outputs keep their dtypes; below tf32, tf32's "
       "candidates compete too. On the TorchScript path: tf32 (its planned program once more in TF32, on CUDA); bf16 (CUDA, a CPU "
       "with bf16 instructions) and fp16 (CUDA): the graph planned once more with its matmuls and convolutions "
       "lowered, all of them or the runs of them that keep the tolerance",
-      [](auto& o) -> auto& { return o.numerics.precision; }, std::nullopt, std::nullopt, {"fp32", "tf32", "bf16", "fp16"}));
+      [](auto& o) -> auto& { return o.numerics.precision; }, std::nullopt, std::nullopt, {"fp32", "tf32", "bf16", "fp16", "int8"}));
   t.push_back(Option<double>("tolerance", "all",
                              "the largest error a lowered candidate may have on the example inputs and "
                              "optimize's calibration inputs, by option accuracy (max_error: per output, relative to "

@@ -98,10 +98,11 @@ std::shared_ptr<Compiled> CompiledFor(const at::Tensor& package, std::string_vie
     throw InputError("run_openvino_part: the spec is not an autograph-openvino-part spec (format, digest, outputs)");
   // The precision the part computes in: float32 unless its spec says bf16 (the candidate the option
   // precision lowers, kept only where its outputs met the tolerance). OpenVINO's own default on a CPU with
-  // bf16 instructions is bf16, so float32 is asked for explicitly.
+  // bf16 instructions is bf16, so float32 is asked for explicitly. An int8 package (quantized by NNCF) runs
+  // its quantized operators in INT8 and the rest in float32.
   const std::string precision_name = spec.value("precision", "fp32");
-  if (precision_name != "fp32" && precision_name != "bf16")
-    throw InputError("run_openvino_part: the spec's precision is '" + precision_name + "'; expected fp32 or bf16");
+  if (precision_name != "fp32" && precision_name != "bf16" && precision_name != "int8")
+    throw InputError("run_openvino_part: the spec's precision is '" + precision_name + "'; expected fp32, bf16 or int8");
   const ov::element::Type precision = precision_name == "bf16" ? ov::element::bf16 : ov::element::f32;
   auto part = std::make_shared<Compiled>();
   part->digest = spec["digest"].get<std::string>();

@@ -115,7 +115,7 @@ def _optimized_on_the_export_path(model: Model, example_inputs: Any, dynamic_sha
     checked against the example's), then optimize_exported."""
     from torch.export import ExportedProgram
     from .export import optimize_exported
-    from .export.calibration import calibration_sets
+    from .export.calibration import calibration_sets, check_enough
     kwargs = None
     if isinstance(example_inputs, dict):
         kwargs, example_inputs = example_inputs, ()
@@ -123,6 +123,7 @@ def _optimized_on_the_export_path(model: Model, example_inputs: Any, dynamic_sha
         example_inputs = (example_inputs,)
     examples = model.example_inputs if isinstance(model, ExportedProgram) and example_inputs is None else None
     checks = calibration_sets(calibration, *(examples or (example_inputs or (), kwargs)))  # before any work
+    check_enough(options.get("precision", "fp32"), len(checks))
     if not isinstance(model, ExportedProgram):
         model = export_module(model, example_inputs, dynamic_shapes)
     elif dynamic_shapes is not None:

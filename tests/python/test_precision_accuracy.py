@@ -12,20 +12,9 @@ import torch
 
 import autograph
 from autograph._library import openvino_missing
+from precision_models import Classifier
 
 needs_openvino = pytest.mark.skipif(openvino_missing() is not None, reason=f"no OpenVINO parts: {openvino_missing()}")
-
-
-class Classifier(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.features = torch.nn.Linear(32, 64)
-        self.head = torch.nn.Linear(64, 10)
-        with torch.no_grad():
-            self.head.bias[3] += 50.0  # class 3 wins by a margin no rounding closes
-
-    def forward(self, x):
-        return self.head(torch.relu(self.features(x)))
 
 
 @pytest.fixture(scope="module")

@@ -7,6 +7,17 @@ from torch.utils import _pytree as pytree
 
 from ..errors import InputError
 
+# Option precision int8 quantizes on the calibration inputs: the activations' ranges are estimated from
+# the values seen there, and a handful of calls sees too few of a model's values to bound them.
+INT8_CALIBRATION_INPUTS = 8
+
+
+def check_enough(precision: str, count: int) -> None:
+    """InputError where option precision `precision` needs more calibration inputs than `count`."""
+    if precision == "int8" and count < INT8_CALIBRATION_INPUTS:
+        raise InputError(f"precision int8 quantizes on the calibration inputs: pass at least {INT8_CALIBRATION_INPUTS} "
+                         f"(calibration=[(x1,), (x2,), ...], drawn from the data the model will see), not {count}")
+
 
 def calibration_sets(calibration: Optional[Sequence[Any]], example_inputs: Sequence[Any],
                      example_kwargs: Optional[Dict[str, Any]]) -> List[List[torch.Tensor]]:
@@ -43,4 +54,4 @@ def _described(x: Any) -> str:
     return f"{x.dtype} {tuple(x.shape)}" if isinstance(x, torch.Tensor) else type(x).__name__
 
 
-__all__ = ["calibration_sets"]
+__all__ = ["INT8_CALIBRATION_INPUTS", "calibration_sets", "check_enough"]

@@ -42,6 +42,7 @@ def plan_and_compile(decomposed: ExportedProgram, graph: Dict[str, Any], importe
     parts were wanted (option inductor: a package for every shape is Inductor's)."""
     device = torch.device(settings.device)
     builder = PartBuilder(decomposed, graph, imported.value_of, imported.weights, device, progress=progress)
+    builder.calibration = [list(inputs) for inputs in calibration]
     compile_parts = any(compiler_on(compiler, settings) for compiler in COMPILERS)
     ready: Dict[str, Any] = {}
     try:
@@ -261,11 +262,12 @@ class Contest:
                  "kept": kept.precision, "error": kept.entry.get("error"), "fp32_ms": fastest(fp32), "lowered_ms": fastest(met),
                  "calibration_inputs": len(self.calibration), "judged_inputs": 1 + len(self.calibration),
                  "note": None, "parts": parts, "lowered": lowered, "met": met}
-        if not lowered:
+        asked = self.settings.precision
+        if not any(candidates[name].precision == asked for name in lowered):
             how = "; ".join(c.lowering() for c in COMPILERS)
-            entry["note"] = (f"no compiler here lowers to {self.settings.precision} on {self.settings.device} "
+            entry["note"] = (f"no compiler here lowers to {asked} on {self.settings.device} "
                              f"(every candidate does to tf32 on CUDA; {how}; the plan on ATen's kernels to bf16 and "
-                             "fp16 on CUDA): everything ran in fp32")
+                             "fp16 on CUDA)" + ("" if lowered else ": everything ran in fp32"))
         return entry
 
     def _lost(self, candidate: Candidate) -> None:

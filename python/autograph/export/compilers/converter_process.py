@@ -13,7 +13,7 @@ import subprocess
 import sys
 import tempfile
 import threading
-from typing import Iterator, List, Optional
+from typing import Dict, Iterator, List, Optional
 
 from ...errors import Error
 from .. import cache as part_cache
@@ -29,11 +29,13 @@ class Converter:
     """What one compiler's conversion is: its name (messages), its converter's file (run as the process,
     with the arguments FOLDER PATH), its packages' magic bytes and cache suffix, and how long the process
     may take (a hung one must not hang optimize). `sized`: its packages' magic is followed by the first
-    section's byte count (8 bytes, little-endian), which a whole package holds at least."""
+    section's byte count (8 bytes, little-endian), which a whole package holds at least. `env`: more
+    environment for the process."""
 
-    def __init__(self, name: str, script: str, magic: bytes, suffix: str, timeout_s: float, sized: bool = True):
+    def __init__(self, name: str, script: str, magic: bytes, suffix: str, timeout_s: float, sized: bool = True,
+                 env: Optional[Dict[str, str]] = None):
         self.name, self.script, self.magic, self.suffix, self.timeout_s = name, script, magic, suffix, timeout_s
-        self.sized = sized
+        self.sized, self.env = sized, dict(env or {})
 
 
 class PendingPackage:
@@ -97,6 +99,9 @@ class PendingPackage:
             # A model the converter's process cannot load (a custom op): this process may.
             with open(os.path.join(self._folder.name, "stderr.txt"), errors="replace") as f:
                 said = f.read().strip().splitlines()[-1:]
+            if self._here is None:
+                raise Error(f"{self._converter.name}'s converter process failed ({'; '.join(said) or status}); "
+                            "the candidate is dropped")
             logger.info("autograph: %s's converter process failed (%s); converting here", self._converter.name, said)
         if self._here is None:
             raise Error(f"{self._converter.name}'s converter process failed and nothing converts the part here")
@@ -141,7 +146,7 @@ def start_process(converter: Converter, entry: str) -> PendingPackage:
     folder = tempfile.TemporaryDirectory(prefix=f"autograph-{converter.suffix.strip('.')}-")
     process = None
     try:
-        env = dict(os.environ, OMP_NUM_THREADS="1")
+        env = dict(os.environ, OMP_NUM_THREADS="1", **converter.env)
         with open(os.path.join(folder.name, "stderr.txt"), "wb") as stderr:
             # A session of its own: closing it kills what it started too (OpenVINO's telemetry forks).
             process = subprocess.Popen(converter_command(converter.script, folder.name, path), env=env,

@@ -304,6 +304,8 @@ class InductorCompiler:
     def lowered(self, device: torch.device, precision: str, candidate: str) -> List[str]:
         # The whole graph's package once more, its matmuls and convolutions lowered (lowered_module): bf16
         # on CUDA and on a CPU with bf16 instructions (elsewhere oneDNN emulates it, slower), fp16 on CUDA.
+        if precision == "int8" and device.type == "cpu":  # below bf16: its bf16 competes with int8's candidates
+            precision = "bf16"
         if candidate != "whole" or precision not in LOWERED_DTYPES:
             return []
         if device.type == "cuda" or (precision == "bf16" and device.type == "cpu" and cpu_has_bf16()):

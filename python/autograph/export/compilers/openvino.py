@@ -14,6 +14,7 @@ whole program measures faster. Packages are cached on disk beside the other comp
 keyed by the part's graph, its weights and the OpenVINO and torch versions.
 """
 import functools
+import hashlib
 import logging
 import os
 import struct
@@ -30,12 +31,18 @@ from . import converter_process
 from . import onnx_export
 from . import onnx_profile
 from . import openvino_convert as _openvino_convert
+from . import openvino_quantize
 from .converter_process import Converter, PendingPackage
 
 _SUFFIX = ".ovpart"
 # How long the converter process may take: a hung one must not hang optimize (the candidate is then
 # dropped, and the report says why). The largest models convert well within it.
 CONVERT_TIMEOUT_S = 600.0
+
+# NNCF, which quantizes OpenVINO's packages to INT8 (option precision int8), pinned and installed apart
+# from autograph's environment (openvino_quantize.py says why); how long its process may take.
+NNCF_VERSION = "3.4.0"
+QUANTIZE_TIMEOUT_S = 600.0
 
 PART_OP = "autograph::run_openvino_part"
 FORMAT = "autograph-openvino-part"
@@ -192,6 +199,62 @@ def node_times(builder: PartBuilder, part: Sequence[int], made: CompiledPart) ->
     return onnx_profile.part_times(builder, part, ((fused.get(name) or [name], us[name]) for name in order))
 
 
+def nncf_dir() -> str:
+    """Where NNCF is installed for the quantizing process: AUTOGRAPH_NNCF_DIR, else scripts/setup.sh's place."""
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.environ.get("AUTOGRAPH_NNCF_DIR") or os.path.join(cache, "autograph", f"nncf-{NNCF_VERSION}")
+
+
+def int8_missing() -> Optional[str]:
+    """Why OpenVINO's parts cannot be quantized to INT8 here, or None where they can."""
+    why = missing()
+    if why:
+        return why
+    if not os.path.isfile(os.path.join(nncf_dir(), "nncf", "__init__.py")):
+        return (f"NNCF {NNCF_VERSION} is not installed in {nncf_dir()} (scripts/setup.sh installs it there, apart from "
+                "autograph's environment; or set AUTOGRAPH_NNCF_DIR to a folder made by pip install --target)")
+    return None
+
+
+def quantizer() -> Converter:
+    """NNCF's quantizing process (openvino_quantize.py), its packages OpenVINO's."""
+    return Converter("NNCF", openvino_quantize.__file__, _openvino_convert.MAGIC, _SUFFIX, QUANTIZE_TIMEOUT_S,
+                     env={"AUTOGRAPH_NNCF_DIR": nncf_dir()})
+
+
+def quantized(builder: PartBuilder, made: CompiledPart, label: str) -> CompiledPart:
+    """`made` (a part's float32 package) quantized to INT8 by NNCF on the part's inputs at each calibration
+    input (PartBuilder.calibration_examples), in a process of its own (openvino_quantize); from the disk
+    cache when there. Its spec's precision is "int8": the runner compiles it with float32 inference
+    precision, the operators NNCF quantized running in INT8."""
+    why = int8_missing()
+    if why:
+        raise Error(f"int8 parts are not available: {why}")
+    calls = [[t.detach().cpu().contiguous().numpy() for t in call] for call in builder.calibration_examples(made.input_ids)]
+    if not calls:
+        raise Error("int8 parts are quantized on the calibration inputs, and there are none")
+    import openvino as ov
+    content = hashlib.sha256(part_cache.sha256_of(made.package).encode())
+    for call in calls:
+        for a in call:
+            content.update(f"{a.shape}{a.dtype}".encode())
+            content.update(a.tobytes())
+    configs = {"compiler": "openvino", "via": "nncf.quantize, its defaults", "nncf": NNCF_VERSION,
+               "version": ov.__version__}
+    entry = part_cache.key("openvino-int8-part", torch.device("cpu"), configs, content.hexdigest()[:32])
+    package = part_cache.read(entry, _SUFFIX)
+    if package is None:
+        builder.progress(f"quantizing {label} to int8 with NNCF")
+        pending = converter_process.start_process(quantizer(), entry)
+        builder.keep_until_close(pending)
+        if pending._process is None:  # NNCF runs in a process of its own only (openvino_quantize.py)
+            pending.close()
+            raise Error("NNCF's process did not start; int8 parts are quantized in a process of their own only")
+        pending.send(*openvino_quantize.request(made.package, calls))
+        package = pending.result()
+    return made._replace(package=package, precision="int8")
+
+
 class OpenVinoCompiler:
     """OpenVINO's candidates (compilers/base.Compiler): "whole_openvino", the graph as one part, on CPU, and
     its parts where they mix with other compilers' (mixing.py); each part converted in a process of its
@@ -211,15 +274,21 @@ class OpenVinoCompiler:
         return {"whole_openvino": whole_graph_part(body)} if builder.device.type == "cpu" else {}
 
     def lowered(self, device: torch.device, precision: str, candidate: str) -> List[str]:
-        # The same IR compiled with bf16 inference precision: OpenVINO's CPU plugin runs bf16 where the CPU
-        # has bf16 instructions and emulates it elsewhere (slower: the timing keeps it out).
-        return ["bf16"] if device.type == "cpu" and precision == "bf16" else []
+        # bf16: the same IR compiled with bf16 inference precision: OpenVINO's CPU plugin runs bf16 where the
+        # CPU has bf16 instructions and emulates it elsewhere (slower: the timing keeps it out). int8: the IR
+        # quantized by NNCF, where it is installed; bf16's candidates compete beside it.
+        if device.type != "cpu" or precision not in ("bf16", "int8"):
+            return []
+        return (["int8"] if precision == "int8" and int8_missing() is None else []) + ["bf16"]
 
     def lowering(self) -> str:
-        return "OpenVINO's candidates to bf16 on CPU"
+        why = int8_missing()
+        return "OpenVINO's candidates to bf16 on CPU, and to int8 by NNCF" + (f" (not here: {why})" if why else "")
 
     def lower(self, builder: PartBuilder, name: str, parts: List[List[int]], labels: List[str],
               compiled: List[CompiledPart], precision: str) -> List[CompiledPart]:
+        if precision == "int8":
+            return [quantized(builder, c, label) for c, label in zip(compiled, labels)]
         return [c._replace(precision=precision) for c in compiled]  # the same packages: the precision in their specs
 
     def start(self, builder: PartBuilder, name: str, parts: List[List[int]],
@@ -244,5 +313,6 @@ class OpenVinoCompiler:
 COMPILER = OpenVinoCompiler()
 
 
-__all__ = ["COMPILER", "OpenVinoCompiler", "PART_OP", "FORMAT", "converter", "missing",
+__all__ = ["COMPILER", "NNCF_VERSION", "OpenVinoCompiler", "PART_OP", "FORMAT", "converter", "int8_missing",
+           "missing", "nncf_dir", "quantized",
            "available", "node_times", "start", "start_package", "compile_package"]

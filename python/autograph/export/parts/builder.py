@@ -33,6 +33,9 @@ class PartBuilder:
         self.weight_digests: Dict[Any, Any] = {}  # the weights' digests for the cache keys (digest.part_digest)
         self._pending: List[Any] = []  # compiles under way elsewhere (keep_until_close)
         self._states: Dict[str, Any] = {}  # each compiler's state for this optimize (state)
+        # optimize's calibration inputs (each call's tensors, flat, on the device), which quantizing
+        # compilers calibrate their parts on (calibration_examples)
+        self.calibration: List[List[torch.Tensor]] = []
 
     def state(self, owner: str, make: Callable[[], Any]) -> Any:
         """`owner`'s state for this optimize (made by `make` on first use); closed with the builder where
@@ -102,6 +105,33 @@ class PartBuilder:
     def examples(self, input_ids: Sequence[int]) -> Tuple[torch.Tensor, ...]:
         """Example tensors of the part's inputs (their recorded shapes, strides and dtypes)."""
         return tuple(example_of(self.graph["values"][v], self.device) for v in input_ids)
+
+
+    def calibration_examples(self, input_ids: Sequence[int]) -> List[Tuple[torch.Tensor, ...]]:
+        """The part's inputs (`input_ids`, as module_of gives them) on each calibration input: the values the
+        program's graph computes there, read by running it (torch.fx.Interpreter, its weights as the
+        builder holds them) once per calibration input."""
+        wanted = {v: name for name, v in self.value_of.items() if isinstance(v, int) and v in set(input_ids)}
+        seen: Dict[str, Any] = {}
+
+        class Recorder(torch.fx.Interpreter):
+            def run_node(self, node: torch.fx.Node) -> Any:
+                value = super().run_node(node)
+                if node.name in names:
+                    seen[node.name] = value
+                return value
+
+        names = set(wanted.values())
+        out = []
+        for inputs in self.calibration:
+            users = iter(inputs)
+            args = [self.weights[n.name].to(self.device) if n.name in self.weights else next(users)
+                    for n in self.ep.graph.nodes if n.op == "placeholder"]
+            seen.clear()
+            with torch.no_grad():
+                Recorder(self.ep.graph_module).run(*args)
+            out.append(tuple(seen[wanted[v]] for v in input_ids))
+        return out
 
 
 def example_of(info: Dict[str, Any], device: torch.device) -> torch.Tensor:

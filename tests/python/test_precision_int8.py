@@ -1,0 +1,127 @@
+"""Option precision int8 (export path, CPU): OpenVINO's candidates quantized by NNCF on the calibration
+inputs (export/compilers/openvino.py quantized, openvino_quantize.py in a process of its own), judged by
+option accuracy like every lowered candidate, kept only where faster; bf16's candidates compete beside.
+
+The classifier's class 3 leads every other by far more than INT8's rounding can move it
+(precision_models.Classifier): quantized, its top-1 answers stay, which accuracy="top1" with tolerance 0
+asks."""
+import os
+import sys
+
+import pytest
+import torch
+
+import autograph
+from autograph.export.calibration import INT8_CALIBRATION_INPUTS
+from autograph.export.compilers.openvino import int8_missing
+from autograph._library import openvino_missing
+from precision_models import Classifier
+
+needs_int8 = pytest.mark.skipif(int8_missing() is not None, reason=f"no int8 parts: {int8_missing()}")
+
+
+@pytest.fixture(scope="module")
+def classifier():
+    torch.manual_seed(0)
+    model = Classifier().eval()
+    x = torch.randn(4, 32)
+    calibration = [(torch.randn(4, 32),) for _ in range(INT8_CALIBRATION_INPUTS)]
+    return model, x, calibration, torch.export.export(model, (x,))
+
+
+@pytest.fixture(autouse=True)
+def cache(tmp_path_factory, monkeypatch):
+    monkeypatch.setenv("AUTOGRAPH_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "int8-cache"))
+
+
+def _timed(monkeypatch, ms):
+    from autograph import export as export_module
+    monkeypatch.setattr(export_module.contest, "_time_candidates",
+                        lambda candidates, tensors, graph, rounds=10, **_: {n: ms.get(n, 2.0) for n in candidates})
+
+
+def test_int8_without_enough_calibration_inputs_is_an_input_error_before_any_work(classifier, monkeypatch):
+    from autograph.export import optimize as export_optimize
+    monkeypatch.setattr(export_optimize, "import_graph", lambda *a, **k: pytest.fail("work began"))
+    model, x, calibration, ep = classifier
+    for given in (None, calibration[:3]):
+        with pytest.raises(autograph.InputError, match=f"pass at least {INT8_CALIBRATION_INPUTS}"):
+            autograph.optimize(ep, precision="int8", calibration=given)
+
+
+def test_int8_on_the_torchscript_path_says_it_is_the_export_paths(classifier):
+    model, x, _, _ = classifier
+    _, report = autograph.optimize(model, [x], precision="int8")
+    assert report["precision"]["kept"] == "fp32" and "export path" in report["precision"]["note"]
+
+
+def test_a_parts_inputs_on_each_calibration_input_are_the_values_the_program_computes_there(classifier):
+    from autograph import export as export_module
+    from autograph.export import parts as parts_layer
+    model, x, calibration, ep = classifier
+    decomposed = ep.run_decompositions({})
+    graph, _, imported = export_module.aten_import.import_graph(decomposed)
+    builder = parts_layer.PartBuilder(decomposed, graph, imported.value_of, imported.weights, torch.device("cpu"))
+    builder.calibration = [list(c) for c in calibration[:2]]
+    head = [i for i, n in enumerate(graph["nodes"]) if n["op"] == "aten::linear"][-1:]  # the last linear
+    _, input_ids, _ = builder.module_of(head)
+    got = builder.calibration_examples(input_ids)
+    assert len(got) == 2 and len(got[0]) == 1
+    with torch.no_grad():
+        for (c,), (hidden,) in zip(calibration[:2], got):
+            torch.testing.assert_close(hidden, torch.relu(model.features(c)))
+
+
+@needs_int8
+def test_an_int8_candidate_within_the_accuracy_asked_is_kept_and_reloads_in_a_fresh_process(classifier, monkeypatch,
+                                                                                          tmp_path, fresh_python):
+    model, x, calibration, ep = classifier
+    _timed(monkeypatch, {"whole_openvino_int8": 0.5, "whole_openvino_bf16": 1.0})
+    optimized, report = autograph.optimize(ep, method="sequential", precision="int8", accuracy="top1", tolerance=0.0,
+                                           calibration=calibration)
+    contest = report["inductor"]
+    assert contest["kept"] == "whole_openvino_int8", contest
+    assert "whole_openvino_bf16" in contest["candidates"]  # bf16's candidates compete beside
+    precision = report["precision"]
+    assert precision["kept"] == "int8" and precision["judged"] == [0.0] * (1 + len(calibration))
+    assert "tabulate" not in sys.modules and "nncf" not in sys.modules  # NNCF ran in its own process
+    with torch.no_grad():
+        got, want = optimized.module()(x), model(x)
+    assert torch.equal(got.argmax(-1), want.argmax(-1)) and not torch.equal(got, want)  # INT8 rounds
+    torch.export.save(optimized, tmp_path / "int8.pt2")
+    torch.save({"x": x, "got": got}, tmp_path / "io.pt")
+    fresh_python("import torch, autograph\n"
+                 f"io = torch.load({str(tmp_path / 'io.pt')!r})\n"
+                 f"m = torch.export.load({str(tmp_path / 'int8.pt2')!r}).module()\n"
+                 "with torch.no_grad():\n"
+                 "    assert torch.equal(m(io['x']), io['got'])\n"
+                 "print('ok')\n")
+
+
+@needs_int8
+def test_a_failing_quantizer_drops_the_int8_candidate_with_its_reason(classifier, monkeypatch, tmp_path):
+    broken = tmp_path / "nncf-broken"
+    (broken / "nncf").mkdir(parents=True)
+    (broken / "nncf" / "__init__.py").write_text("raise RuntimeError('this NNCF is broken')\n")
+    monkeypatch.setenv("AUTOGRAPH_NNCF_DIR", str(broken))
+    monkeypatch.setenv("AUTOGRAPH_CACHE_DIR", str(tmp_path / "cache"))
+    model, x, calibration, ep = classifier
+    _timed(monkeypatch, {"whole_openvino_int8": 0.5})
+    optimized, report = autograph.optimize(ep, method="sequential", precision="int8", accuracy="top1", tolerance=0.0,
+                                           calibration=calibration)
+    error = report["inductor"]["errors"]["whole_openvino_int8"]
+    assert "NNCF's converter process failed" in error and "this NNCF is broken" in error, error
+    assert report["inductor"]["kept"] != "whole_openvino_int8"
+    with torch.no_grad():
+        assert torch.equal(optimized.module()(x).argmax(-1), model(x).argmax(-1))
+
+
+@pytest.mark.skipif(openvino_missing() is not None, reason=f"no OpenVINO parts: {openvino_missing()}")
+def test_without_nncf_the_report_says_why_and_bf16_competes(classifier, monkeypatch, tmp_path):
+    monkeypatch.setenv("AUTOGRAPH_NNCF_DIR", str(tmp_path / "no-nncf"))
+    model, x, calibration, ep = classifier
+    _, report = autograph.optimize(ep, method="sequential", precision="int8", calibration=calibration,
+                                   inductor=False, onnxruntime=False)
+    precision = report["precision"]
+    assert not any(name.endswith("_int8") for name in precision["lowered"])
+    assert "no compiler here lowers to int8" in precision["note"] and "NNCF" in precision["note"], precision["note"]
