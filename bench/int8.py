@@ -182,8 +182,8 @@ def _openvino_int8(nncf, read, data, row, args, example) -> dict:
         with torch.no_grad():
             want = [[np.asarray(t) for t in call] for call in _outputs_of(read, items)]
 
-        def validate(compiled, _data):  # higher is better: minus the loss against float32 on these inputs
-            return -_judged(compiled, items, want, args)
+        def validate(compiled, _data):  # higher is better: 1 - the loss against float32 (float32's own: 1)
+            return 1.0 - _judged(compiled, items, want, args)
         start = time.perf_counter()
         restored = nncf.quantize_with_accuracy_control(
             read, nncf.Dataset(items), nncf.Dataset(items), validate, max_drop=args.tolerance, subset_size=len(items),
