@@ -61,7 +61,7 @@ TEST(OptimizeOptionsFromJson, SubstitutionsSwitchesTheSixRewritesOfTheGraph) {
 
 TEST(OptimizeOptionsFromJson, EveryKeyIsKnownAndTheTableHasNoDuplicates) {
   std::vector<std::string> keys = autograph::OptimizeOptionKeys();
-  EXPECT_EQ(keys.size(), 35u);
+  EXPECT_EQ(keys.size(), 36u);
   std::sort(keys.begin(), keys.end());
   EXPECT_EQ(std::adjacent_find(keys.begin(), keys.end()), keys.end());
 }
@@ -76,6 +76,10 @@ TEST(OptimizeOptionsFromJson, PrecisionTakesItsChoicesAndToleranceItsRange) {
   EXPECT_THROW(autograph::OptimizeOptionsFromJson(json::parse(R"({"precision": "fp8"})")), autograph::InputError);
   EXPECT_THROW(autograph::OptimizeOptionsFromJson(json::parse(R"({"tolerance": -1})")), autograph::InputError);
   EXPECT_THROW(autograph::OptimizeOptionsFromJson(json::parse(R"({"tolerance": 2})")), autograph::InputError);
+  EXPECT_EQ(autograph::OptimizeOptionsFromJson(json::parse(R"({"precision": "int8"})")).numerics.precision, "int8");
+  EXPECT_EQ(autograph::OptimizeOptions{}.numerics.accuracy, "max_error");
+  EXPECT_EQ(autograph::OptimizeOptionsFromJson(json::parse(R"({"accuracy": "top1"})")).numerics.accuracy, "top1");
+  EXPECT_THROW(autograph::OptimizeOptionsFromJson(json::parse(R"({"accuracy": "top5"})")), autograph::InputError);
 }
 
 TEST(OptimizeOptionsToJson, ListsWhatDiffersFromTheDefaultsAndReadsBack) {

@@ -106,12 +106,12 @@ class PartBuilder:
         """Example tensors of the part's inputs (their recorded shapes, strides and dtypes)."""
         return tuple(example_of(self.graph["values"][v], self.device) for v in input_ids)
 
-
     def calibration_examples(self, input_ids: Sequence[int]) -> List[Tuple[torch.Tensor, ...]]:
         """The part's inputs (`input_ids`, as module_of gives them) on each calibration input: the values the
         program's graph computes there, read by running it (torch.fx.Interpreter, its weights as the
         builder holds them) once per calibration input."""
-        wanted = {v: name for name, v in self.value_of.items() if isinstance(v, int) and v in set(input_ids)}
+        ids = set(input_ids)
+        wanted = {v: name for name, v in self.value_of.items() if isinstance(v, int) and v in ids}
         seen: Dict[str, Any] = {}
 
         class Recorder(torch.fx.Interpreter):
