@@ -20,6 +20,7 @@ import autograph
 from autograph.export.candidate import JustInTime
 from autograph.export.compilers import openvino as openvino_parts
 from autograph._library import openvino_missing
+from stand_in_timing import timed as _timed
 
 ROOT = Path(__file__).resolve().parents[2]
 TOL = 1e-4
@@ -186,13 +187,6 @@ def test_closing_a_conversion_nobody_waits_for_stops_its_process(separable, tmp_
 # conversion in its process, Inductor's compile just in time (export._compile_before_search). Inductor's
 # is packaged ahead of time only when it measures fastest, and the plan on ATen's kernels is verified on
 # board only when it could be kept. The choices are tested with stand-in timings (by candidate name).
-
-def _timed(monkeypatch, ms):
-    """export._time_candidates replaced: each candidate's median is ms[name] (default 2.0)."""
-    from autograph import export as export_module
-    monkeypatch.setattr(export_module.contest, "_time_candidates",
-                        lambda candidates, tensors, graph, rounds=10, **_: {n: ms.get(n, 2.0) for n in candidates})
-
 
 def _counted(monkeypatch):
     """The AOTInductor packages compiled (their labels) and the plans made (method, verify), as lists."""

@@ -16,6 +16,7 @@ import autograph
 from autograph._library import openvino_missing
 from autograph.export.compilers.inductor import cpu_has_bf16
 from precision_models import Cancelling
+from stand_in_timing import timed as _timed
 
 needs_openvino = pytest.mark.skipif(openvino_missing() is not None, reason=f"no OpenVINO parts: {openvino_missing()}")
 
@@ -49,13 +50,6 @@ def cache(tmp_path_factory, monkeypatch):
 
 def _error(got, want):
     return ((got - want).abs().max() / want.abs().max()).item()
-
-
-def _timed(monkeypatch, ms):
-    """The contest's timing replaced: each candidate's median is ms.get(name, 2.0)."""
-    from autograph import export as export_module
-    monkeypatch.setattr(export_module.contest, "_time_candidates",
-                        lambda candidates, tensors, graph, rounds=10, **_: {n: ms.get(n, 2.0) for n in candidates})
 
 
 @pytest.mark.parametrize("options, message", [

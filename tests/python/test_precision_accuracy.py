@@ -13,6 +13,7 @@ import torch
 import autograph
 from autograph._library import openvino_missing
 from precision_models import Classifier
+from stand_in_timing import timed as _timed
 
 needs_openvino = pytest.mark.skipif(openvino_missing() is not None, reason=f"no OpenVINO parts: {openvino_missing()}")
 
@@ -29,12 +30,6 @@ def classifier():
 @pytest.fixture(autouse=True)
 def cache(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("AUTOGRAPH_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "measure-cache"))
-
-
-def _timed(monkeypatch, ms):
-    from autograph import export as export_module
-    monkeypatch.setattr(export_module.contest, "_time_candidates",
-                        lambda candidates, tensors, graph, rounds=10, **_: {n: ms.get(n, 2.0) for n in candidates})
 
 
 def test_the_builtin_measures_are_the_c_libraries():

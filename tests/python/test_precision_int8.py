@@ -16,6 +16,7 @@ from autograph.export.calibration import INT8_CALIBRATION_INPUTS
 from autograph.export.compilers.openvino import int8_missing
 from autograph._library import openvino_missing
 from precision_models import Classifier
+from stand_in_timing import timed as _timed
 
 needs_int8 = pytest.mark.skipif(int8_missing() is not None, reason=f"no int8 parts: {int8_missing()}")
 
@@ -32,12 +33,6 @@ def classifier():
 @pytest.fixture(autouse=True)
 def cache(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("AUTOGRAPH_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "int8-cache"))
-
-
-def _timed(monkeypatch, ms):
-    from autograph import export as export_module
-    monkeypatch.setattr(export_module.contest, "_time_candidates",
-                        lambda candidates, tensors, graph, rounds=10, **_: {n: ms.get(n, 2.0) for n in candidates})
 
 
 def test_int8_without_enough_calibration_inputs_is_an_input_error_before_any_work(classifier, monkeypatch):

@@ -14,6 +14,7 @@ import torch
 
 import autograph
 from autograph.export.program_format import body_of
+from stand_in_timing import timed as _timed
 
 needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device (scripts/gpu_quick_check.sh)")
 
@@ -45,13 +46,6 @@ def _model(device="cpu"):
 
 def _error(got, want):
     return ((got - want).abs().max() / want.abs().max()).item()
-
-
-def _timed(monkeypatch, ms):
-    """The contest's timing replaced: each candidate's median is ms.get(name, 2.0)."""
-    from autograph import export as export_module
-    monkeypatch.setattr(export_module.contest, "_time_candidates",
-                        lambda candidates, tensors, graph, rounds=10, **_: {n: ms.get(n, 2.0) for n in candidates})
 
 
 def test_tf32_on_a_cpu_lowers_nothing_and_the_report_says_so():

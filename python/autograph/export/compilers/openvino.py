@@ -17,7 +17,6 @@ import functools
 import hashlib
 import logging
 import os
-import struct
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import torch
@@ -166,12 +165,8 @@ def node_times(builder: PartBuilder, part: Sequence[int], made: CompiledPart) ->
     counters on the package compiled as the runner compiles it (latency hint, its precision), summed over
     runs on the part's example inputs (parts.run_profiled), each executed node counted to the original layers
     it fused (its runtime model's "originalLayersNames"), read back to the graph's nodes (onnx_profile)."""
-    import numpy as np
     import openvino as ov
-    header = len(_openvino_convert.MAGIC) + 8
-    (xml_size,) = struct.unpack("<Q", made.package[len(_openvino_convert.MAGIC):header])
-    xml = made.package[header:header + xml_size].decode()
-    weights = np.frombuffer(made.package, dtype=np.uint8, offset=header + xml_size)
+    xml, weights = _openvino_convert.read_package(made.package)
     core = ov.Core()
     model = core.read_model(model=xml, weights=ov.Tensor(weights))  # a copy of its own (shared_memory off)
     compiled = core.compile_model(model, "CPU", {

@@ -61,6 +61,19 @@ def save_package(model, path: str, inside: Optional[str] = None) -> None:
     os.replace(partial, path)  # whole packages only, also with concurrent optimizers
 
 
+def read_package(package: bytes):
+    """The IR of a package save_package wrote: (its XML text, its weights as a uint8 array over the
+    package's bytes, no copy). ValueError where the package is cut short or not one."""
+    import numpy as np
+    header = len(MAGIC) + 8
+    if not package.startswith(MAGIC) or len(package) < header:
+        raise ValueError("not an autograph OpenVINO package")
+    (xml_size,) = struct.unpack("<Q", package[len(MAGIC):header])
+    if len(package) < header + xml_size:
+        raise ValueError("the OpenVINO package is cut short")
+    return package[header:header + xml_size].decode(), np.frombuffer(package, dtype=np.uint8, offset=header + xml_size)
+
+
 def main(folder: str, path: str) -> int:
     import warnings
     warnings.simplefilter("ignore")  # the frontends'; what fails is the exit status and stderr's last line

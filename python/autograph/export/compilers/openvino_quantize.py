@@ -60,17 +60,14 @@ def main(folder: str, path: str) -> int:
         return 1
     (size,) = _LENGTH.unpack_from(data)
     package, archive = data[_LENGTH.size:_LENGTH.size + size], data[_LENGTH.size + size:]
-    convert = _convert_module()
-    header = len(convert.MAGIC) + 8
-    if len(package) != size or not package.startswith(convert.MAGIC):
+    if len(package) != size:
         print("the package was cut short", file=sys.stderr)
         return 1
-    import numpy as np
+    convert = _convert_module()
+    xml, weights = convert.read_package(package)
     import nncf
     import openvino as ov
-    (xml_size,) = struct.unpack("<Q", package[len(convert.MAGIC):header])
-    weights = np.frombuffer(package, dtype=np.uint8, offset=header + xml_size)
-    model = ov.Core().read_model(model=package[header:header + xml_size].decode(), weights=ov.Tensor(weights))
+    model = ov.Core().read_model(model=xml, weights=ov.Tensor(weights))
     calls = _calls(archive)
     quantized = nncf.quantize(model, nncf.Dataset(calls), subset_size=len(calls))
     convert.save_package(quantized, path, inside=folder)
