@@ -36,6 +36,7 @@ LAYERS = [
     "errors",                            # the error types
     "_library",                          # finds and loads the C++ library
     "settings",                          # the typed options (Settings), resolved once
+    "labelled",                          # option accuracy against labels (the user's score of outputs, labels)
     "export.program_format",             # the program text's header/body and the AtenGraph JSON's names (dtypes...)
     "export.progress",                   # the "autograph" logger and optimize's progress lines
     "export.calibration",                # calibration inputs, checked and flattened before any work
@@ -44,7 +45,7 @@ LAYERS = [
     "export.rewrites",                   # ExportedProgram rewrites before the import (BatchNorm folding, cuDNN fusions)
     "export.cache",                      # the disk cache of compiled parts
     "export.timing",                     # the one timing policy (optimize, the .pt2 CLI, the benchmarks)
-    "export.measure",                    # option measure: a lowered candidate's outputs against float32's
+    "export.measure",                    # option accuracy: a lowered candidate's outputs against float32's
     "export.check",                      # how candidates' outputs are judged
     "export.plans",                      # calls into the C++ planner
     "export.parts.graph",                # the parts layer: what a part is made of, read off the graph and its plan

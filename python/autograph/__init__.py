@@ -22,10 +22,11 @@ import torch
 from ._library import library_path, load_library, openvino_library_path, runner_library_path, runtime_library_path
 from .api import load, optimize, substitute
 from .errors import Error, InputError, UnsupportedModelError
+from .labelled import labelled
 from .settings import Settings, option_table
 
 __all__ = ["optimize", "substitute", "inspect", "load", "library_path", "runtime_library_path", "openvino_library_path", "runner_library_path", "load_library", "Error", "InputError",
-           "UnsupportedModelError", "Settings", "option_table"]
+           "UnsupportedModelError", "Settings", "option_table", "labelled"]
 
 
 def inspect(model: Union[str, os.PathLike, torch.jit.ScriptModule],

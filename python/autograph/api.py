@@ -8,6 +8,7 @@ import torch
 
 from ._library import load_library
 from .errors import Error, InputError, UnsupportedModelError, translate
+from .labelled import check_labels
 from .settings import Settings, check_options, check_options_apply
 
 Model = Union[torch.nn.Module, torch.jit.ScriptModule, str, "os.PathLike[str]"]
@@ -124,6 +125,7 @@ def _optimized_on_the_export_path(model: Model, example_inputs: Any, dynamic_sha
     examples = model.example_inputs if isinstance(model, ExportedProgram) and example_inputs is None else None
     checks = calibration_sets(calibration, *(examples or (example_inputs or (), kwargs)))  # before any work
     check_enough(options.get("precision", "fp32"), len(checks))
+    check_labels(options.get("accuracy"), len(checks))
     if not isinstance(model, ExportedProgram):
         model = export_module(model, example_inputs, dynamic_shapes)
     elif dynamic_shapes is not None:

@@ -119,7 +119,8 @@ class Settings:
     onnxruntime: bool = True
     precision: str = "fp32"
     tolerance: float = 0.01
-    # A built-in's name, or (export path) a function of (outputs, float32 outputs) giving a score.
+    # A built-in's name, or (export path) a function of (outputs, float32 outputs) giving a score, or
+    # autograph.labelled(score, labels): a function of (outputs, labels), one label per calibration input.
     accuracy: Union[str, Callable[..., float]] = "max_error"
     check_rewrites: bool = True
     merge: bool = True

@@ -9,6 +9,7 @@ output's own order; float32 rounds it to 1.2e-4, far below the float32 floor (1e
 ordinary convolutions, carries bfloat16's own error (about 2^-8 = 3.9e-3 of the scale, measured below
 0.02 here), well within the tolerance 0.05."""
 import hashlib
+import types
 
 import pytest
 import torch
@@ -51,6 +52,39 @@ def test_a_graph_too_small_to_cut_stays_one_part():
     assert lowering.cut_by_cost(graph, body, 4) == [list(range(5))]
     graph, body = _chain([0.0] * 16, {})  # no FLOPs to weigh the parts by
     assert lowering.cut_by_cost(graph, body, 4) == [list(range(16))]
+
+
+class _Ladder:
+    """A compiler whose parts lower to int8 and to bf16 (as OpenVINO's with NNCF at hand)."""
+
+    def lowered(self, device, precision, candidate):
+        return ["int8", "bf16"] if precision == "int8" else [precision]
+
+
+def test_a_part_beyond_int8_is_tried_in_bf16_before_it_stays_fp32():
+    # Four parts, the costliest first: part 0 meets the bound in int8, part 1 only in bf16, part 2 in
+    # neither, part 3 in int8. The judge sees each trial's precisions (the stand-in candidate).
+    graph, body = _chain([4.0, 3.0, 2.0, 1.0], {})
+    for op in body["operators"]:
+        op["kind"] = "compute"
+    made = types.SimpleNamespace(body=body, compiler=_Ladder(), builder=types.SimpleNamespace(device=torch.device("cpu")),
+                                 candidate=lambda parts, trial, settings, precision: list(trial))
+    beyond = {1: {"int8"}, 2: {"int8", "bf16"}}
+    tried = []
+
+    def judge(trial):
+        tried.append(list(trial))
+        missed = any(p in beyond.get(k, ()) for k, p in enumerate(trial))
+        return (0.5 if missed else 0.01), ("beyond tolerance" if missed else None), 0.1
+
+    precisions, listed = lowering._lowered_one_by_one(made, [[0], [1], [2], [3]], "int8", None, judge)
+    assert precisions == ["int8", "bf16", "fp32", "int8"]
+    assert [p["precision"] for p in listed] == precisions
+    assert listed[1]["tried"] == {"int8": 0.5, "bf16": 0.01} and listed[1]["error"] == 0.5  # error: in int8
+    assert listed[2]["tried"] == {"int8": 0.5, "bf16": 0.5}
+    assert tried[:3] == [["int8", "fp32", "fp32", "fp32"], ["int8", "int8", "fp32", "fp32"],
+                         ["int8", "bf16", "fp32", "fp32"]]  # each part tried with the kept ones before it
+    assert lowering.ladder(_Ladder(), torch.device("cpu"), "bf16") == ["bf16"]
 
 
 class Sensitive(torch.nn.Module):

@@ -61,6 +61,60 @@ def _broken(outputs, reference):
     return 1 / 0
 
 
+def _accuracy(outputs, labels):
+    """Top-1 accuracy against labels: each label a tensor of the rows' classes."""
+    return torch.cat([(o[0].argmax(-1) == label).float() for o, label in zip(outputs, labels)]).mean()
+
+
+def test_a_labelled_measure_loses_its_scores_drop_from_float32s_on_the_calibration_inputs():
+    from autograph.export.measure import judged_inputs, measured
+    example = [torch.tensor([[9.0, 0.0]])]  # unlabelled: not judged (a wrong answer here would count)
+    want = [example, [torch.tensor([[0.0, 1.0], [1.0, 0.0]])], [torch.tensor([[0.0, 1.0], [0.0, 1.0]])]]
+    got = [[torch.tensor([[0.0, 9.0]])], want[1], [torch.tensor([[1.0, 0.0], [0.0, 1.0]])]]
+    measure = autograph.labelled(_accuracy, [torch.tensor([1, 0]), torch.tensor([1, 1])])
+    assert measured(measure, got, want) == (0.25, [0.0, 0.5])  # float32 4/4 right, the candidate 3/4
+    measure = autograph.labelled(_accuracy, [torch.tensor([1, 1]), torch.tensor([1, 1])])  # float32 wrong once too
+    assert measured(measure, got, want) == (0.25, [0.0, 0.5])
+    assert measured(measure, want, want) == (0.0, [0.0, 0.0])
+    assert judged_inputs(measure, 2) == 2 and judged_inputs("top1", 2) == 3
+    with pytest.raises(autograph.InputError, match=r"_broken\(outputs, labels\) failed: ZeroDivisionError"):
+        measured(autograph.labelled(_broken, [0, 0]), got, want)
+    with pytest.raises(autograph.InputError, match="one label per calibration input"):
+        autograph.labelled(_accuracy, torch.tensor([1, 0]))
+
+
+def test_labels_not_one_per_calibration_input_are_an_input_error_before_any_work(classifier, monkeypatch):
+    from autograph.export import optimize as export_optimize
+    monkeypatch.setattr(export_optimize, "import_graph", lambda *a, **k: pytest.fail("work began"))
+    model, x, calibration, ep = classifier
+    measure = autograph.labelled(_accuracy, [torch.tensor([3] * 4)] * (len(calibration) + 1))
+    with pytest.raises(autograph.InputError, match=f"3 labels for {len(calibration)} calibration inputs"):
+        autograph.optimize(ep, precision="bf16", accuracy=measure, calibration=calibration)
+    with pytest.raises(autograph.InputError, match="export path only"):
+        autograph.optimize(model, [x], precision="bf16", accuracy=measure, calibration=calibration)
+
+
+@needs_openvino
+def test_a_labelled_measure_judges_the_candidates_on_the_calibration_inputs_alone(classifier, monkeypatch):
+    model, x, calibration, ep = classifier
+    seen = []
+
+    def accuracy(outputs, labels):
+        seen.append(len(outputs))
+        return _accuracy(outputs, labels)
+
+    with torch.no_grad():  # the labels float32 answers, but for one row it gets wrong: the drop is what counts
+        labels = [model(c).argmax(-1) for (c,) in calibration]
+    labels[0][0] = (labels[0][0] + 1) % 10
+    _timed(monkeypatch, {"whole_openvino_bf16": 1.0})
+    _, report = autograph.optimize(ep, method="sequential", precision="bf16", tolerance=0.0,
+                                   accuracy=autograph.labelled(accuracy, labels), calibration=calibration)
+    assert report["inductor"]["kept"] == "whole_openvino_bf16", report["inductor"]
+    precision = report["precision"]
+    assert precision["accuracy"] == "accuracy" and precision["judged"] == [0.0, 0.0]
+    assert precision["judged_inputs"] == 2 and set(seen) <= {1, 2} and 2 in seen
+
+
 def test_an_unknown_measure_is_an_input_error_before_any_work(classifier, monkeypatch):
     from autograph.export import optimize as export_optimize
     monkeypatch.setattr(export_optimize, "import_graph", lambda *a, **k: pytest.fail("work began"))

@@ -94,6 +94,29 @@ def test_an_int8_candidate_within_the_accuracy_asked_is_kept_and_reloads_in_a_fr
 
 
 @needs_int8
+def test_the_whole_graphs_quantization_aims_at_the_measure_and_its_bound(classifier, monkeypatch):
+    # A bound no INT8 layer meets (1e-5 of the outputs' scale; INT8 moves them about 1e-2): NNCF's accuracy
+    # control, aimed at option accuracy and tolerance, returns layers to float32 until the outputs are within
+    # it, so the int8 candidate meets the bound where the plain quantization (a user's function: no aim) misses.
+    model, x, calibration, ep = classifier
+    _timed(monkeypatch, {"whole_openvino_int8": 0.5})
+    optimized, report = autograph.optimize(ep, method="sequential", precision="int8", accuracy="max_error",
+                                           tolerance=1e-5, calibration=calibration, inductor=False, onnxruntime=False)
+    contest = report["inductor"]
+    assert contest["kept"] == "whole_openvino_int8", contest
+    assert max(report["precision"]["judged"] or [contest["candidates"]["whole_openvino_int8"]["error"]]) <= 1e-5
+    with torch.no_grad():
+        got, want = optimized.module()(x), model(x)
+    assert ((got - want).abs().max() / want.abs().max()).item() <= 1e-5
+
+    def drop(outputs, references):  # the same bound as a user's function: nothing to aim NNCF at
+        return -max(((o[0] - r[0]).abs().max() / r[0].abs().max()).item() for o, r in zip(outputs, references))
+    _, report = autograph.optimize(ep, method="sequential", precision="int8", accuracy=drop, tolerance=1e-5,
+                                   calibration=calibration, inductor=False, onnxruntime=False)
+    assert report["inductor"]["dropped"]["whole_openvino_int8"]["why"] == "beyond tolerance"
+
+
+@needs_int8
 def test_a_failing_quantizer_drops_the_int8_candidate_with_its_reason(classifier, monkeypatch, tmp_path):
     broken = tmp_path / "nncf-broken"
     (broken / "nncf").mkdir(parents=True)

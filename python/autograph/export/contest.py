@@ -14,7 +14,7 @@ from .candidate import Candidate, why_of
 from .candidates import (OtherGraph, compile_before_search, compiles_before_search, compiles_beside_search,
                          compiled_candidates, offers_tf32, program_with_parts, tf32_twins)
 from .check import RecordedWarnings, Reference, left_cuda_graph, reference_of, rounded
-from .measure import measured, name_of
+from .measure import judged_inputs, measured, name_of
 from ..errors import InputError
 from ..settings import Settings
 from .compilers import COMPILERS, Compiler, compiler_on, just_in_time_packager
@@ -43,6 +43,7 @@ def plan_and_compile(decomposed: ExportedProgram, graph: Dict[str, Any], importe
     device = torch.device(settings.device)
     builder = PartBuilder(decomposed, graph, imported.value_of, imported.weights, device, progress=progress)
     builder.calibration = [list(inputs) for inputs in calibration]
+    builder.aim = (settings.accuracy, settings.tolerance) if isinstance(settings.accuracy, str) else None
     compile_parts = any(compiler_on(compiler, settings) for compiler in COMPILERS)
     ready: Dict[str, Any] = {}
     try:
@@ -260,7 +261,8 @@ class Contest:
         entry = {"asked": self.settings.precision, "tolerance": self.settings.tolerance,
                  "accuracy": name_of(self.settings.accuracy), "judged": kept.entry.get("measured", []),
                  "kept": kept.precision, "error": kept.entry.get("error"), "fp32_ms": fastest(fp32), "lowered_ms": fastest(met),
-                 "calibration_inputs": len(self.calibration), "judged_inputs": 1 + len(self.calibration),
+                 "calibration_inputs": len(self.calibration),
+                 "judged_inputs": judged_inputs(self.settings.accuracy, len(self.calibration)),
                  "note": None, "parts": parts, "lowered": lowered, "met": met}
         asked = self.settings.precision
         if not any(candidates[name].precision == asked for name in lowered):
@@ -451,7 +453,7 @@ class Contest:
         tolerance = self.settings.tolerance
         if not loss <= tolerance:  # also NaN
             return loss, (f"its outputs are {loss:.3g} from the plan's by accuracy measure {name_of(self.settings.accuracy)} "
-                          f"over {len(outputs)} judged inputs (tolerance {tolerance:g})"), tolerance
+                          f"over {len(per_input)} judged inputs (tolerance {tolerance:g})"), tolerance
         candidate.entry["calibration_inputs"] = len(self.calibration)
         return loss, None, tolerance
 

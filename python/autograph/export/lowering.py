@@ -1,8 +1,9 @@
 """Lowering part by part: where a compiler's whole graph in a precision below float32 misses option
 tolerance, the graph is cut into parts of about equal FLOPs (cut_by_cost) and the parts are lowered one
 at a time, the most costly first, each kept lowered only where the whole program still meets the
-tolerance (lowered_by_parts). The user gets the most of the graph in the lower precision that the bound
-allows; the candidate then competes on time like any other."""
+tolerance (lowered_by_parts), at the lowest precision of its ladder that keeps it there (int8, else bf16).
+The user gets the most of the graph in the lower precision that the bound allows; the candidate then
+competes on time like any other."""
 from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 import torch
@@ -26,8 +27,9 @@ def lowered_by_parts(name: str, compiler: Compiler, precision: str, builder: Par
                      aten: Program, tensors: List[torch.Tensor], settings: Settings, judge: Judge,
                      count: Optional[int] = None) -> Candidate:
     """Candidate `name`: the graph cut into parts (cut_by_cost), each compiled by `compiler`, and lowered
-    to `precision` part by part, the most costly first, each part kept lowered only where `judge` finds
-    the whole program within the tolerance (the error carried by the parts lowered before it included).
+    part by part, the most costly first, to `precision` or else the next precision of its ladder (ladder),
+    each part kept lowered only where `judge` finds the whole program within the tolerance (the error
+    carried by the parts lowered before it included).
     Then each run of neighbouring parts of one precision becomes one part again (fewer calls, and the
     compiler fuses across the cuts), kept where the program still meets the tolerance. Its entry's
     "parts_precision" lists each part tried, its nodes, FLOPs, precision and the program's measured error
@@ -53,7 +55,7 @@ def _lowered(made: "_Parts", precision: str, settings: Settings, judge: Judge,
         return out
     try:
         precisions, listed = _lowered_one_by_one(made, parts, precision, replaced(settings, method="sequential"), judge)
-        if precision not in precisions:
+        if all(p == "fp32" for p in precisions):
             out.drop("no part within tolerance", f"none of {len(parts)} parts met the tolerance in {precision}",
                      parts_precision=listed)
             return out
@@ -113,19 +115,36 @@ class _Parts:
 
 def _lowered_one_by_one(made: _Parts, parts: List[List[int]], precision: str, trial_settings: Settings,
                         judge: Judge) -> Tuple[List[str], List[Dict[str, Any]]]:
-    """Each part lowered in turn, the most costly first, and kept lowered where the program meets the
-    tolerance: the parts' precisions, and the report's list of them with the error each trial measured."""
+    """Each part lowered in turn, the most costly first, to the lowest precision of its ladder (ladder)
+    at which the program meets the tolerance, else left in float32: the parts' precisions, and the
+    report's list of them with the error each trial measured ("error": in `precision`; "tried": every
+    precision of a longer ladder tried, with its error)."""
     costs = [part_costs(made.body, part)[0] for part in parts]
     precisions = ["fp32"] * len(parts)
     listed: List[Dict[str, Any]] = [{"nodes": len(part), "flops": costs[k], "precision": "fp32"}
                                     for k, part in enumerate(parts)]
+    steps = ladder(made.compiler, made.builder.device, precision)
     for k in sorted(range(len(parts)), key=lambda k: -costs[k]):
-        trial = precisions[:k] + [precision] + precisions[k + 1:]
-        error, why, _ = judge(made.candidate(parts, trial, trial_settings, precision))
-        listed[k]["error"] = rounded(error)
-        if not why:
-            precisions, listed[k]["precision"] = trial, precision
+        tried: Dict[str, float] = {}
+        for step in steps:
+            trial = precisions[:k] + [step] + precisions[k + 1:]
+            error, why, _ = judge(made.candidate(parts, trial, trial_settings, precision))
+            tried[step] = rounded(error)
+            if not why:
+                precisions, listed[k]["precision"] = trial, step
+                break
+        listed[k]["error"] = tried[precision]
+        if len(steps) > 1:
+            listed[k]["tried"] = tried
     return precisions, listed
+
+
+def ladder(compiler: Compiler, device: torch.device, precision: str) -> List[str]:
+    """The precisions a part is tried in, lowest first, from `precision` up to (not including) float32:
+    those of the compiler's that are not below it (int8 for OpenVINO: int8, then bf16, its packages'
+    other precision below float32)."""
+    lowered = compiler.lowered(device, precision, "whole")
+    return lowered[lowered.index(precision):] if precision in lowered else [precision]
 
 
 def _merged_runs(parts: List[List[int]], precisions: List[str]) -> Tuple[List[List[int]], List[str]]:
@@ -150,4 +169,4 @@ def _within(candidate: Candidate, judge: Judge) -> Optional[Candidate]:
     return candidate
 
 
-__all__ = ["PARTS", "cut_by_cost", "lowered_by_parts"]
+__all__ = ["PARTS", "cut_by_cost", "ladder", "lowered_by_parts"]

@@ -21,7 +21,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import torch
 
-from ..._library import openvino_missing
+from ..._library import library_path, openvino_missing
 from ...errors import Error
 from ...settings import Settings
 from .. import cache as part_cache
@@ -217,11 +217,14 @@ def quantizer() -> Converter:
                      env={"AUTOGRAPH_NNCF_DIR": nncf_dir()})
 
 
-def quantized(builder: PartBuilder, made: CompiledPart, label: str) -> CompiledPart:
+def quantized(builder: PartBuilder, made: CompiledPart, label: str, whole: bool = False) -> CompiledPart:
     """`made` (a part's float32 package) quantized to INT8 by NNCF on the part's inputs at each calibration
     input (PartBuilder.calibration_examples), in a process of its own (openvino_quantize); from the disk
-    cache when there. Its spec's precision is "int8": the runner compiles it with float32 inference
-    precision, the operators NNCF quantized running in INT8."""
+    cache when there. `whole`: the part is the whole graph, its outputs the program's, so that where the
+    builder has an aim (a built-in measure and its bound) NNCF's accuracy control keeps the layers that
+    would take the outputs beyond it in float32 (a part's own outputs are no program's: judged by the
+    measure, they would say little). Its spec's precision is "int8": the runner compiles it with float32
+    inference precision, the operators NNCF quantized running in INT8."""
     why = int8_missing()
     if why:
         raise Error(f"int8 parts are not available: {why}")
@@ -234,8 +237,9 @@ def quantized(builder: PartBuilder, made: CompiledPart, label: str) -> CompiledP
         for a in call:
             content.update(f"{a.shape}{a.dtype}".encode())
             content.update(a.tobytes())
-    configs = {"compiler": "openvino", "via": "nncf.quantize, its defaults", "nncf": NNCF_VERSION,
-               "version": ov.__version__}
+    aim = {"measure": builder.aim[0], "bound": builder.aim[1]} if whole and builder.aim else None
+    configs = {"compiler": "openvino", "via": "nncf.quantize", "recipe": openvino_quantize.RECIPE, "aim": aim,
+               "nncf": NNCF_VERSION, "version": ov.__version__}
     entry = part_cache.key("openvino-int8-part", torch.device("cpu"), configs, content.hexdigest()[:32])
     package = part_cache.read(entry, _SUFFIX)
     if package is None:
@@ -245,7 +249,7 @@ def quantized(builder: PartBuilder, made: CompiledPart, label: str) -> CompiledP
         if pending._process is None:  # NNCF runs in a process of its own only (openvino_quantize.py)
             pending.close()
             raise Error("NNCF's process did not start; int8 parts are quantized in a process of their own only")
-        pending.send(*openvino_quantize.request(made.package, calls))
+        pending.send(*openvino_quantize.request(made.package, calls, aim and dict(aim, library=library_path())))
         package = pending.result()
     return made._replace(package=package, precision="int8")
 
@@ -283,7 +287,8 @@ class OpenVinoCompiler:
     def lower(self, builder: PartBuilder, name: str, parts: List[List[int]], labels: List[str],
               compiled: List[CompiledPart], precision: str) -> List[CompiledPart]:
         if precision == "int8":
-            return [quantized(builder, c, label) for c, label in zip(compiled, labels)]
+            whole = len(parts) == 1 and len(parts[0]) == len(builder.graph["nodes"])
+            return [quantized(builder, c, label, whole) for c, label in zip(compiled, labels)]
         return [c._replace(precision=precision) for c in compiled]  # the same packages: the precision in their specs
 
     def start(self, builder: PartBuilder, name: str, parts: List[List[int]],

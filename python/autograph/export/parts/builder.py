@@ -36,6 +36,9 @@ class PartBuilder:
         # optimize's calibration inputs (each call's tensors, flat, on the device), which quantizing
         # compilers calibrate their parts on (calibration_examples)
         self.calibration: List[List[torch.Tensor]] = []
+        # what lowered candidates are judged by (option accuracy, a built-in's name, and option tolerance),
+        # which a quantizing compiler may aim its whole graph at; None where the measure is the user's function
+        self.aim: Optional[Tuple[str, float]] = None
 
     def state(self, owner: str, make: Callable[[], Any]) -> Any:
         """`owner`'s state for this optimize (made by `make` on first use); closed with the builder where
