@@ -281,3 +281,49 @@ def test_ctrl_c_while_the_onnx_exporter_imports_is_held_back_then_raised():
             time.sleep(0.1)  # Python runs a handler at once: had it raised, the body would stop here
             finished = True
     assert finished and signal.getsignal(signal.SIGINT) is before
+
+
+# A process that starts a converter process running a stand-in that would convert for a minute, prints the
+# converter's pid, then waits to be killed.
+STARTS_A_CONVERTER = f"""
+import sys, time
+sys.path.insert(0, {str(ROOT / 'python')!r})
+from autograph.export.compilers import converter_process
+converter = converter_process.Converter("Stand-in", sys.argv[1], b"STANDIN", ".standin", 120.0)
+pending = converter_process.start_process(converter, "0" * 32)
+print(pending._process.pid, flush=True)
+time.sleep(120)
+"""
+
+
+def _ended(pid: int) -> bool:
+    """Whether process `pid` has exited (gone, or a zombie nobody reaped yet)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
+
+
+def test_a_converter_ends_when_the_process_that_started_it_is_killed(tmp_path):
+    # SIGKILL (or SIGTERM: no handler runs either way) leaves no time to stop the converter, whose session
+    # is its own; it must not go on converting on the cores for its timeout.
+    stand_in = tmp_path / "slow_converter.py"
+    stand_in.write_text("import time\ntime.sleep(120)\n")
+    env = dict(os.environ, AUTOGRAPH_CACHE_DIR=str(tmp_path / "cache"))
+    parent = subprocess.Popen([sys.executable, "-c", STARTS_A_CONVERTER, str(stand_in)], env=env,
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        child = int(parent.stdout.readline())
+        time.sleep(1.0)
+        assert not _ended(child)  # converting while its starter lives
+        parent.kill()
+        parent.wait(timeout=EXIT_TIMEOUT_S)
+        deadline = time.monotonic() + 10.0
+        while not _ended(child) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert _ended(child), "the converter outlived the process that started it"
+    finally:
+        parent.kill()
+        with contextlib.suppress(Exception):
+            os.kill(child, signal.SIGKILL)

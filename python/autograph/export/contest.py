@@ -43,6 +43,7 @@ def plan_and_compile(decomposed: ExportedProgram, graph: Dict[str, Any], importe
     device = torch.device(settings.device)
     builder = PartBuilder(decomposed, graph, imported.value_of, imported.weights, device, progress=progress)
     builder.calibration = [list(inputs) for inputs in calibration]
+    builder.example = list(tensors)
     builder.aim = (settings.accuracy, settings.tolerance) if isinstance(settings.accuracy, str) else None
     compile_parts = any(compiler_on(compiler, settings) for compiler in COMPILERS)
     ready: Dict[str, Any] = {}

@@ -22,7 +22,19 @@ logger = logging.getLogger("autograph")
 
 # A converter's file run as __main__ without importing autograph (whose import loads its libraries) and
 # without its folder on sys.path (where this package's modules would shadow the compilers' own packages).
-_RUN_FILE = "import runpy, sys; sys.argv = sys.argv[1:]; runpy.run_path(sys.argv[0], run_name='__main__')"
+# Its session is its own (start_process), so a signal that ends autograph's process at once (SIGKILL,
+# SIGTERM) would leave it converting on the cores until its timeout: it ends itself within a second once
+# the process that started it (PARENT_ENV) is gone.
+PARENT_ENV = "AUTOGRAPH_CONVERTER_PARENT"
+_RUN_FILE = ("import os, runpy, sys, threading, time\n"
+             f"parent = int(os.environ.get({PARENT_ENV!r}, os.getppid()))\n"
+             "def orphaned():\n"
+             "    while os.getppid() == parent:\n"
+             "        time.sleep(0.5)\n"
+             "    os._exit(1)\n"
+             "threading.Thread(target=orphaned, daemon=True).start()\n"
+             "sys.argv = sys.argv[1:]\n"
+             "runpy.run_path(sys.argv[0], run_name='__main__')\n")
 
 
 class Converter:
@@ -146,7 +158,7 @@ def start_process(converter: Converter, entry: str) -> PendingPackage:
     folder = tempfile.TemporaryDirectory(prefix=f"autograph-{converter.suffix.strip('.')}-")
     process = None
     try:
-        env = dict(os.environ, OMP_NUM_THREADS="1", **converter.env)
+        env = dict(os.environ, OMP_NUM_THREADS="1", **converter.env, **{PARENT_ENV: str(os.getpid())})
         with open(os.path.join(folder.name, "stderr.txt"), "wb") as stderr:
             # A session of its own: closing it kills what it started too (OpenVINO's telemetry forks).
             process = subprocess.Popen(converter_command(converter.script, folder.name, path), env=env,

@@ -217,14 +217,15 @@ def quantizer() -> Converter:
                      env={"AUTOGRAPH_NNCF_DIR": nncf_dir()})
 
 
-def quantized(builder: PartBuilder, made: CompiledPart, label: str, whole: bool = False) -> CompiledPart:
-    """`made` (a part's float32 package) quantized to INT8 by NNCF on the part's inputs at each calibration
+def quantized(builder: PartBuilder, made: CompiledPart, part: Sequence[int], label: str) -> CompiledPart:
+    """`made` (`part`'s float32 package) quantized to INT8 by NNCF on the part's inputs at each calibration
     input (PartBuilder.calibration_examples), in a process of its own (openvino_quantize); from the disk
-    cache when there. `whole`: the part is the whole graph, its outputs the program's, so that where the
-    builder has an aim (a built-in measure and its bound) NNCF's accuracy control keeps the layers that
-    would take the outputs beyond it in float32 (a part's own outputs are no program's: judged by the
-    measure, they would say little). Its spec's precision is "int8": the runner compiles it with float32
-    inference precision, the operators NNCF quantized running in INT8."""
+    cache when there. Where the part is the whole graph, its outputs the program's, and the builder has an
+    aim (a built-in measure and its bound), the quantization aims at it on the example and calibration
+    inputs (a part's own outputs are no program's: judged by the measure, they would say little). A part
+    with attention and normalizations is quantized as NNCF quantizes transformers (transformer). Its
+    spec's precision is "int8": the runner compiles it with float32 inference precision, the operators
+    NNCF quantized running in INT8."""
     why = int8_missing()
     if why:
         raise Error(f"int8 parts are not available: {why}")
@@ -232,14 +233,17 @@ def quantized(builder: PartBuilder, made: CompiledPart, label: str, whole: bool 
     if not calls:
         raise Error("int8 parts are quantized on the calibration inputs, and there are none")
     import openvino as ov
+    whole = len(part) == len(builder.graph["nodes"])
+    aim = {"measure": builder.aim[0], "bound": builder.aim[1]} if whole and builder.aim else None
+    judged = [[t.detach().cpu().contiguous().numpy() for t in call]
+              for call in builder.inputs_at([builder.example], made.input_ids)] if aim else []
     content = hashlib.sha256(part_cache.sha256_of(made.package).encode())
-    for call in calls:
+    for call in judged + calls:
         for a in call:
             content.update(f"{a.shape}{a.dtype}".encode())
             content.update(a.tobytes())
-    aim = {"measure": builder.aim[0], "bound": builder.aim[1]} if whole and builder.aim else None
-    configs = {"compiler": "openvino", "via": "nncf.quantize", "recipe": openvino_quantize.RECIPE, "aim": aim,
-               "nncf": NNCF_VERSION, "version": ov.__version__}
+    configs = {"compiler": "openvino", "via": "nncf.quantize", "recipes": openvino_quantize.RECIPES, "aim": aim,
+               "transformer": transformer(builder, part), "nncf": NNCF_VERSION, "version": ov.__version__}
     entry = part_cache.key("openvino-int8-part", torch.device("cpu"), configs, content.hexdigest()[:32])
     package = part_cache.read(entry, _SUFFIX)
     if package is None:
@@ -249,9 +253,19 @@ def quantized(builder: PartBuilder, made: CompiledPart, label: str, whole: bool 
         if pending._process is None:  # NNCF runs in a process of its own only (openvino_quantize.py)
             pending.close()
             raise Error("NNCF's process did not start; int8 parts are quantized in a process of their own only")
-        pending.send(*openvino_quantize.request(made.package, calls, aim and dict(aim, library=library_path())))
+        pending.send(*openvino_quantize.request(made.package, calls, aim and dict(aim, library=library_path()),
+                                                configs["transformer"], judged))
         package = pending.result()
     return made._replace(package=package, precision="int8")
+
+
+def transformer(builder: PartBuilder, part: Sequence[int]) -> bool:
+    """Whether `part` holds attention (a softmax, or fused attention) and a normalization (layer or RMS
+    norm): a transformer's, which NNCF quantizes with its transformer patterns (its softmax and
+    normalizations kept in float, SmoothQuant on its matmuls' activations)."""
+    ops = {builder.graph["nodes"][n]["op"] for n in part}
+    return (any("softmax" in op or "scaled_dot_product" in op for op in ops)
+            and any("layer_norm" in op or "rms_norm" in op for op in ops))
 
 
 class OpenVinoCompiler:
@@ -287,8 +301,7 @@ class OpenVinoCompiler:
     def lower(self, builder: PartBuilder, name: str, parts: List[List[int]], labels: List[str],
               compiled: List[CompiledPart], precision: str) -> List[CompiledPart]:
         if precision == "int8":
-            whole = len(parts) == 1 and len(parts[0]) == len(builder.graph["nodes"])
-            return [quantized(builder, c, label, whole) for c, label in zip(compiled, labels)]
+            return [quantized(builder, c, part, label) for c, part, label in zip(compiled, parts, labels)]
         return [c._replace(precision=precision) for c in compiled]  # the same packages: the precision in their specs
 
     def start(self, builder: PartBuilder, name: str, parts: List[List[int]],
@@ -314,5 +327,5 @@ COMPILER = OpenVinoCompiler()
 
 
 __all__ = ["COMPILER", "NNCF_VERSION", "OpenVinoCompiler", "PART_OP", "FORMAT", "converter", "int8_missing",
-           "missing", "nncf_dir", "quantized",
+           "missing", "nncf_dir", "quantized", "transformer",
            "available", "node_times", "start", "start_package", "compile_package"]

@@ -1,42 +1,51 @@
 """A part's OpenVINO package quantized to INT8 by NNCF's post-training quantization, in a Python process of
 its own that runs this file with the arguments FOLDER PATH (converter_process): it reads from its stdin
-the float32 package and the aim (each a byte count, 8 bytes little-endian, then the bytes; the aim JSON,
-possibly empty) and the calibration inputs (an .npz archive, "c{k}_{i}": input i of calibration call k),
-quantizes the model on them (RECIPE: activations and weights of the convolutions and matmuls to INT8, the
-rest float32) and writes the package at PATH. With an aim (a built-in accuracy measure, its bound and
-autograph's library, which computes it), NNCF's accuracy-controlled quantization then returns layers to
-float32, those that cost the measure most first, until the quantized model's outputs on the calibration
-inputs are within the bound of the float32 model's (where the plain quantization is, nothing changes). NNCF lives apart from autograph's environment, in the folder named by
-AUTOGRAPH_NNCF_DIR (scripts/setup.sh installs it there), appended to this process's sys.path alone: its
-dependency tabulate, importable in a process that imported torch, turns an unhandled Ctrl-C's exit into
-status 1 instead of the signal's (torch's exit handler imports it), which autograph's own process keeps.
-It imports nothing of autograph."""
+the float32 package and the request's settings (each a byte count, 8 bytes little-endian, then the bytes;
+the settings JSON) and the calibration inputs (an .npz archive, "c{k}_{i}": input i of calibration call
+k), quantizes the model on them (activations and weights of the convolutions and matmuls to INT8, the
+rest float32; a transformer's as NNCF quantizes transformers) and writes the package at PATH.
+
+Without an aim, by the most accurate of RECIPES. With one (a built-in accuracy measure, its bound and
+autograph's library, which computes it), by the first of RECIPES whose outputs on the calibration inputs
+are within the bound of the float32 model's, else by NNCF's accuracy control, which returns layers to
+float32, those that cost the measure most first, until they are.
+
+NNCF lives apart from autograph's environment, in the folder named by AUTOGRAPH_NNCF_DIR (scripts/setup.sh
+installs it there), appended to this process's sys.path alone: its dependency tabulate, importable in a
+process that imported torch, turns an unhandled Ctrl-C's exit into status 1 instead of the signal's
+(torch's exit handler imports it), which autograph's own process keeps. It imports nothing of autograph."""
 import importlib.util
 import io
 import json
 import os
 import struct
 import sys
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Sequence
 
 _LENGTH = struct.Struct("<Q")
 
-# NNCF's mixed preset (activations asymmetric: a PReLU's or an addition's outputs are signed) and its full
-# bias correction rather than its defaults: on trained models' parts the quantized outputs' cosine error
-# fell 3-8x (mtcnn_onet 0.0052 to 0.00065, mtcnn_rnet 0.0015 to 0.0007), their INT8 kernels as fast, the
-# quantization a tenth slower.
-RECIPE = {"preset": "MIXED", "fast_bias_correction": False}
+# NNCF's presets tried in order, the fastest first, each with its full bias correction (free at run time:
+# only the biases change). Its defaults (fast bias correction) on the IR of trained models' parts missed a
+# cosine bound of 0.001 where these met it (mtcnn_onet 0.0052, full bias correction 0.00096); its mixed
+# preset (asymmetric activations: a PReLU's or an addition's outputs are signed) is the more accurate
+# (0.00065 there, mtcnn_pnet 0.0048 against 0.0074).
+RECIPES = [{"preset": "PERFORMANCE", "fast_bias_correction": False},
+           {"preset": "MIXED", "fast_bias_correction": False}]
 
 
 def request(package: bytes, calibration: List[List["numpy.ndarray"]],  # noqa: F821
-            aim: Optional[Dict[str, Any]] = None) -> List[bytes]:
-    """What this process reads on its stdin: the float32 package, the aim ({"measure": a built-in's name,
-    "bound": its largest loss, "library": libautograph.so's path}, or None) and the calibration inputs."""
+            aim: Optional[Dict[str, Any]] = None, transformer: bool = False,
+            judged: Sequence[List["numpy.ndarray"]] = ()) -> List[bytes]:  # noqa: F821
+    """What this process reads on its stdin: the float32 package, the settings (the aim: {"measure": a
+    built-in's name, "bound": its largest loss, "library": libautograph.so's path}, or None; whether the
+    part is a transformer's; how many of the inputs are judged only) and the inputs: `judged` (the
+    example's, judged by the aim, not calibrated on), then the calibration inputs."""
     import numpy as np
     archive = io.BytesIO()
-    np.savez(archive, **{f"c{k}_{i}": a for k, call in enumerate(calibration) for i, a in enumerate(call)})
-    aimed = json.dumps(aim).encode() if aim else b""
-    return [_LENGTH.pack(len(package)), package, _LENGTH.pack(len(aimed)), aimed, archive.getvalue()]
+    calls = list(judged) + list(calibration)
+    np.savez(archive, **{f"c{k}_{i}": a for k, call in enumerate(calls) for i, a in enumerate(call)})
+    settings = json.dumps({"aim": aim, "transformer": transformer, "judged": len(judged)}).encode()
+    return [_LENGTH.pack(len(package)), package, _LENGTH.pack(len(settings)), settings, archive.getvalue()]
 
 
 def _sections(data: bytes, count: int) -> Optional[List[bytes]]:
@@ -86,35 +95,43 @@ def main(folder: str, path: str) -> int:
     if sections is None:
         print("the package was cut short", file=sys.stderr)
         return 1
-    package, aimed, archive = sections
+    package, settings, archive = sections
     convert = _convert_module()
     xml, weights = convert.read_package(package)
     import nncf
     import openvino as ov
     model = ov.Core().read_model(model=xml, weights=ov.Tensor(weights))
-    calls = _calls(archive)
-    recipe = dict(subset_size=len(calls), preset=getattr(nncf.QuantizationPreset, RECIPE["preset"]),
-                  fast_bias_correction=RECIPE["fast_bias_correction"])
-    if aimed:
-        quantized = _controlled(nncf, model, calls, json.loads(aimed), recipe)
+    settings = json.loads(settings)
+    judged = _calls(archive)
+    calls = judged[settings["judged"]:]
+    kind = {"model_type": nncf.ModelType.TRANSFORMER} if settings["transformer"] else {}
+
+    def recipe(k: int) -> Dict[str, Any]:
+        return dict(subset_size=len(calls), preset=getattr(nncf.QuantizationPreset, RECIPES[k]["preset"]),
+                    fast_bias_correction=RECIPES[k]["fast_bias_correction"], **kind)
+
+    if settings["aim"]:
+        quantized = _aimed(nncf, model, calls, judged, settings["aim"], [recipe(k) for k in range(len(RECIPES))])
     else:
-        quantized = nncf.quantize(model, nncf.Dataset(calls), **recipe)
+        quantized = nncf.quantize(model, nncf.Dataset(calls), **recipe(len(RECIPES) - 1))
     convert.save_package(quantized, path, inside=folder)
     return 0
 
 
-def _controlled(nncf, model, calls: List[List["numpy.ndarray"]], aim: Dict[str, Any],  # noqa: F821
-                recipe: Dict[str, Any]):
-    """`model` quantized by NNCF's accuracy control: its validation is 1 - the aim's measure (autograph's
-    own, core/output_error, through its library) of the outputs on the calibration inputs against the
-    float32 model's, the drop allowed the aim's bound."""
+def _aimed(nncf, model, calls: List[List["numpy.ndarray"]], judged: List[List["numpy.ndarray"]],  # noqa: F821
+           aim: Dict[str, Any], recipes: List[Dict[str, Any]]):
+    """`model` quantized on `calls` by the first of `recipes` within the aim's bound, else by NNCF's accuracy
+    control with the last. The validation is 1 - the aim's measure (autograph's own, core/output_error,
+    through its library) of the outputs on the `judged` inputs (the example's and the calibration inputs,
+    as the contest judges) against the float32 model's."""
     import numpy as np
     import openvino as ov
     import torch
     from nncf.quantization.advanced_parameters import AdvancedAccuracyRestorerParameters
     torch.ops.load_library(aim["library"])
-    reference = ov.Core().compile_model(model, "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
-    want = {id(call): [torch.from_numpy(np.array(o)) for o in reference(call).to_tuple()] for call in calls}
+    core = ov.Core()
+    reference = core.compile_model(model, "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
+    want = {id(call): [torch.from_numpy(np.array(o)) for o in reference(call).to_tuple()] for call in judged}
 
     def validate(compiled, items) -> float:  # NNCF passes the dataset, or the items it ranks on
         got, wanted = [], []
@@ -125,9 +142,14 @@ def _controlled(nncf, model, calls: List[List["numpy.ndarray"]], aim: Dict[str, 
         return 1.0 - torch.ops.autograph.measure_outputs(aim["measure"], got, wanted, count)[0]
 
     dataset = nncf.Dataset(calls)
+    for recipe in recipes:
+        quantized = nncf.quantize(model, dataset, **recipe)
+        if 1.0 - validate(core.compile_model(quantized, "CPU", {"INFERENCE_PRECISION_HINT": "f32"}), judged) <= aim["bound"]:
+            return quantized
     return nncf.quantize_with_accuracy_control(
-        model, dataset, dataset, validate, max_drop=aim["bound"],
-        advanced_accuracy_restorer_parameters=AdvancedAccuracyRestorerParameters(num_ranking_workers=1), **recipe)
+        model, dataset, nncf.Dataset(judged), validate, max_drop=aim["bound"],
+        advanced_accuracy_restorer_parameters=AdvancedAccuracyRestorerParameters(num_ranking_workers=1),
+        **recipes[-1])
 
 
 if __name__ == "__main__":

@@ -34,8 +34,9 @@ class PartBuilder:
         self._pending: List[Any] = []  # compiles under way elsewhere (keep_until_close)
         self._states: Dict[str, Any] = {}  # each compiler's state for this optimize (state)
         # optimize's calibration inputs (each call's tensors, flat, on the device), which quantizing
-        # compilers calibrate their parts on (calibration_examples)
+        # compilers calibrate their parts on (calibration_examples), and its example inputs (the same way)
         self.calibration: List[List[torch.Tensor]] = []
+        self.example: List[torch.Tensor] = []
         # what lowered candidates are judged by (option accuracy, a built-in's name, and option tolerance),
         # which a quantizing compiler may aim its whole graph at; None where the measure is the user's function
         self.aim: Optional[Tuple[str, float]] = None
@@ -110,9 +111,13 @@ class PartBuilder:
         return tuple(example_of(self.graph["values"][v], self.device) for v in input_ids)
 
     def calibration_examples(self, input_ids: Sequence[int]) -> List[Tuple[torch.Tensor, ...]]:
-        """The part's inputs (`input_ids`, as module_of gives them) on each calibration input: the values the
-        program's graph computes there, read by running it (torch.fx.Interpreter, its weights as the
-        builder holds them) once per calibration input."""
+        """The part's inputs (`input_ids`, as module_of gives them) on each calibration input (inputs_at)."""
+        return self.inputs_at(self.calibration, input_ids)
+
+    def inputs_at(self, calls: Sequence[Sequence[torch.Tensor]], input_ids: Sequence[int]) -> List[Tuple[torch.Tensor, ...]]:
+        """The part's inputs (`input_ids`, as module_of gives them) on each of `calls` (the program's inputs,
+        flat, as the example's): the values the program's graph computes there, read by running it
+        (torch.fx.Interpreter, its weights as the builder holds them) once per call."""
         ids = set(input_ids)
         wanted = {v: name for name, v in self.value_of.items() if isinstance(v, int) and v in ids}
         seen: Dict[str, Any] = {}
@@ -126,7 +131,7 @@ class PartBuilder:
 
         names = set(wanted.values())
         out = []
-        for inputs in self.calibration:
+        for inputs in calls:
             users = iter(inputs)
             args = [self.weights[n.name].to(self.device) if n.name in self.weights else next(users)
                     for n in self.ep.graph.nodes if n.op == "placeholder"]
