@@ -63,10 +63,13 @@ LAYERS = [
     "export.compilers.onnx_profile",     # a profile of an ONNX-made part read back to the graph's nodes
     "export.compilers.lowered_module",   # a part's module computing below float32 (lowered weights)
     "export.compilers.inductor",         # parts compiled by Inductor (AOTInductor packages)
+    "export.compilers.quantize_request", # what a quantizing process reads on its stdin (no autograph imports)
+    "export.compilers.quantized_part",   # a part's package quantized to INT8 by a quantizing process
     "export.compilers.openvino_convert", # a part to an OpenVINO package, in or out of process
     "export.compilers.openvino_quantize", # a part's OpenVINO package quantized to INT8 by NNCF, out of process
     "export.compilers.openvino",         # parts compiled by OpenVINO (CPU)
     "export.compilers.onnxruntime_convert", # a part's ONNX model to an ONNX Runtime package, out of process
+    "export.compilers.onnxruntime_quantize", # a part's ONNX Runtime package quantized to INT8, out of process
     "export.compilers.onnxruntime",      # parts compiled by ONNX Runtime (CPU)
     "export.compilers",                  # (package __init__)
     "export.candidates",                 # the candidates beside the plan: compiled parts, cuDNN's fusions

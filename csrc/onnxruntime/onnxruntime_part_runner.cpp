@@ -186,11 +186,12 @@ void ReadSpec(std::string_view spec_text, Compiled& part) {
   const std::string device = spec.value("device", "cpu");
   if (device != "cpu")
     throw InputError("run_onnxruntime_part: the spec's device is '" + device + "'; ONNX Runtime parts run on the cpu");
-  // Only float32 for now: a part that computes in another precision would come with its own check.
+  // float32, or int8: a model quantized to QDQ form (its quantized operators' inputs and weights INT8),
+  // which the session runs as it is.
   const std::string precision = spec.value("precision", "fp32");
-  if (precision != "fp32")
+  if (precision != "fp32" && precision != "int8")
     throw InputError("run_onnxruntime_part: the spec's precision is '" + precision +
-                     "'; ONNX Runtime parts run in fp32 only: optimize the model again");
+                     "'; ONNX Runtime parts run in fp32 or int8: optimize the model again");
   part.digest = spec["digest"].get<std::string>();
   if (spec.contains("spinning") && !spec["spinning"].is_boolean())
     throw InputError("run_onnxruntime_part: the spec's spinning is not a bool: optimize the model again");

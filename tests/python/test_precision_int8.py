@@ -13,6 +13,7 @@ import torch
 
 import autograph
 from autograph.export.calibration import INT8_CALIBRATION_INPUTS
+from autograph.export.compilers.onnxruntime import int8_missing as onnxruntime_int8_missing
 from autograph.export.compilers.openvino import int8_missing
 from autograph._library import openvino_missing
 from precision_models import Classifier
@@ -143,3 +144,27 @@ def test_without_nncf_the_report_says_why_and_bf16_competes(classifier, monkeypa
     precision = report["precision"]
     assert not any(name.endswith("_int8") for name in precision["lowered"])
     assert "no compiler here lowers to int8" in precision["note"] and "NNCF" in precision["note"], precision["note"]
+
+
+@pytest.mark.skipif(onnxruntime_int8_missing() is not None, reason=f"no ONNX Runtime int8: {onnxruntime_int8_missing()}")
+def test_onnx_runtimes_int8_candidate_is_a_qdq_model_kept_where_faster_and_saved(classifier, monkeypatch, tmp_path):
+    import onnx
+    from autograph.export.compilers import onnxruntime_convert
+    model, x, calibration, ep = classifier
+    _timed(monkeypatch, {"whole_onnxruntime_int8": 0.5, "whole_onnxruntime": 1.0})
+    optimized, report = autograph.optimize(ep, method="sequential", precision="int8", accuracy="top1", tolerance=0.0,
+                                           calibration=calibration, inductor=False, openvino=False)
+    contest = report["inductor"]
+    assert contest["kept"] == "whole_onnxruntime_int8", contest
+    assert report["precision"]["kept"] == "int8" and report["precision"]["judged"] == [0.0] * (1 + len(calibration))
+    (package,) = [t for t in optimized.state_dict.values() if t.dtype == torch.uint8]
+    data = package.numpy().tobytes()
+    assert data.startswith(onnxruntime_convert.MAGIC)
+    ops = [n.op_type for n in onnx.load_from_string(data[len(onnxruntime_convert.MAGIC):]).graph.node]
+    assert "QuantizeLinear" in ops and "DequantizeLinear" in ops  # quantized, QDQ
+    with torch.no_grad():
+        got, want = optimized.module()(x), model(x)
+    assert torch.equal(got.argmax(-1), want.argmax(-1)) and not torch.equal(got, want)  # INT8 rounds
+    torch.export.save(optimized, tmp_path / "int8.pt2")
+    with torch.no_grad():
+        assert torch.equal(torch.export.load(tmp_path / "int8.pt2").module()(x), got)

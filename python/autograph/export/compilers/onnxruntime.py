@@ -11,7 +11,8 @@ ONNX Runtime's C++ API (no Python at run time) with all its graph optimizations 
 threads. Like every candidate it is kept only where the whole program measures faster, and its parts mix
 with the other compilers' part by part where that is faster (mixing.py). Packages are cached on disk
 beside the others' (export/cache.py), keyed by the part's graph, its weights and the ONNX Runtime and
-torch versions.
+torch versions. With option precision int8 its whole graph competes once more quantized by ONNX Runtime's
+static quantization (QDQ) on the calibration inputs, in a process of its own (onnxruntime_quantize.py).
 """
 import functools
 import json
@@ -31,7 +32,9 @@ from . import converter_process
 from . import onnx_export
 from . import onnx_profile
 from . import onnxruntime_convert as _convert
+from . import onnxruntime_quantize
 from .converter_process import Converter, PendingPackage
+from .quantized_part import quantized_package
 
 PART_OP = "autograph::run_onnxruntime_part"
 FORMAT = "autograph-onnxruntime-part"
@@ -39,6 +42,7 @@ _SUFFIX = ".ortpart"
 # How long the converter process may take: a hung one must not hang optimize (the candidate is then
 # dropped, and the report says why). Its basic rewrites take seconds on the largest zoo model.
 CONVERT_TIMEOUT_S = 600.0
+QUANTIZE_TIMEOUT_S = 600.0
 logger = logging.getLogger("autograph")
 
 
@@ -104,6 +108,40 @@ def start_package(gm: torch.fx.GraphModule, examples: Sequence[torch.Tensor], la
     return pending
 
 
+def int8_missing() -> Optional[str]:
+    """Why ONNX Runtime's parts cannot be quantized to INT8 here, or None where they can."""
+    why = missing()
+    if why:
+        return why
+    import importlib.util
+    for module in ("onnxruntime.quantization", "onnx"):
+        try:
+            if importlib.util.find_spec(module) is None:
+                return f"{module} is not installed (pip install onnxruntime onnx)"
+        except ImportError as e:
+            return f"{module} cannot be found: {e}"
+    return None
+
+
+def quantizer() -> Converter:
+    """ONNX Runtime's quantizing process (onnxruntime_quantize.py), its packages ONNX Runtime's."""
+    return Converter("ONNX Runtime quantizer", onnxruntime_quantize.__file__, _convert.MAGIC, _SUFFIX,
+                     QUANTIZE_TIMEOUT_S, sized=False)
+
+
+def quantized(builder: PartBuilder, made: CompiledPart, label: str) -> CompiledPart:
+    """`made` (a part's float32 package) quantized to INT8 by ONNX Runtime's static quantization (QDQ) on
+    the part's inputs at each calibration input, in a process of its own (onnxruntime_quantize;
+    quantized_part.quantized_package). Its spec's precision is "int8": the runner runs the QDQ model."""
+    why = int8_missing()
+    if why:
+        raise Error(f"ONNX Runtime's int8 parts are not available: {why}")
+    configs = {"compiler": "onnxruntime", "via": "quantize_static", "recipe": onnxruntime_quantize.RECIPE,
+               "version": _version()}
+    package = quantized_package(quantizer(), "onnxruntime-int8-part", builder, made, label, configs, {})
+    return made._replace(package=package, precision="int8")
+
+
 def compile_package(gm: torch.fx.GraphModule, examples: Sequence[torch.Tensor], label: str = "part") -> bytes:
     """The part `gm` as an ONNX Runtime package (start_package, waited for)."""
     return start_package(gm, examples, label).result()
@@ -146,7 +184,7 @@ class OnnxRuntimeCompiler:
     name = "ONNX Runtime"
     option = "onnxruntime"
     label = "onnxruntime"
-    lowers_by_parts = False  # nothing to lower (lowered)
+    lowers_by_parts = False  # its whole graph alone is quantized: a part's own quantization costs its process
     mixes_parts = True
     compiles_apart = True
 
@@ -158,17 +196,21 @@ class OnnxRuntimeCompiler:
         return {"whole_onnxruntime": whole_graph_part(body)} if builder.device.type == "cpu" else {}
 
     def lowered(self, device: torch.device, precision: str, candidate: str) -> List[str]:
-        # Its CPU provider has no bfloat16 kernels for convolutions and matmuls, and its float16 model ran
-        # no faster than its float32 one on an x86 CPU (bench/results/precision-2026-11-28c-cpu): nothing
-        # to gain below float32.
-        return []
+        # int8: the model quantized by its static quantization (QDQ). Not bf16 or fp16: its CPU provider has
+        # no bfloat16 kernels for convolutions and matmuls, and its float16 model ran no faster than its
+        # float32 one on an x86 CPU (bench/results/precision-2026-11-28c-cpu).
+        return ["int8"] if device.type == "cpu" and precision == "int8" and int8_missing() is None else []
 
     def lowering(self) -> str:
-        return "ONNX Runtime's candidates stay float32 (its CPU provider computes no faster below it)"
+        why = int8_missing()
+        return ("ONNX Runtime's candidates to int8 by its static quantization, else float32 (its CPU provider "
+                "computes no faster in bf16 or fp16)" + (f" (int8 not here: {why})" if why else ""))
 
     def lower(self, builder: PartBuilder, name: str, parts: List[List[int]], labels: List[str],
               compiled: List[CompiledPart], precision: str) -> List[CompiledPart]:
-        raise Error(f"ONNX Runtime's parts are not lowered to {precision}")
+        if precision != "int8":
+            raise Error(f"ONNX Runtime's parts are not lowered to {precision}")
+        return [quantized(builder, c, label) for c, label in zip(compiled, labels)]
 
     def start(self, builder: PartBuilder, name: str, parts: List[List[int]],
               labels: List[str]) -> Callable[[], List[CompiledPart]]:
@@ -193,5 +235,5 @@ class OnnxRuntimeCompiler:
 COMPILER = OnnxRuntimeCompiler()
 
 
-__all__ = ["COMPILER", "OnnxRuntimeCompiler", "PART_OP", "FORMAT", "converter", "missing",
-           "node_times", "start", "start_package", "compile_package"]
+__all__ = ["COMPILER", "OnnxRuntimeCompiler", "PART_OP", "FORMAT", "converter", "int8_missing", "missing",
+           "node_times", "quantized", "quantizer", "start", "start_package", "compile_package"]

@@ -14,14 +14,13 @@ whole program measures faster. Packages are cached on disk beside the other comp
 keyed by the part's graph, its weights and the OpenVINO and torch versions.
 """
 import functools
-import hashlib
 import logging
 import os
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import torch
 
-from ..._library import library_path, openvino_missing
+from ..._library import openvino_missing
 from ...errors import Error
 from ...settings import Settings
 from .. import cache as part_cache
@@ -32,6 +31,7 @@ from . import onnx_profile
 from . import openvino_convert as _openvino_convert
 from . import openvino_quantize
 from .converter_process import Converter, PendingPackage
+from .quantized_part import quantized_package
 
 _SUFFIX = ".ovpart"
 # How long the converter process may take: a hung one must not hang optimize (the candidate is then
@@ -219,43 +219,23 @@ def quantizer() -> Converter:
 
 def quantized(builder: PartBuilder, made: CompiledPart, part: Sequence[int], label: str) -> CompiledPart:
     """`made` (`part`'s float32 package) quantized to INT8 by NNCF on the part's inputs at each calibration
-    input (PartBuilder.calibration_examples), in a process of its own (openvino_quantize); from the disk
-    cache when there. Where the part is the whole graph, its outputs the program's, and the builder has an
-    aim (a built-in measure and its bound), the quantization aims at it on the example and calibration
-    inputs (a part's own outputs are no program's: judged by the measure, they would say little). A part
-    with attention and normalizations is quantized as NNCF quantizes transformers (transformer). Its
-    spec's precision is "int8": the runner compiles it with float32 inference precision, the operators
-    NNCF quantized running in INT8."""
+    input, in a process of its own (openvino_quantize; quantized_part.quantized_package). Where the part is
+    the whole graph, its outputs the program's, and the builder has an aim (a built-in measure and its
+    bound), the quantization aims at it on the example and calibration inputs (a part's own outputs are no
+    program's: judged by the measure, they would say little). A part with attention and normalizations is
+    quantized as NNCF quantizes transformers (transformer). Its spec's precision is "int8": the runner
+    compiles it with float32 inference precision, the operators NNCF quantized running in INT8."""
     why = int8_missing()
     if why:
         raise Error(f"int8 parts are not available: {why}")
-    calls = [[t.detach().cpu().contiguous().numpy() for t in call] for call in builder.calibration_examples(made.input_ids)]
-    if not calls:
-        raise Error("int8 parts are quantized on the calibration inputs, and there are none")
     import openvino as ov
     whole = len(part) == len(builder.graph["nodes"])
     aim = {"measure": builder.aim[0], "bound": builder.aim[1]} if whole and builder.aim else None
-    judged = [[t.detach().cpu().contiguous().numpy() for t in call]
-              for call in builder.inputs_at([builder.example], made.input_ids)] if aim else []
-    content = hashlib.sha256(part_cache.sha256_of(made.package).encode())
-    for call in judged + calls:
-        for a in call:
-            content.update(f"{a.shape}{a.dtype}".encode())
-            content.update(a.tobytes())
-    configs = {"compiler": "openvino", "via": "nncf.quantize", "recipes": openvino_quantize.RECIPES, "aim": aim,
-               "transformer": transformer(builder, part), "nncf": NNCF_VERSION, "version": ov.__version__}
-    entry = part_cache.key("openvino-int8-part", torch.device("cpu"), configs, content.hexdigest()[:32])
-    package = part_cache.read(entry, _SUFFIX)
-    if package is None:
-        builder.progress(f"quantizing {label} to int8 with NNCF")
-        pending = converter_process.start_process(quantizer(), entry)
-        builder.keep_until_close(pending)
-        if pending._process is None:  # NNCF runs in a process of its own only (openvino_quantize.py)
-            pending.close()
-            raise Error("NNCF's process did not start; int8 parts are quantized in a process of their own only")
-        pending.send(*openvino_quantize.request(made.package, calls, aim and dict(aim, library=library_path()),
-                                                configs["transformer"], judged))
-        package = pending.result()
+    judged = builder.inputs_at([builder.example], made.input_ids) if aim else []
+    configs = {"compiler": "openvino", "via": "nncf.quantize", "recipes": openvino_quantize.RECIPES,
+               "nncf": NNCF_VERSION, "version": ov.__version__}
+    package = quantized_package(quantizer(), "openvino-int8-part", builder, made, label, configs,
+                                {"aim": aim, "transformer": transformer(builder, part)}, judged)
     return made._replace(package=package, precision="int8")
 
 

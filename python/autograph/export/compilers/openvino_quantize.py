@@ -1,8 +1,7 @@
 """A part's OpenVINO package quantized to INT8 by NNCF's post-training quantization, in a Python process of
-its own that runs this file with the arguments FOLDER PATH (converter_process): it reads from its stdin
-the float32 package and the request's settings (each a byte count, 8 bytes little-endian, then the bytes;
-the settings JSON) and the calibration inputs (an .npz archive, "c{k}_{i}": input i of calibration call
-k), quantizes the model on them (activations and weights of the convolutions and matmuls to INT8, the
+its own that runs this file with the arguments FOLDER PATH (converter_process): it reads the float32
+package, the settings and the inputs from its stdin (quantize_request.py), quantizes the model on the
+calibration inputs (activations and weights of the convolutions and matmuls to INT8, the
 rest float32; a transformer's as NNCF quantizes transformers) and writes the package at PATH.
 
 Without an aim, by the most accurate of RECIPES. With one (a built-in accuracy measure, its bound and
@@ -14,15 +13,10 @@ NNCF lives apart from autograph's environment, in the folder named by AUTOGRAPH_
 installs it there), appended to this process's sys.path alone: its dependency tabulate, importable in a
 process that imported torch, turns an unhandled Ctrl-C's exit into status 1 instead of the signal's
 (torch's exit handler imports it), which autograph's own process keeps. It imports nothing of autograph."""
-import importlib.util
-import io
-import json
 import os
-import struct
+import runpy
 import sys
-from typing import Any, Dict, List, Optional, Sequence
-
-_LENGTH = struct.Struct("<Q")
+from typing import Any, Dict, List
 
 # NNCF's presets tried in order, the fastest first, each with its full bias correction (free at run time:
 # only the biases change). Its defaults (fast bias correction) on the IR of trained models' parts missed a
@@ -33,56 +27,15 @@ RECIPES = [{"preset": "PERFORMANCE", "fast_bias_correction": False},
            {"preset": "MIXED", "fast_bias_correction": False}]
 
 
-def request(package: bytes, calibration: List[List["numpy.ndarray"]],  # noqa: F821
-            aim: Optional[Dict[str, Any]] = None, transformer: bool = False,
-            judged: Sequence[List["numpy.ndarray"]] = ()) -> List[bytes]:  # noqa: F821
-    """What this process reads on its stdin: the float32 package, the settings (the aim: {"measure": a
-    built-in's name, "bound": its largest loss, "library": libautograph.so's path}, or None; whether the
-    part is a transformer's; how many of the inputs are judged only) and the inputs: `judged` (the
-    example's, judged by the aim, not calibrated on), then the calibration inputs."""
-    import numpy as np
-    archive = io.BytesIO()
-    calls = list(judged) + list(calibration)
-    np.savez(archive, **{f"c{k}_{i}": a for k, call in enumerate(calls) for i, a in enumerate(call)})
-    settings = json.dumps({"aim": aim, "transformer": transformer, "judged": len(judged)}).encode()
-    return [_LENGTH.pack(len(package)), package, _LENGTH.pack(len(settings)), settings, archive.getvalue()]
+# At most this many rounds of layers returned to float32 (each compiles and runs the model again): the
+# accuracy control's time stays bounded on a large model; where it ends beyond the bound, the contest drops
+# the candidate and the parts are tried one by one.
+RESTORED_AT_MOST = 8
 
 
-def _sections(data: bytes, count: int) -> Optional[List[bytes]]:
-    """`count` sized sections of `data` (as request writes them) and the rest, or None where it is cut short."""
-    out, at = [], 0
-    for _ in range(count):
-        if len(data) < at + _LENGTH.size:
-            return None
-        (size,) = _LENGTH.unpack_from(data, at)
-        at += _LENGTH.size
-        if len(data) < at + size:
-            return None
-        out.append(data[at:at + size])
-        at += size
-    return out + [data[at:]]
-
-
-def _convert_module():
-    """openvino_convert.py beside this file (the package format), loaded by path: this process has no
-    autograph on its sys.path."""
-    spec = importlib.util.spec_from_file_location("autograph_openvino_convert",
-                                                  os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                                               "openvino_convert.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def _calls(archive: bytes) -> List[List["numpy.ndarray"]]:  # noqa: F821
-    import numpy as np
-    with np.load(io.BytesIO(archive)) as loaded:
-        named: Dict[str, "numpy.ndarray"] = {k: loaded[k] for k in loaded.files}  # noqa: F821
-    calls: Dict[int, Dict[int, "numpy.ndarray"]] = {}  # noqa: F821
-    for key, array in named.items():
-        k, i = key[1:].split("_")
-        calls.setdefault(int(k), {})[int(i)] = array
-    return [[call[i] for i in sorted(call)] for _, call in sorted(calls.items())]
+def _beside(name: str) -> Dict[str, Any]:
+    """The module `name`.py beside this file, run by path (this process has no autograph on its sys.path)."""
+    return runpy.run_path(os.path.join(os.path.dirname(os.path.abspath(__file__)), f"{name}.py"))
 
 
 def main(folder: str, path: str) -> int:
@@ -91,19 +44,16 @@ def main(folder: str, path: str) -> int:
     where = os.environ.get("AUTOGRAPH_NNCF_DIR", "")
     if where:
         sys.path.append(where)  # after autograph's environment: its numpy and OpenVINO stay the ones used
-    sections = _sections(sys.stdin.buffer.read(), 2)
-    if sections is None:
+    read = _beside("quantize_request")["read"](sys.stdin.buffer.read())
+    if read is None:
         print("the package was cut short", file=sys.stderr)
         return 1
-    package, settings, archive = sections
-    convert = _convert_module()
-    xml, weights = convert.read_package(package)
+    package, settings, judged, calls = read
+    convert = _beside("openvino_convert")
+    xml, weights = convert["read_package"](package)
     import nncf
     import openvino as ov
     model = ov.Core().read_model(model=xml, weights=ov.Tensor(weights))
-    settings = json.loads(settings)
-    judged = _calls(archive)
-    calls = judged[settings["judged"]:]
     kind = {"model_type": nncf.ModelType.TRANSFORMER} if settings["transformer"] else {}
 
     def recipe(k: int) -> Dict[str, Any]:
@@ -111,10 +61,11 @@ def main(folder: str, path: str) -> int:
                     fast_bias_correction=RECIPES[k]["fast_bias_correction"], **kind)
 
     if settings["aim"]:
-        quantized = _aimed(nncf, model, calls, judged, settings["aim"], [recipe(k) for k in range(len(RECIPES))])
+        quantized = _aimed(nncf, model, calls, judged, dict(settings["aim"], library=settings["library"]),
+                           [recipe(k) for k in range(len(RECIPES))])
     else:
         quantized = nncf.quantize(model, nncf.Dataset(calls), **recipe(len(RECIPES) - 1))
-    convert.save_package(quantized, path, inside=folder)
+    convert["save_package"](quantized, path, inside=folder)
     return 0
 
 
@@ -148,7 +99,8 @@ def _aimed(nncf, model, calls: List[List["numpy.ndarray"]], judged: List[List["n
             return quantized
     return nncf.quantize_with_accuracy_control(
         model, dataset, nncf.Dataset(judged), validate, max_drop=aim["bound"],
-        advanced_accuracy_restorer_parameters=AdvancedAccuracyRestorerParameters(num_ranking_workers=1),
+        advanced_accuracy_restorer_parameters=AdvancedAccuracyRestorerParameters(
+            num_ranking_workers=1, max_num_iterations=RESTORED_AT_MOST),
         **recipes[-1])
 
 
