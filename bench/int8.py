@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """INT8 on a CPU judged by the user's accuracy measure: autograph's precision="int8" (OpenVINO's candidates
-quantized by NNCF, part by part where the whole graph misses the bound) and bf16 beside OpenVINO's own
+quantized by NNCF aimed at the measure, part by part where the whole graph misses the bound; ONNX Runtime's
+whole graph by its static quantization) and bf16 beside OpenVINO's own
 INT8 through NNCF (plain, and with accuracy control at the same bound), ONNX Runtime's INT8
 (quantize_static) and OpenVINO at f32 and bf16, model by model.
 
