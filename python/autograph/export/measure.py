@@ -51,11 +51,11 @@ def _score(measure: Callable[[Outputs, Any], float], got: Outputs, against: Sequ
         score = measure([list(g) for g in got], list(against))
         value = float(score.item() if isinstance(score, torch.Tensor) else score)
     except Exception as e:  # noqa: BLE001 - the user's function: one clear error
-        second = "labels" if isinstance(measure, Labelled) else "float32 outputs"
+        second, entry = (("labels", "a label") if isinstance(measure, Labelled) else
+                         ("float32 outputs", "a list of output tensors"))
         raise InputError(f"option accuracy: {name_of(measure)}(outputs, {second}) failed: "
                          f"{type(e).__name__}: {e} (it takes two lists, one entry per judged input: a list of "
-                         f"output tensors, and {'a label' if second == 'labels' else 'a list of output tensors'}; "
-                         "it returns a number, higher is better)") from None
+                         f"output tensors, and {entry}; it returns a number, higher is better)") from None
     return value if math.isfinite(value) else math.nan
 
 

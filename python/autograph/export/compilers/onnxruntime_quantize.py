@@ -8,22 +8,26 @@ model it cannot quantize) stay here. It imports nothing of autograph, nor torch.
 import os
 import runpy
 import sys
-
-_HERE = os.path.dirname(os.path.abspath(__file__))
+from typing import Any, Dict
 
 # What ONNX Runtime recommends for x86 CPUs (VNNI: unsigned activations, signed weights).
 RECIPE = {"format": "QDQ", "per_channel": True, "activations": "QUInt8", "weights": "QInt8", "ranges": "MinMax"}
 
 
+def _beside(name: str) -> Dict[str, Any]:
+    """The module `name`.py beside this file, run by path (this process has no autograph on its sys.path)."""
+    return runpy.run_path(os.path.join(os.path.dirname(os.path.abspath(__file__)), f"{name}.py"))
+
+
 def main(folder: str, path: str) -> int:
     import warnings
     warnings.simplefilter("ignore")
-    read = runpy.run_path(os.path.join(_HERE, "quantize_request.py"))["read"](sys.stdin.buffer.read())
+    read = _beside("quantize_request")["read"](sys.stdin.buffer.read())
     if read is None:
         print("the package was cut short", file=sys.stderr)
         return 1
     package, _, _, calls = read
-    convert = runpy.run_path(os.path.join(_HERE, "onnxruntime_convert.py"))
+    convert = _beside("onnxruntime_convert")
     magic = convert["MAGIC"]
     if not package.startswith(magic):
         print("not an autograph ONNX Runtime package", file=sys.stderr)

@@ -111,8 +111,13 @@ class PartBuilder:
         return tuple(example_of(self.graph["values"][v], self.device) for v in input_ids)
 
     def calibration_examples(self, input_ids: Sequence[int]) -> List[Tuple[torch.Tensor, ...]]:
-        """The part's inputs (`input_ids`, as module_of gives them) on each calibration input (inputs_at)."""
-        return self.inputs_at(self.calibration, input_ids)
+        """The part's inputs (`input_ids`, as module_of gives them) on each calibration input (inputs_at),
+        kept until the builder closes: every quantizing compiler of the whole graph reads the same."""
+        made = self.state("calibration_examples", dict)
+        key = tuple(input_ids)
+        if key not in made:
+            made[key] = self.inputs_at(self.calibration, input_ids)
+        return made[key]
 
     def inputs_at(self, calls: Sequence[Sequence[torch.Tensor]], input_ids: Sequence[int]) -> List[Tuple[torch.Tensor, ...]]:
         """The part's inputs (`input_ids`, as module_of gives them) on each of `calls` (the program's inputs,
