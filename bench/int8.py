@@ -26,6 +26,7 @@ unhandled Ctrl-C's exit status into 1 in a process that imported torch). A bench
 """
 import argparse
 import csv
+import json
 import math
 import statistics
 import sys
@@ -128,6 +129,10 @@ def _autograph(model, example, calibration, fresh, references, row, args) -> dic
             row[f"{key}_error"] = str(e).splitlines()[0][:200]
             continue
         row[f"{key}_optimize_s"] = round(time.perf_counter() - start, 1)
+        if args.out:  # each optimize's report beside the table: what was kept, tried and spent where
+            reports = Path(args.out) / "reports"
+            reports.mkdir(parents=True, exist_ok=True)
+            (reports / f"{row['model']}_{precision}.json").write_text(json.dumps(report, indent=1, default=str))
         contest = report.get("inductor") or {}
         kept = contest.get("kept", "aten")
         listed = contest.get("candidates", {}).get(kept, {}).get("parts_precision")

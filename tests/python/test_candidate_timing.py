@@ -32,3 +32,24 @@ def test_a_candidate_over_twice_the_fastest_after_the_first_round_is_timed_no_mo
     times = export.time_callables(candidates, torch.device("cpu"), rounds=10)
     assert calls["slow"] == 2  # one settling run (30 ms > 10 ms), one timed; then only "fast" is left
     assert times["slow"] > 2 * times["fast"]
+
+
+def test_a_callable_is_timed_only_once_the_threads_the_one_before_it_left_spinning_are_idle():
+    import threading
+    spinning = []  # the thread the "spins" callable leaves busy after it returns, as a spinning pool does
+
+    def spins():
+        until = time.perf_counter() + 0.06
+        thread = threading.Thread(target=lambda: [None for _ in iter(lambda: time.perf_counter() < until, False)])
+        thread.start()
+        spinning.append(thread)
+
+    met_a_spinner = []
+
+    def quiet():
+        met_a_spinner.append(any(t.is_alive() for t in spinning))
+
+    export.samples_side_by_side({"spins": spins, "quiet": quiet}, torch.device("cpu"), rounds=3)
+    for thread in spinning:
+        thread.join()
+    assert met_a_spinner and not any(met_a_spinner)

@@ -68,7 +68,9 @@ def test_a_part_beyond_int8_is_tried_in_bf16_before_it_stays_fp32():
     for op in body["operators"]:
         op["kind"] = "compute"
     made = types.SimpleNamespace(body=body, compiler=_Ladder(), builder=types.SimpleNamespace(device=torch.device("cpu")),
-                                 candidate=lambda parts, trial, settings, precision: list(trial))
+                                 candidate=lambda parts, trial, settings, precision: list(trial),
+                                 compiled=lambda parts, precisions: lowered_first.append(list(precisions)))
+    lowered_first = []
     beyond = {1: {"int8"}, 2: {"int8", "bf16"}}
     tried = []
 
@@ -77,14 +79,39 @@ def test_a_part_beyond_int8_is_tried_in_bf16_before_it_stays_fp32():
         missed = any(p in beyond.get(k, ()) for k, p in enumerate(trial))
         return (0.5 if missed else 0.01), ("beyond tolerance" if missed else None), 0.1
 
-    precisions, listed = lowering._lowered_one_by_one(made, [[0], [1], [2], [3]], "int8", None, judge)
+    precisions, listed = lowering._lowered_one_by_one(made, [[0], [1], [2], [3]], ["int8", "bf16"], None, judge)
     assert precisions == ["int8", "bf16", "fp32", "int8"]
+    assert lowered_first == [["int8"] * 4]  # every part made in int8 at once, before the first trial
     assert [p["precision"] for p in listed] == precisions
     assert listed[1]["tried"] == {"int8": 0.5, "bf16": 0.01} and listed[1]["error"] == 0.5  # error: in int8
     assert listed[2]["tried"] == {"int8": 0.5, "bf16": 0.5}
     assert tried[:3] == [["int8", "fp32", "fp32", "fp32"], ["int8", "int8", "fp32", "fp32"],
                          ["int8", "bf16", "fp32", "fp32"]]  # each part tried with the kept ones before it
     assert lowering.ladder(_Ladder(), torch.device("cpu"), "bf16") == ["bf16"]
+
+
+@pytest.mark.parametrize("int8_ms, bf16_ms, ladder", [(5.0, 30.0, ["int8"]), (5.0, 10.0, ["int8", "bf16"]),
+                                                    (25.0, 30.0, [])])
+def test_a_precision_whose_whole_graph_ran_slower_than_float32_is_left_off_the_ladder(int8_ms, bf16_ms, ladder):
+    # The int8 whole graph missed the bound; it and its compiler's bf16 whole graph (beyond the bound too:
+    # their speed is what counts) ran at int8_ms and bf16_ms beside its float32 one's 20 ms. A part kept in
+    # a precision slower than float32 would make the program slower than leaving it in float32.
+    from autograph.export.candidate import Candidate
+    from autograph.export.contest import Contest
+    from autograph.export.plans import Program
+    compiler = _Ladder()
+    made = {p: Candidate(f"whole_{p}", built=Program("", [], {}, 1), precision=p, compiler=compiler, kind="whole")
+            for p in ("fp32", "bf16", "int8")}
+    made["int8"].drop("beyond tolerance", "missed")
+    made["bf16"].drop("beyond tolerance", "missed")
+    contest = Contest.__new__(Contest)
+    contest.builder = types.SimpleNamespace(device=torch.device("cpu"))
+    ms = {"whole_fp32": 20.0, "whole_bf16": bf16_ms, "whole_int8": int8_ms}
+    contest._time = lambda timed: {name: ms[name] for name in timed}
+    steps, timed = contest._faster_steps({c.name: c for c in made.values()}, made["int8"])
+    assert steps == ladder
+    assert timed == {"int8": {"whole_ms": int8_ms, "fp32_ms": 20.0, "tried": int8_ms < 20.0},
+                     "bf16": {"whole_ms": bf16_ms, "fp32_ms": 20.0, "tried": bf16_ms < 20.0}}
 
 
 class Sensitive(torch.nn.Module):
@@ -123,9 +150,9 @@ def _error(got, want):
 def test_a_part_that_misses_the_tolerance_stays_fp32_and_the_report_says_so(monkeypatch, tmp_path):
     from autograph import export as export_module
     monkeypatch.setattr(lowering, "PARTS", 2)
+    ms = {"parts_openvino_bf16": 1.0, "whole_openvino_bf16": 1.5}  # bf16 faster than float32 (2.0) here
     monkeypatch.setattr(export_module.contest, "_time_candidates",
-                        lambda candidates, tensors, graph, rounds=10, **_:
-                        {n: 1.0 if n == "parts_openvino_bf16" else 2.0 for n in candidates})
+                        lambda candidates, tensors, graph, rounds=10, **_: {n: ms.get(n, 2.0) for n in candidates})
     torch.manual_seed(0)
     model = Sensitive().eval()
     x = torch.randn(1, 8, 16, 16)
@@ -140,6 +167,7 @@ def test_a_part_that_misses_the_tolerance_stays_fp32_and_the_report_says_so(monk
     assert contest["dropped"]["whole_openvino_bf16"]["why"] == "beyond tolerance"
     assert contest["kept"] == "parts_openvino_bf16" and contest["precision"]["kept"] == "bf16"
     assert "parts_openvino_bf16" in contest["precision"]["met"]
+    assert contest["candidates"]["parts_openvino_bf16"]["ladder"]["bf16"]["tried"]  # its whole graph ran faster
     listed = contest["candidates"]["parts_openvino_bf16"]["parts_precision"]
     assert [p["precision"] for p in listed] == ["bf16", "fp32"]  # the second part holds the sensitive block
     assert listed[0]["error"] <= 0.05 < listed[1]["error"]  # each as measured when it was tried in bf16
@@ -157,7 +185,11 @@ def test_a_part_that_misses_the_tolerance_stays_fp32_and_the_report_says_so(monk
 
 @needs_openvino
 def test_where_no_part_meets_the_tolerance_the_program_stays_fp32(monkeypatch):
+    from autograph import export as export_module
     monkeypatch.setattr(lowering, "PARTS", 2)
+    monkeypatch.setattr(export_module.contest, "_time_candidates",  # bf16's whole graph faster: parts are tried
+                        lambda candidates, tensors, graph, rounds=10, **_:
+                        {n: 1.5 if n == "whole_openvino_bf16" else 2.0 for n in candidates})
     torch.manual_seed(1)  # other weights than the test above's: other packages
     model = Sensitive().eval()
     x = torch.randn(1, 8, 16, 16)
@@ -174,3 +206,25 @@ def test_where_no_part_meets_the_tolerance_the_program_stays_fp32(monkeypatch):
     assert contest["precision"]["kept"] == "fp32" and contest["precision"]["met"] == []
     with torch.no_grad():
         assert _error(optimized.module()(x), want) <= 1e-3
+
+
+@needs_openvino
+def test_where_the_whole_graph_in_bf16_ran_slower_than_float32_no_part_is_lowered(monkeypatch):
+    from autograph import export as export_module
+    monkeypatch.setattr(lowering, "PARTS", 2)
+    monkeypatch.setattr(export_module.contest, "_time_candidates",
+                        lambda candidates, tensors, graph, rounds=10, **_:
+                        {n: 3.0 if n == "whole_openvino_bf16" else 2.0 for n in candidates})
+    tried = []
+    monkeypatch.setattr(lowering, "lowered_by_parts", lambda *args, **kwargs: tried.append(args))
+    torch.manual_seed(0)
+    model = Sensitive().eval()
+    x = torch.randn(1, 8, 16, 16)
+    _, report = autograph.optimize(torch.export.export(model, (x,)), method="sequential", precision="bf16",
+                                   tolerance=0.05)
+    contest = report["inductor"]
+    assert contest["dropped"]["whole_openvino_bf16"]["why"] == "beyond tolerance"
+    dropped = contest["dropped"]["parts_openvino_bf16"]
+    assert dropped["why"] == "not faster" and not tried
+    assert dropped["ladder"] == {"bf16": {"whole_ms": 3.0, "fp32_ms": 2.0, "tried": False}}
+    assert contest["precision"]["kept"] == "fp32"

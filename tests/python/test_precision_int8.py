@@ -1,5 +1,5 @@
 """Option precision int8 (export path, CPU): OpenVINO's candidates quantized by NNCF on the calibration
-inputs (export/compilers/openvino.py quantized, openvino_quantize.py in a process of its own), judged by
+inputs (export/compilers/openvino.py start_quantized, openvino_quantize.py in a process of its own), judged by
 option accuracy like every lowered candidate, kept only where faster; bf16's candidates compete beside.
 
 The classifier's class 3 leads every other by far more than INT8's rounding can move it
@@ -168,3 +168,29 @@ def test_onnx_runtimes_int8_candidate_is_a_qdq_model_kept_where_faster_and_saved
     torch.export.save(optimized, tmp_path / "int8.pt2")
     with torch.no_grad():
         assert torch.equal(torch.export.load(tmp_path / "int8.pt2").module()(x), got)
+
+
+def test_parts_are_quantized_at_most_at_once_in_flight_and_a_failure_waits_for_those_started():
+    from autograph.export.compilers.quantized_part import in_turn
+    flying, most, waited = set(), [0], []
+
+    def start(k, fails=False):
+        def begin():
+            if fails:
+                raise RuntimeError(f"part {k} did not start")
+            flying.add(k)
+            most[0] = max(most[0], len(flying))
+
+            def wait():
+                flying.discard(k)
+                waited.append(k)
+                return k * 10
+            return wait
+        return begin
+
+    assert in_turn([start(k) for k in range(5)], at_once=2) == [0, 10, 20, 30, 40]
+    assert most[0] == 2 and waited == [0, 1, 2, 3, 4]
+    waited.clear()
+    with pytest.raises(RuntimeError, match="part 2 did not start"):
+        in_turn([start(0), start(1), start(2, fails=True), start(3)], at_once=3)
+    assert waited == [0, 1] and not flying  # those started ended; none started after the failure

@@ -349,12 +349,45 @@ class Contest:
                 continue
             by_parts = f"parts_{c.compiler.label}_{c.precision}"
             start = time.perf_counter()
-            made[by_parts] = lowering.lowered_by_parts(by_parts, c.compiler, c.precision, self.builder, self.graph,
-                                                       self._aten, self.tensors, self.settings, self.judged)
+            steps, timed = self._faster_steps(candidates, c)
+            if steps:
+                made[by_parts] = lowering.lowered_by_parts(by_parts, c.compiler, c.precision, self.builder,
+                                                           self.graph, self._aten, self.tensors, self.settings,
+                                                           self.judged, steps=steps)
+            else:
+                made[by_parts] = Candidate(by_parts, precision=c.precision, compiler=c.compiler, kind="parts")
+                made[by_parts].drop("not faster", f"no precision of {c.compiler.name}'s below float32 ran its whole "
+                                    "graph faster than float32: its parts would not either", ladder=timed)
             spent = time.perf_counter() - start
             made[by_parts].entry["lowered_s"] = round(spent, 3)
+            if timed:
+                made[by_parts].entry["ladder"] = timed
             self.compile_s += spent
         return made
+
+    def _faster_steps(self, candidates: Dict[str, Candidate], missed: Candidate) -> Tuple[List[str], Dict[str, Any]]:
+        """The ladder `missed`'s parts are tried in (lowering.ladder), less each precision whose whole graph
+        from the same compiler (`missed` itself for the precision asked) did not run faster than its
+        float32 whole graph, timed side by side here: a part kept in a precision slower than float32 makes
+        the program slower (bf16 on a CPU without bf16 matrix units). And the report's word on those
+        timings, by precision."""
+        steps = lowering.ladder(missed.compiler, self.builder.device, missed.precision)
+
+        def sibling(precision: str) -> Optional[Candidate]:
+            found = [c for c in candidates.values() if c.compiler is missed.compiler and c.kind == missed.kind
+                     and c.precision == precision and c.package is not None
+                     and (c.competing or c.out["why"] == "beyond tolerance")]
+            return found[0] if found else None
+
+        fp32 = sibling("fp32")
+        lowered = {step: missed if step == missed.precision else sibling(step) for step in steps}
+        lowered = {step: c for step, c in lowered.items() if c is not None and c.package is not None}
+        if fp32 is None or not lowered:
+            return steps, {}
+        times = self._time(dict({fp32.name: fp32}, **{c.name: c for c in lowered.values()}))
+        timed = {step: {"whole_ms": round(times[c.name], 4), "fp32_ms": round(times[fp32.name], 4),
+                        "tried": times[c.name] < times[fp32.name]} for step, c in lowered.items()}
+        return [s for s in steps if s not in timed or timed[s]["tried"]], timed
 
     def _mixed(self, candidates: Dict[str, Candidate], competing: Dict[str, Candidate]) -> None:
         """Where several compilers' whole graphs compete (mixing.mixing_compilers), the best compiler for

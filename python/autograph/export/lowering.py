@@ -25,7 +25,7 @@ Judge = Callable[[Candidate], Tuple[float, Optional[str], Optional[float]]]
 
 def lowered_by_parts(name: str, compiler: Compiler, precision: str, builder: PartBuilder, graph: Dict[str, Any],
                      aten: Program, tensors: List[torch.Tensor], settings: Settings, judge: Judge,
-                     count: Optional[int] = None) -> Candidate:
+                     count: Optional[int] = None, steps: Optional[List[str]] = None) -> Candidate:
     """Candidate `name`: the graph cut into parts (cut_by_cost), each compiled by `compiler`, and lowered
     part by part, the most costly first, to `precision` or else the next precision of its ladder (ladder),
     each part kept lowered only where `judge` finds the whole program within the tolerance (the error
@@ -34,27 +34,29 @@ def lowered_by_parts(name: str, compiler: Compiler, precision: str, builder: Par
     compiler fuses across the cuts), kept where the program still meets the tolerance. Its entry's
     "parts_precision" lists each part tried, its nodes, FLOPs, precision and the program's measured error
     when it was lowered; "parts" how many parts the kept program calls. Out ("no part within tolerance")
-    where no part could be lowered. `count`: as cut_by_cost's. Its `tried` names the packages its trials
-    loaded, for the contest to release those the kept program does not call."""
+    where no part could be lowered. `count`: as cut_by_cost's; `steps`: the ladder, where not the
+    compiler's whole one (the contest leaves out a precision that measured slower than float32). Its
+    `tried` names the packages its trials loaded, for the contest to release those the kept program does not call."""
     body = body_of(aten.text)
     made = _Parts(name, compiler, builder, graph, body, aten, tensors)
     count = PARTS if count is None else count
-    candidate = _lowered(made, precision, settings, judge, closed(graph, cut_by_cost(graph, body, count)))
+    steps = ladder(compiler, builder.device, precision) if steps is None else steps
+    candidate = _lowered(made, steps, settings, judge, closed(graph, cut_by_cost(graph, body, count)))
     candidate.tried = made.digests
     return candidate
 
 
-def _lowered(made: "_Parts", precision: str, settings: Settings, judge: Judge,
+def _lowered(made: "_Parts", steps: List[str], settings: Settings, judge: Judge,
              parts: List[List[int]]) -> Candidate:
-    """lowered_by_parts' candidate, its parts made by `made`."""
-    name, body = made.name, made.body
+    """lowered_by_parts' candidate, its parts made by `made`, tried in the precisions `steps`."""
+    name, body, precision = made.name, made.body, steps[0]
     out = Candidate(name, precision=precision, compiler=made.compiler, kind="parts")
     if len(parts) < 2:  # one part is the whole graph, which missed the tolerance already
         out.drop("too small to cut", f"the graph has too few nodes to cut into parts ({len(body['operators'])} "
                  "operators)")
         return out
     try:
-        precisions, listed = _lowered_one_by_one(made, parts, precision, replaced(settings, method="sequential"), judge)
+        precisions, listed = _lowered_one_by_one(made, parts, steps, replaced(settings, method="sequential"), judge)
         if all(p == "fp32" for p in precisions):
             out.drop("no part within tolerance", f"none of {len(parts)} parts met the tolerance in {precision}",
                      parts_precision=listed)
@@ -92,16 +94,25 @@ class _Parts:
         self.digests: Set[str] = set()  # of the packages the candidates made so far call (their specs')
 
     def compiled(self, parts: List[List[int]], precisions: Sequence[str]) -> List[CompiledPart]:
+        """`parts` compiled, each in its precision; those not made before made now, those of one
+        precision lowered in one call (the compiler may lower them side by side)."""
         new = [p for p in parts if (tuple(p), "fp32") not in self.made]
         if new:
             labels = [f"{self.name} part {k + 1}/{len(new)}" for k in range(len(new))]
             for p, c in zip(new, self.compiler.start(self.builder, self.name, new, labels)()):
                 self.made[(tuple(p), "fp32")] = c
+        lower: Dict[str, List[List[int]]] = {}
         for p, precision in zip(parts, precisions):
-            if (tuple(p), precision) not in self.made:
-                self.made[(tuple(p), precision)] = self.compiler.lower(
-                    self.builder, self.name, [p], [f"{self.name} part in {precision}"], [self.made[(tuple(p), "fp32")]],
-                    precision)[0]
+            if (tuple(p), precision) not in self.made and p not in lower.setdefault(precision, []):
+                lower[precision].append(p)
+        for precision, lowered in lower.items():
+            if not lowered:
+                continue
+            labels = [f"{self.name} part {k + 1}/{len(lowered)} ({precision})" for k in range(len(lowered))]
+            made = self.compiler.lower(self.builder, self.name, lowered, labels,
+                                       [self.made[(tuple(p), "fp32")] for p in lowered], precision)
+            for p, c in zip(lowered, made):
+                self.made[(tuple(p), precision)] = c
         return [self.made[(tuple(p), precision)] for p, precision in zip(parts, precisions)]
 
     def candidate(self, parts: List[List[int]], precisions: Sequence[str], settings: Settings,
@@ -113,17 +124,18 @@ class _Parts:
         return candidate
 
 
-def _lowered_one_by_one(made: _Parts, parts: List[List[int]], precision: str, trial_settings: Settings,
+def _lowered_one_by_one(made: _Parts, parts: List[List[int]], steps: List[str], trial_settings: Settings,
                         judge: Judge) -> Tuple[List[str], List[Dict[str, Any]]]:
-    """Each part lowered in turn, the most costly first, to the lowest precision of its ladder (ladder)
+    """Each part lowered in turn, the most costly first, to the lowest precision of `steps` (its ladder)
     at which the program meets the tolerance, else left in float32: the parts' precisions, and the
-    report's list of them with the error each trial measured ("error": in `precision`; "tried": every
-    precision of a longer ladder tried, with its error)."""
+    report's list of them with the error each trial measured ("error": in the precision asked, the
+    first step; "tried": every precision of a longer ladder tried, with its error)."""
+    precision = steps[0]
+    made.compiled(parts, [precision] * len(parts))  # every part is tried in it first: lowered side by side
     costs = [part_costs(made.body, part)[0] for part in parts]
     precisions = ["fp32"] * len(parts)
     listed: List[Dict[str, Any]] = [{"nodes": len(part), "flops": costs[k], "precision": "fp32"}
                                     for k, part in enumerate(parts)]
-    steps = ladder(made.compiler, made.builder.device, precision)
     for k in sorted(range(len(parts)), key=lambda k: -costs[k]):
         tried: Dict[str, float] = {}
         for step in steps:

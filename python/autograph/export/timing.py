@@ -19,6 +19,13 @@ _RACE_AFTER, RACE_MARGIN, _RACE_TIE, _RACE_FAR = 3, 0.05, 0.01, 2.0
 # last parallel region (libgomp's default spin count), and a part run straight after another compiler's
 # code measured much slower than on its own. A model called in a loop meets itself, not its rivals.
 SETTLE_MS = 10.0
+# Before a callable's settling runs, until the process's other threads are idle (its CPU time advancing by
+# under IDLE_SHARE of one core over an IDLE_WINDOW_MS window), at most IDLE_WAIT_MS: a pool that spins
+# after its work (ONNX Runtime's whole program: 40-75 ms on 2 cores) slowed the next callable ~1.8x for
+# longer than the settling. Other threads' CPU time is credited by the scheduler's tick, so a window
+# shorter than a few ticks reads a spinning thread as idle now and then. A process whose other threads
+# stay busy (the user's) is waited on once per timing, not per run.
+IDLE_SHARE, IDLE_WINDOW_MS, IDLE_WAIT_MS = 0.15, 10.0, 500.0
 # On a GPU, untimed runs of each callable before the first round (CPU: the settling warms them up).
 GPU_WARMUP = 2
 
@@ -28,13 +35,16 @@ def samples_side_by_side(calls: Dict[str, Callable[[], Any]], device: torch.devi
     """Ms of each call per round (_timed), the calls run in turn within a round (drift hits all alike):
     on a GPU after `warmup` (default GPU_WARMUP) untimed runs each, on
     CPU each timed run after SETTLE_MS of untimed runs of the same call (at least one; `warmup` runs
-    more first where given). With `race`, a call clearly slower than the lowest median stops early (see
-    _RACE_AFTER; its samples are then fewer, and still the slower) and all stop once those left are tied."""
+    more first where given), those after the process's other threads went idle (_IdleWait: the call
+    before may have left a pool spinning). With `race`, a call clearly slower than the lowest median
+    stops early (see _RACE_AFTER; its samples are then fewer, and still the slower) and all stop once
+    those left are tied."""
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
     settle_s = SETTLE_MS / 1e3 if device.type == "cpu" else None
     warmup = (GPU_WARMUP if settle_s is None else 0) if warmup is None else warmup
     samples: Dict[str, List[float]] = {name: [] for name in calls}
     racing = set(calls)
+    idle = _IdleWait() if settle_s is not None and len(calls) > 1 else None
     with torch.no_grad():
         for call in calls.values():
             for _ in range(warmup):
@@ -44,6 +54,8 @@ def samples_side_by_side(calls: Dict[str, Callable[[], Any]], device: torch.devi
             for name, call in calls.items():
                 if name not in racing:
                     continue
+                if idle is not None:
+                    idle.wait()
                 if settle_s is not None:
                     until = time.perf_counter() + settle_s
                     call()
@@ -55,6 +67,30 @@ def samples_side_by_side(calls: Dict[str, Callable[[], Any]], device: torch.devi
                 if len(racing) == 1 or r + 1 >= _RACE_AFTER and _tied(samples, racing):
                     break
     return samples
+
+
+class _IdleWait:
+    """Waits until the process's other threads are idle (IDLE_SHARE), at most IDLE_WAIT_MS; after one wait
+    that ran out (threads busy for a reason of their own) it waits no more."""
+
+    def __init__(self):
+        self.gave_up = False
+
+    def wait(self) -> bool:
+        """Whether the other threads were found idle."""
+        if self.gave_up:
+            return False
+        window = IDLE_WINDOW_MS / 1e3
+        deadline = time.perf_counter() + IDLE_WAIT_MS / 1e3
+        while True:
+            cpu, wall = time.process_time(), time.perf_counter()
+            time.sleep(window)
+            busy = (time.process_time() - cpu) / max(time.perf_counter() - wall, 1e-9)
+            if busy < IDLE_SHARE:
+                return True
+            if time.perf_counter() >= deadline:
+                self.gave_up = True
+                return False
 
 
 def _timed(call: Callable[[], Any], device: torch.device) -> float:
@@ -95,4 +131,5 @@ def percentile(samples: List[float], q: float) -> float:
     return xs[min(len(xs) - 1, int(q * len(xs)))]
 
 
-__all__ = ["samples_side_by_side", "time_callables", "percentile", "RACE_MARGIN", "SETTLE_MS", "GPU_WARMUP"]
+__all__ = ["samples_side_by_side", "time_callables", "percentile", "RACE_MARGIN", "SETTLE_MS", "IDLE_WAIT_MS",
+           "GPU_WARMUP"]

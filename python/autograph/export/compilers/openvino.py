@@ -31,7 +31,7 @@ from . import onnx_profile
 from . import openvino_convert as _openvino_convert
 from . import openvino_quantize
 from .converter_process import Converter, PendingPackage
-from .quantized_part import quantized_package
+from .quantized_part import in_turn, start_quantized_package
 
 _SUFFIX = ".ovpart"
 # How long the converter process may take: a hung one must not hang optimize (the candidate is then
@@ -217,11 +217,12 @@ def quantizer() -> Converter:
                      env={"AUTOGRAPH_NNCF_DIR": nncf_dir()})
 
 
-def quantized(builder: PartBuilder, made: CompiledPart, part: Sequence[int], label: str) -> CompiledPart:
-    """`made` (`part`'s float32 package) quantized to INT8 by NNCF on the part's inputs at each calibration
-    input, in a process of its own (openvino_quantize; quantized_part.quantized_package). Where the part is
-    the whole graph, its outputs the program's, and the builder has an aim (a built-in measure and its
-    bound), the quantization aims at it on the example and calibration inputs (a part's own outputs are no
+def start_quantized(builder: PartBuilder, made: CompiledPart, part: Sequence[int],
+                    label: str) -> Callable[[], CompiledPart]:
+    """Starts quantizing `made` (`part`'s float32 package) to INT8 by NNCF on the part's inputs at each
+    calibration input, in a process of its own (openvino_quantize; quantized_part.start_quantized_package);
+    the returned call waits for the part. Where the part is the whole graph, its outputs the program's,
+    and the builder has an aim (a built-in measure and its bound), the quantization aims at it on the example and calibration inputs (a part's own outputs are no
     program's: judged by the measure, they would say little). A part with attention and normalizations is
     quantized as NNCF quantizes transformers (transformer). Its spec's precision is "int8": the runner
     compiles it with float32 inference precision, the operators NNCF quantized running in INT8."""
@@ -233,10 +234,10 @@ def quantized(builder: PartBuilder, made: CompiledPart, part: Sequence[int], lab
     aim = {"measure": builder.aim[0], "bound": builder.aim[1]} if whole and builder.aim else None
     judged = builder.inputs_at([builder.example], made.input_ids) if aim else []
     configs = {"compiler": "openvino", "via": "nncf.quantize", "recipes": openvino_quantize.RECIPES,
-               "nncf": NNCF_VERSION, "version": ov.__version__}
-    package = quantized_package(quantizer(), "openvino-int8-part", builder, made, label, configs,
-                                {"aim": aim, "transformer": transformer(builder, part)}, judged)
-    return made._replace(package=package, precision="int8")
+               "ranked_at_most": openvino_quantize.RANKED_AT_MOST, "nncf": NNCF_VERSION, "version": ov.__version__}
+    wait = start_quantized_package(quantizer(), "openvino-int8-part", builder, made, label, configs,
+                                   {"aim": aim, "transformer": transformer(builder, part)}, judged)
+    return lambda: made._replace(package=wait(), precision="int8")
 
 
 def transformer(builder: PartBuilder, part: Sequence[int]) -> bool:
@@ -281,7 +282,8 @@ class OpenVinoCompiler:
     def lower(self, builder: PartBuilder, name: str, parts: List[List[int]], labels: List[str],
               compiled: List[CompiledPart], precision: str) -> List[CompiledPart]:
         if precision == "int8":
-            return [quantized(builder, c, part, label) for c, part, label in zip(compiled, parts, labels)]
+            return in_turn([functools.partial(start_quantized, builder, c, part, label)
+                            for c, part, label in zip(compiled, parts, labels)])
         return [c._replace(precision=precision) for c in compiled]  # the same packages: the precision in their specs
 
     def start(self, builder: PartBuilder, name: str, parts: List[List[int]],
@@ -307,5 +309,5 @@ COMPILER = OpenVinoCompiler()
 
 
 __all__ = ["COMPILER", "NNCF_VERSION", "OpenVinoCompiler", "PART_OP", "FORMAT", "converter", "int8_missing",
-           "missing", "nncf_dir", "quantized", "transformer",
+           "missing", "nncf_dir", "start_quantized", "transformer",
            "available", "node_times", "start", "start_package", "compile_package"]

@@ -3,7 +3,7 @@ openvino_quantize.py; ONNX Runtime's by its static quantization, onnxruntime_qua
 inputs at each calibration input sent to it (quantize_request.py), the package cached on disk like any
 other, keyed by the float32 package, the inputs, the quantizer's configuration and the request's settings."""
 import hashlib
-from typing import Any, Dict, List, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence, TypeVar
 
 import torch
 
@@ -15,14 +15,22 @@ from . import converter_process
 from . import quantize_request
 from .converter_process import Converter
 
+T = TypeVar("T")
 
-def quantized_package(quantizer: Converter, kind: str, builder: PartBuilder, made: CompiledPart, label: str,
-                      configs: Dict[str, Any], settings: Dict[str, Any],
-                      judged: Sequence[Sequence[torch.Tensor]] = ()) -> bytes:
-    """`made`'s package quantized by `quantizer` on the part's inputs at each calibration input
-    (PartBuilder.calibration_examples), in its process; from the disk cache (entries of `kind`) when there.
-    `settings` go to the process (with the path of autograph's library, which computes the built-in
-    measures); `judged`: more of the part's input calls, judged there and not calibrated on."""
+
+# How many quantizing processes run at once where several parts are quantized (a lowering by parts
+# quantizes every part first): each spends seconds importing its libraries on one core before it computes.
+AT_ONCE = 2
+
+
+def start_quantized_package(quantizer: Converter, kind: str, builder: PartBuilder, made: CompiledPart, label: str,
+                            configs: Dict[str, Any], settings: Dict[str, Any],
+                            judged: Sequence[Sequence[torch.Tensor]] = ()) -> Callable[[], bytes]:
+    """Starts quantizing `made`'s package by `quantizer` on the part's inputs at each calibration input
+    (PartBuilder.calibration_examples), in its process; the returned call waits for the package. From the
+    disk cache (entries of `kind`) when there. `settings` go to the process (with the path of autograph's
+    library, which computes the built-in measures); `judged`: more of the part's input calls, judged there
+    and not calibrated on."""
     calls = _arrays(builder.calibration_examples(made.input_ids))
     if not calls:
         raise Error("int8 parts are quantized on the calibration inputs, and there are none")
@@ -34,20 +42,55 @@ def quantized_package(quantizer: Converter, kind: str, builder: PartBuilder, mad
             content.update(a.tobytes())
     entry = part_cache.key(kind, torch.device("cpu"), dict(configs, settings=settings), content.hexdigest()[:32])
     package = part_cache.read(entry, quantizer.suffix)
-    if package is None:
-        builder.progress(f"quantizing {label} to int8 with {quantizer.name}")
-        pending = converter_process.start_process(quantizer, entry)
-        builder.keep_until_close(pending)
-        if pending._process is None:  # the quantizers run in a process of their own only
-            pending.close()
-            raise Error(f"{quantizer.name}'s process did not start; int8 parts are quantized in a process of their own only")
-        pending.send(*quantize_request.request(made.package, calls, dict(settings, library=library_path()), shown))
-        package = pending.result()
-    return package
+    if package is not None:
+        return lambda: package
+    builder.progress(f"quantizing {label} to int8 with {quantizer.name}")
+    pending = converter_process.start_process(quantizer, entry)
+    builder.keep_until_close(pending)
+    if pending._process is None:  # the quantizers run in a process of their own only
+        pending.close()
+        raise Error(f"{quantizer.name}'s process did not start; int8 parts are quantized in a process of their own only")
+    pending.send(*quantize_request.request(made.package, calls, dict(settings, library=library_path()), shown))
+    return pending.result
+
+
+def quantized_package(*args, **kwargs) -> bytes:
+    """start_quantized_package's package, waited for."""
+    return start_quantized_package(*args, **kwargs)()
+
+
+def in_turn(starts: Sequence[Callable[[], Callable[[], T]]], at_once: int = AT_ONCE) -> List[T]:
+    """What each of `starts` makes (a start returns the call that waits for it), at most `at_once` started
+    and not yet waited for at any time, in order. A start or wait that raises raises here, after the
+    others started are waited for (their processes end, their packages cached)."""
+    made: List[T] = []
+    waiting: List[Callable[[], T]] = []
+    failed: Optional[BaseException] = None
+    for start in starts:
+        if failed is None:
+            try:
+                waiting.append(start())
+            except Exception as e:  # noqa: BLE001 - raised once those already started are done
+                failed = e
+        while waiting and (len(waiting) >= at_once or failed is not None):
+            failed = _waited(waiting.pop(0), made, failed)
+    while waiting:
+        failed = _waited(waiting.pop(0), made, failed)
+    if failed is not None:
+        raise failed
+    return made
+
+
+def _waited(wait: Callable[[], T], made: List[T], failed: Optional[BaseException]) -> Optional[BaseException]:
+    try:
+        made.append(wait())
+    except Exception as e:  # noqa: BLE001 - the first failure is raised by in_turn
+        return failed or e
+    return failed
 
 
 def _arrays(calls: Sequence[Sequence[torch.Tensor]]) -> List[List[Any]]:
     return [[t.detach().cpu().contiguous().numpy() for t in call] for call in calls]
 
 
-__all__ = ["quantized_package"]
+__all__ = ["AT_ONCE", "in_turn", "quantized_package", "start_quantized_package"]
