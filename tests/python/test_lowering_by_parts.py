@@ -97,18 +97,15 @@ def test_a_precision_whose_whole_graph_ran_slower_than_float32_is_left_off_the_l
     # their speed is what counts) ran at int8_ms and bf16_ms beside its float32 one's 20 ms. A part kept in
     # a precision slower than float32 would make the program slower than leaving it in float32.
     from autograph.export.candidate import Candidate
-    from autograph.export.contest import Contest
     from autograph.export.plans import Program
     compiler = _Ladder()
     made = {p: Candidate(f"whole_{p}", built=Program("", [], {}, 1), precision=p, compiler=compiler, kind="whole")
             for p in ("fp32", "bf16", "int8")}
     made["int8"].drop("beyond tolerance", "missed")
     made["bf16"].drop("beyond tolerance", "missed")
-    contest = Contest.__new__(Contest)
-    contest.builder = types.SimpleNamespace(device=torch.device("cpu"))
     ms = {"whole_fp32": 20.0, "whole_bf16": bf16_ms, "whole_int8": int8_ms}
-    contest._time = lambda timed: {name: ms[name] for name in timed}
-    steps, timed = contest._faster_steps({c.name: c for c in made.values()}, made["int8"])
+    steps, timed = lowering.faster_ladder({c.name: c for c in made.values()}, made["int8"], torch.device("cpu"),
+                                          lambda timed: {name: ms[name] for name in timed})
     assert steps == ladder
     assert timed == {"int8": {"whole_ms": int8_ms, "fp32_ms": 20.0, "tried": int8_ms < 20.0},
                      "bf16": {"whole_ms": bf16_ms, "fp32_ms": 20.0, "tried": bf16_ms < 20.0}}

@@ -3,6 +3,7 @@ full-precision reference (check.py), timed side by side (timing.py) and the fast
 report's "contest" entry saying what was compiled, checked, timed and kept, and why (also readable as
 "inductor", its name before other compilers joined: kept for a while, documented)."""
 import math
+import statistics
 import time
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -23,7 +24,7 @@ from . import lowering, mixing, plans
 from .plans import Program
 from .program_format import body_of
 from .progress import progress
-from .timing import RACE_MARGIN, time_callables
+from .timing import RACE_MARGIN, samples_side_by_side, time_callables
 
 
 def plan_and_compile(decomposed: ExportedProgram, graph: Dict[str, Any], imported: "Imported",
@@ -349,7 +350,10 @@ class Contest:
                 continue
             by_parts = f"parts_{c.compiler.label}_{c.precision}"
             start = time.perf_counter()
-            steps, timed = self._faster_steps(candidates, c)
+            # Unraced: raced against a much faster int8 program, float32's whole graph would leave after its
+            # first, coldest run (an 81 ms sample where its median is 42 ms on a resnet50).
+            steps, timed = lowering.faster_ladder(candidates, c, self.builder.device,
+                                                  lambda timed: self._time(timed, race=False))
             if steps:
                 made[by_parts] = lowering.lowered_by_parts(by_parts, c.compiler, c.precision, self.builder,
                                                            self.graph, self._aten, self.tensors, self.settings,
@@ -364,30 +368,6 @@ class Contest:
                 made[by_parts].entry["ladder"] = timed
             self.compile_s += spent
         return made
-
-    def _faster_steps(self, candidates: Dict[str, Candidate], missed: Candidate) -> Tuple[List[str], Dict[str, Any]]:
-        """The ladder `missed`'s parts are tried in (lowering.ladder), less each precision whose whole graph
-        from the same compiler (`missed` itself for the precision asked) did not run faster than its
-        float32 whole graph, timed side by side here: a part kept in a precision slower than float32 makes
-        the program slower (bf16 on a CPU without bf16 matrix units). And the report's word on those
-        timings, by precision."""
-        steps = lowering.ladder(missed.compiler, self.builder.device, missed.precision)
-
-        def sibling(precision: str) -> Optional[Candidate]:
-            found = [c for c in candidates.values() if c.compiler is missed.compiler and c.kind == missed.kind
-                     and c.precision == precision and c.package is not None
-                     and (c.competing or c.out["why"] == "beyond tolerance")]
-            return found[0] if found else None
-
-        fp32 = sibling("fp32")
-        lowered = {step: missed if step == missed.precision else sibling(step) for step in steps}
-        lowered = {step: c for step, c in lowered.items() if c is not None and c.package is not None}
-        if fp32 is None or not lowered:
-            return steps, {}
-        times = self._time(dict({fp32.name: fp32}, **{c.name: c for c in lowered.values()}))
-        timed = {step: {"whole_ms": round(times[c.name], 4), "fp32_ms": round(times[fp32.name], 4),
-                        "tried": times[c.name] < times[fp32.name]} for step, c in lowered.items()}
-        return [s for s in steps if s not in timed or timed[s]["tried"]], timed
 
     def _mixed(self, candidates: Dict[str, Candidate], competing: Dict[str, Candidate]) -> None:
         """Where several compilers' whole graphs compete (mixing.mixing_compilers), the best compiler for
@@ -491,8 +471,8 @@ class Contest:
         candidate.entry["calibration_inputs"] = len(self.calibration)
         return loss, None, tolerance
 
-    def _time(self, candidates: Dict[str, Candidate]) -> Dict[str, float]:
-        return _time_candidates(candidates, self.tensors, self.graph, aten_weights=self._aten.weights)
+    def _time(self, candidates: Dict[str, Candidate], race: bool = True) -> Dict[str, float]:
+        return _time_candidates(candidates, self.tensors, self.graph, aten_weights=self._aten.weights, race=race)
 
     def _searched_if_it_could_win(self, competing: Dict[str, Candidate]) -> bool:
         """Where the plan on ATen's kernels stands in planned one operator at a time (the candidates were
@@ -580,16 +560,22 @@ def mismatch(got: Sequence[torch.Tensor], want: Sequence[torch.Tensor], what: st
 
 
 _RUN_FAILED = "its run failed"
+# Rounds of a timing without the race (each candidate every round): where the decision is which of a few
+# known candidates is faster, not which of many is fastest.
+_UNRACED_ROUNDS = 5
 
 
 def _time_candidates(candidates: Dict[str, Candidate], tensors: List[torch.Tensor], graph: Dict[str, Any],
-                     rounds: int = 10, *, aten_weights: List[torch.Tensor]) -> Dict[str, float]:
+                     rounds: int = 10, *, aten_weights: List[torch.Tensor], race: bool = True) -> Dict[str, float]:
     """Median ms of each candidate (a program, or a JustInTime callable on its inputs among the plan on
     ATen's kernels' weights, `aten_weights`, and `tensors`, whether or not that plan is timed too), run in
-    alternation on the device (time_callables)."""
+    alternation on the device (time_callables; without `race`, every candidate every round, so that a
+    slow one's time is a median too, not its first run's)."""
     device = tensors[0].device if tensors else torch.device("cpu")
     calls = {name: c.call(graph, aten_weights, tensors) for name, c in candidates.items()}
-    return time_callables(calls, device, rounds)
+    if race:
+        return time_callables(calls, device, rounds)
+    return {name: statistics.median(s) for name, s in samples_side_by_side(calls, device, _UNRACED_ROUNDS).items()}
 
 
 __all__ = ["plan_and_compile", "mismatch"]

@@ -159,6 +159,32 @@ def ladder(compiler: Compiler, device: torch.device, precision: str) -> List[str
     return lowered[lowered.index(precision):] if precision in lowered else [precision]
 
 
+def faster_ladder(candidates: Dict[str, Candidate], missed: Candidate, device: torch.device,
+                  time: Callable[[Dict[str, Candidate]], Dict[str, float]]) -> Tuple[List[str], Dict[str, Any]]:
+    """The ladder `missed`'s parts are tried in (ladder), less each precision whose whole graph from the
+    same compiler among `candidates` (`missed` itself for the precision asked) did not run faster than its
+    float32 whole graph, timed side by side by `time`: a part kept in a precision slower than float32 makes
+    the program slower (bf16 on a CPU without bf16 matrix units). And the report's word on those timings,
+    by precision."""
+    steps = ladder(missed.compiler, device, missed.precision)
+
+    def sibling(precision: str) -> Optional[Candidate]:
+        found = [c for c in candidates.values() if c.compiler is missed.compiler and c.kind == missed.kind
+                 and c.precision == precision and c.package is not None
+                 and (c.competing or c.out["why"] == "beyond tolerance")]
+        return found[0] if found else None
+
+    fp32 = sibling("fp32")
+    lowered = {step: missed if step == missed.precision else sibling(step) for step in steps}
+    lowered = {step: c for step, c in lowered.items() if c is not None and c.package is not None}
+    if fp32 is None or not lowered:
+        return steps, {}
+    times = time(dict({fp32.name: fp32}, **{c.name: c for c in lowered.values()}))
+    timed = {step: {"whole_ms": round(times[c.name], 4), "fp32_ms": round(times[fp32.name], 4),
+                    "tried": times[c.name] < times[fp32.name]} for step, c in lowered.items()}
+    return [s for s in steps if s not in timed or timed[s]["tried"]], timed
+
+
 def _merged_runs(parts: List[List[int]], precisions: List[str]) -> Tuple[List[List[int]], List[str]]:
     """Each run of neighbouring parts of one precision as one part (the parts follow the plan's order)."""
     merged: List[List[int]] = []
@@ -181,4 +207,4 @@ def _within(candidate: Candidate, judge: Judge) -> Optional[Candidate]:
     return candidate
 
 
-__all__ = ["PARTS", "cut_by_cost", "ladder", "lowered_by_parts"]
+__all__ = ["PARTS", "cut_by_cost", "faster_ladder", "ladder", "lowered_by_parts"]
