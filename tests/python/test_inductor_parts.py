@@ -381,8 +381,8 @@ class _StandInCompiler:
         return "the stand-in's candidates stay float32"
 
     def lower(self, builder: parts_layer.PartBuilder, name: str, parts: List[List[int]], labels: List[str],
-              compiled: List[parts_layer.CompiledPart], precision: str) -> List[parts_layer.CompiledPart]:
-        return compiled
+              compiled: List[parts_layer.CompiledPart], precision: str) -> Callable[[], List[parts_layer.CompiledPart]]:
+        return lambda: compiled
 
     def start(self, builder: parts_layer.PartBuilder, name: str, parts: List[List[int]],
               labels: List[str]) -> Callable[[], List[parts_layer.CompiledPart]]:

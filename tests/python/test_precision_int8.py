@@ -188,9 +188,11 @@ def test_parts_are_quantized_at_most_at_once_in_flight_and_a_failure_waits_for_t
             return wait
         return begin
 
-    assert in_turn([start(k) for k in range(5)], at_once=2) == [0, 10, 20, 30, 40]
+    wait = in_turn([start(k) for k in range(5)], at_once=2)
+    assert flying == {0, 1}  # the first two started before anything is waited for (beside other work)
+    assert wait() == [0, 10, 20, 30, 40]
     assert most[0] == 2 and waited == [0, 1, 2, 3, 4]
     waited.clear()
     with pytest.raises(RuntimeError, match="part 2 did not start"):
-        in_turn([start(0), start(1), start(2, fails=True), start(3)], at_once=3)
+        in_turn([start(0), start(1), start(2, fails=True), start(3)], at_once=3)()
     assert waited == [0, 1] and not flying  # those started ended; none started after the failure

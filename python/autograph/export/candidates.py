@@ -5,7 +5,7 @@ CUDA the plans of other graphs on ATen's kernels (other_graphs: with cuDNN's fus
 "aten_cudnn"; with the matmuls and convolutions below float32, "aten_bf16" / "aten_fp16"); and where option
 precision allows it on CUDA each of them once more in TF32 (tf32_twins). When they are made relative to
 the search (beside it, before it) is decided here too."""
-from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 import torch
 from torch.export import ExportedProgram
@@ -152,6 +152,7 @@ def compiled_candidates(builder: PartBuilder, graph: Dict[str, Any], program: st
                 started[name] = compiler.start(builder, name, parts, labels)
             except Exception as e:  # noqa: BLE001 - the candidate is out and the report says why
                 out[name] = Candidate.failed(name, e, compiler=compiler, kind=_kind(name, compiler))
+    lowered: Dict[str, Callable[[], Candidate]] = {}  # started, waited for once every compiler's are
     for name, (compiler, parts) in offered.items():
         if name in out:
             continue
@@ -162,8 +163,8 @@ def compiled_candidates(builder: PartBuilder, graph: Dict[str, Any], program: st
                 raise made
             if isinstance(made, JustInTime):
                 out[name] = Candidate.of(name, made, compiler=compiler, kind=kind)
-                out.update(_lowered(compiler, name, builder, graph, weights, tensors, settings, body, parts,
-                                    None, ready))
+                lowered.update(_lowered(compiler, name, builder, graph, weights, tensors, settings, body, parts,
+                                        None, ready))
                 continue
             compiled = [made()] if made else started[name]()
             out[name] = Candidate.of(name, program_with_parts(builder, graph, weights, tensors, settings, body, parts,
@@ -172,7 +173,9 @@ def compiled_candidates(builder: PartBuilder, graph: Dict[str, Any], program: st
         except Exception as e:  # noqa: BLE001 - the candidate is out and the report says why
             out[name] = Candidate.failed(name, e, compiler=compiler, kind=kind)
             continue
-        out.update(_lowered(compiler, name, builder, graph, weights, tensors, settings, body, parts, compiled, ready))
+        lowered.update(_lowered(compiler, name, builder, graph, weights, tensors, settings, body, parts, compiled,
+                                ready))
+    out.update({name: wait() for name, wait in lowered.items()})
     return out, builder.cached
 
 
@@ -185,28 +188,42 @@ def _kind(name: str, compiler: Compiler) -> str:
 
 def _lowered(compiler: Compiler, name: str, builder: PartBuilder, graph: Dict[str, Any],
              weights: List[torch.Tensor], tensors: List[torch.Tensor], settings: Settings, body: Dict[str, Any],
-             parts: List[List[int]], compiled: Optional[List[CompiledPart]], ready: Dict[str, Any]) -> Dict[str, Candidate]:
+             parts: List[List[int]], compiled: Optional[List[CompiledPart]],
+             ready: Dict[str, Any]) -> Dict[str, Callable[[], Candidate]]:
     """Candidate `name` once more in each precision below float32 its compiler lowers its parts to, down to
     option precision (compiler.lowered): "<name>_<precision>", its parts as compiler.lower makes them; or
-    what compile_before_search made of it (`ready`: a JustInTime, or the exception that stopped it)."""
-    out = {}
+    what compile_before_search made of it (`ready`: a JustInTime, or the exception that stopped it). Each
+    started (a quantization in a process of its own runs beside the next compiler's), by name a call that
+    waits for the candidate."""
+    out: Dict[str, Callable[[], Candidate]] = {}
     kind = _kind(name, compiler)
     for precision in compiler.lowered(builder.device, settings.precision, name):
         lowered = f"{name}_{precision}"
         labels = [f"{lowered} part {k + 1}/{len(parts)}" for k in range(len(parts))]
+
+        def failed(e: Exception, lowered=lowered, precision=precision) -> Callable[[], Candidate]:
+            return lambda: Candidate.failed(lowered, e, precision=precision, compiler=compiler, kind=kind)
+
+        made = ready.get(lowered)
+        if isinstance(made, Exception):
+            out[lowered] = failed(made)
+            continue
+        if isinstance(made, JustInTime):
+            out[lowered] = lambda lowered=lowered, made=made: Candidate.of(lowered, made, compiler=compiler, kind=kind)
+            continue
         try:
-            made = ready.get(lowered)
-            if isinstance(made, Exception):
-                raise made
-            if isinstance(made, JustInTime):
-                out[lowered] = Candidate.of(lowered, made, compiler=compiler, kind=kind)
-                continue
-            made = compiler.lower(builder, name, parts, labels, compiled, precision)
-            out[lowered] = Candidate.of(lowered, program_with_parts(
-                builder, graph, weights, tensors, settings, body, parts, made), precision=precision,
-                compiler=compiler, kind=kind)
+            wait = compiler.lower(builder, name, parts, labels, compiled, precision)
         except Exception as e:  # noqa: BLE001 - the candidate is out and the report says why
-            out[lowered] = Candidate.failed(lowered, e, precision=precision, compiler=compiler, kind=kind)
+            out[lowered] = failed(e)
+            continue
+
+        def finished(lowered=lowered, precision=precision, wait=wait) -> Candidate:
+            try:
+                return Candidate.of(lowered, program_with_parts(builder, graph, weights, tensors, settings, body, parts,
+                                                                wait()), precision=precision, compiler=compiler, kind=kind)
+            except Exception as e:  # noqa: BLE001 - the candidate is out and the report says why
+                return Candidate.failed(lowered, e, precision=precision, compiler=compiler, kind=kind)
+        out[lowered] = finished
     return out
 
 

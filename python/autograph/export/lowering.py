@@ -110,7 +110,7 @@ class _Parts:
                 continue
             labels = [f"{self.name} part {k + 1}/{len(lowered)} ({precision})" for k in range(len(lowered))]
             made = self.compiler.lower(self.builder, self.name, lowered, labels,
-                                       [self.made[(tuple(p), "fp32")] for p in lowered], precision)
+                                       [self.made[(tuple(p), "fp32")] for p in lowered], precision)()
             for p, c in zip(lowered, made):
                 self.made[(tuple(p), precision)] = c
         return [self.made[(tuple(p), precision)] for p, precision in zip(parts, precisions)]

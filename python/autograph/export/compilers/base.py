@@ -47,10 +47,11 @@ class Compiler(Protocol):
         """What it lowers, to what, where: for the report's note where nothing was lowered."""
 
     def lower(self, builder: PartBuilder, name: str, parts: List[List[int]], labels: List[str],
-              compiled: List[CompiledPart], precision: str) -> List[CompiledPart]:
-        """Candidate `name`'s `parts` (`compiled`: in float32) compiled to compute in `precision`: the same
-        packages where the runner lowers them (the precision in the part), new ones where the package
-        itself must (lowered weights)."""
+              compiled: List[CompiledPart], precision: str) -> Callable[[], List[CompiledPart]]:
+        """Starts compiling candidate `name`'s `parts` (`compiled`: in float32) to compute in `precision`
+        (work in a process of its own starts now, beside the others'); the returned call finishes it and
+        returns each part: the same packages where the runner lowers them (the precision in the part),
+        new ones where the package itself must (lowered weights, quantized models)."""
 
     def start(self, builder: PartBuilder, name: str, parts: List[List[int]],
               labels: List[str]) -> Callable[[], List[CompiledPart]]:

@@ -316,9 +316,10 @@ class InductorCompiler:
         return "Inductor's whole graph to bf16 on CUDA or a CPU with bf16 instructions, to fp16 on CUDA"
 
     def lower(self, builder: PartBuilder, name: str, parts: List[List[int]], labels: List[str],
-              compiled: List[CompiledPart], precision: str) -> List[CompiledPart]:
-        return [compile_part(builder, p, label, freezing=name != "whole_unfrozen", precision=precision)
-                for p, label in zip(parts, labels)]
+              compiled: List[CompiledPart], precision: str) -> Callable[[], List[CompiledPart]]:
+        # In this process: compiled when waited for, as start's.
+        return lambda: [compile_part(builder, p, label, freezing=name != "whole_unfrozen", precision=precision)
+                        for p, label in zip(parts, labels)]
 
     def start(self, builder: PartBuilder, name: str, parts: List[List[int]],
               labels: List[str]) -> Callable[[], List[CompiledPart]]:

@@ -34,7 +34,7 @@ from . import onnx_profile
 from . import onnxruntime_convert as _convert
 from . import onnxruntime_quantize
 from .converter_process import Converter, PendingPackage
-from .quantized_part import quantized_package
+from .quantized_part import in_turn, start_quantized_package
 
 PART_OP = "autograph::run_onnxruntime_part"
 FORMAT = "autograph-onnxruntime-part"
@@ -129,17 +129,18 @@ def quantizer() -> Converter:
                      QUANTIZE_TIMEOUT_S, sized=False)
 
 
-def quantized(builder: PartBuilder, made: CompiledPart, label: str) -> CompiledPart:
-    """`made` (a part's float32 package) quantized to INT8 by ONNX Runtime's static quantization (QDQ) on
-    the part's inputs at each calibration input, in a process of its own (onnxruntime_quantize;
-    quantized_part.quantized_package). Its spec's precision is "int8": the runner runs the QDQ model."""
+def start_quantized(builder: PartBuilder, made: CompiledPart, label: str) -> Callable[[], CompiledPart]:
+    """Starts quantizing `made` (a part's float32 package) to INT8 by ONNX Runtime's static quantization
+    (QDQ) on the part's inputs at each calibration input, in a process of its own (onnxruntime_quantize;
+    quantized_part.start_quantized_package); the returned call waits for the part. Its spec's precision
+    is "int8": the runner runs the QDQ model."""
     why = int8_missing()
     if why:
         raise Error(f"ONNX Runtime's int8 parts are not available: {why}")
     configs = {"compiler": "onnxruntime", "via": "quantize_static", "recipe": onnxruntime_quantize.RECIPE,
                "version": _version()}
-    package = quantized_package(quantizer(), "onnxruntime-int8-part", builder, made, label, configs, {})
-    return made._replace(package=package, precision="int8")
+    wait = start_quantized_package(quantizer(), "onnxruntime-int8-part", builder, made, label, configs, {})
+    return lambda: made._replace(package=wait(), precision="int8")
 
 
 def compile_package(gm: torch.fx.GraphModule, examples: Sequence[torch.Tensor], label: str = "part") -> bytes:
@@ -207,10 +208,10 @@ class OnnxRuntimeCompiler:
                 "computes no faster in bf16 or fp16)" + (f" (int8 not here: {why})" if why else ""))
 
     def lower(self, builder: PartBuilder, name: str, parts: List[List[int]], labels: List[str],
-              compiled: List[CompiledPart], precision: str) -> List[CompiledPart]:
+              compiled: List[CompiledPart], precision: str) -> Callable[[], List[CompiledPart]]:
         if precision != "int8":
             raise Error(f"ONNX Runtime's parts are not lowered to {precision}")
-        return [quantized(builder, c, label) for c, label in zip(compiled, labels)]
+        return in_turn([functools.partial(start_quantized, builder, c, label) for c, label in zip(compiled, labels)])
 
     def start(self, builder: PartBuilder, name: str, parts: List[List[int]],
               labels: List[str]) -> Callable[[], List[CompiledPart]]:
@@ -236,4 +237,4 @@ COMPILER = OnnxRuntimeCompiler()
 
 
 __all__ = ["COMPILER", "OnnxRuntimeCompiler", "PART_OP", "FORMAT", "converter", "int8_missing", "missing",
-           "node_times", "quantized", "quantizer", "start", "start_package", "compile_package"]
+           "node_times", "start_quantized", "quantizer", "start", "start_package", "compile_package"]

@@ -280,11 +280,12 @@ class OpenVinoCompiler:
         return "OpenVINO's candidates to bf16 on CPU, and to int8 by NNCF" + (f" (not here: {why})" if why else "")
 
     def lower(self, builder: PartBuilder, name: str, parts: List[List[int]], labels: List[str],
-              compiled: List[CompiledPart], precision: str) -> List[CompiledPart]:
+              compiled: List[CompiledPart], precision: str) -> Callable[[], List[CompiledPart]]:
         if precision == "int8":
             return in_turn([functools.partial(start_quantized, builder, c, part, label)
                             for c, part, label in zip(compiled, parts, labels)])
-        return [c._replace(precision=precision) for c in compiled]  # the same packages: the precision in their specs
+        made = [c._replace(precision=precision) for c in compiled]  # the same packages: the precision in their specs
+        return lambda: made
 
     def start(self, builder: PartBuilder, name: str, parts: List[List[int]],
               labels: List[str]) -> Callable[[], List[CompiledPart]]:

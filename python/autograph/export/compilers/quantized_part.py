@@ -3,7 +3,7 @@ openvino_quantize.py; ONNX Runtime's by its static quantization, onnxruntime_qua
 inputs at each calibration input sent to it (quantize_request.py), the package cached on disk like any
 other, keyed by the float32 package, the inputs, the quantizer's configuration and the request's settings."""
 import hashlib
-from typing import Any, Callable, Dict, List, Optional, Sequence, TypeVar
+from typing import Any, Callable, Dict, List, Sequence, TypeVar
 
 import torch
 
@@ -54,43 +54,41 @@ def start_quantized_package(quantizer: Converter, kind: str, builder: PartBuilde
     return pending.result
 
 
-def quantized_package(*args, **kwargs) -> bytes:
-    """start_quantized_package's package, waited for."""
-    return start_quantized_package(*args, **kwargs)()
-
-
-def in_turn(starts: Sequence[Callable[[], Callable[[], T]]], at_once: int = AT_ONCE) -> List[T]:
-    """What each of `starts` makes (a start returns the call that waits for it), at most `at_once` started
-    and not yet waited for at any time, in order. A start or wait that raises raises here, after the
-    others started are waited for (their processes end, their packages cached)."""
-    made: List[T] = []
+def in_turn(starts: Sequence[Callable[[], Callable[[], T]]], at_once: int = AT_ONCE) -> Callable[[], List[T]]:
+    """Starts the first `at_once` of `starts` (a start returns the call that waits for what it makes); the
+    returned call waits for them in order, starting the next as each ends (never more than `at_once`
+    started and not waited for), and returns what each made. A start or wait that raises raises there,
+    after the others started are waited for (their processes end, their packages cached)."""
     waiting: List[Callable[[], T]] = []
-    failed: Optional[BaseException] = None
-    for start in starts:
-        if failed is None:
+    left = list(starts)
+    failed: List[BaseException] = []
+
+    def start_next() -> None:
+        if left and not failed:
             try:
-                waiting.append(start())
+                waiting.append(left.pop(0)())
             except Exception as e:  # noqa: BLE001 - raised once those already started are done
-                failed = e
-        while waiting and (len(waiting) >= at_once or failed is not None):
-            failed = _waited(waiting.pop(0), made, failed)
-    while waiting:
-        failed = _waited(waiting.pop(0), made, failed)
-    if failed is not None:
-        raise failed
-    return made
+                failed.append(e)
 
+    while left and len(waiting) < at_once and not failed:
+        start_next()
 
-def _waited(wait: Callable[[], T], made: List[T], failed: Optional[BaseException]) -> Optional[BaseException]:
-    try:
-        made.append(wait())
-    except Exception as e:  # noqa: BLE001 - the first failure is raised by in_turn
-        return failed or e
-    return failed
+    def wait() -> List[T]:
+        made: List[T] = []
+        while waiting:
+            try:
+                made.append(waiting.pop(0)())
+            except Exception as e:  # noqa: BLE001 - the first failure is raised below
+                failed.append(e)
+            start_next()
+        if failed:
+            raise failed[0]
+        return made
+    return wait
 
 
 def _arrays(calls: Sequence[Sequence[torch.Tensor]]) -> List[List[Any]]:
     return [[t.detach().cpu().contiguous().numpy() for t in call] for call in calls]
 
 
-__all__ = ["AT_ONCE", "in_turn", "quantized_package", "start_quantized_package"]
+__all__ = ["AT_ONCE", "in_turn", "start_quantized_package"]
