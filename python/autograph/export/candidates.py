@@ -219,8 +219,8 @@ def _lowered(compiler: Compiler, name: str, builder: PartBuilder, graph: Dict[st
 
         def finished(lowered=lowered, precision=precision, wait=wait) -> Candidate:
             try:
-                return Candidate.of(lowered, program_with_parts(builder, graph, weights, tensors, settings, body, parts,
-                                                                wait()), precision=precision, compiler=compiler, kind=kind)
+                program = program_with_parts(builder, graph, weights, tensors, settings, body, parts, wait())
+                return Candidate.of(lowered, program, precision=precision, compiler=compiler, kind=kind)
             except Exception as e:  # noqa: BLE001 - the candidate is out and the report says why
                 return Candidate.failed(lowered, e, precision=precision, compiler=compiler, kind=kind)
         out[lowered] = finished

@@ -36,7 +36,8 @@ def lowered_by_parts(name: str, compiler: Compiler, precision: str, builder: Par
     when it was lowered; "parts" how many parts the kept program calls. Out ("no part within tolerance")
     where no part could be lowered. `count`: as cut_by_cost's; `steps`: the ladder, where not the
     compiler's whole one (the contest leaves out a precision that measured slower than float32). Its
-    `tried` names the packages its trials loaded, for the contest to release those the kept program does not call."""
+    `tried` names the packages its trials loaded, for the contest to release those the kept program does
+    not call."""
     body = body_of(aten.text)
     made = _Parts(name, compiler, builder, graph, body, aten, tensors)
     count = PARTS if count is None else count

@@ -219,13 +219,13 @@ def quantizer() -> Converter:
 
 def start_quantized(builder: PartBuilder, made: CompiledPart, part: Sequence[int],
                     label: str) -> Callable[[], CompiledPart]:
-    """Starts quantizing `made` (`part`'s float32 package) to INT8 by NNCF on the part's inputs at each
-    calibration input, in a process of its own (openvino_quantize; quantized_part.start_quantized_package);
-    the returned call waits for the part. Where the part is the whole graph, its outputs the program's,
-    and the builder has an aim (a built-in measure and its bound), the quantization aims at it on the example and calibration inputs (a part's own outputs are no
-    program's: judged by the measure, they would say little). A part with attention and normalizations is
-    quantized as NNCF quantizes transformers (transformer). Its spec's precision is "int8": the runner
-    compiles it with float32 inference precision, the operators NNCF quantized running in INT8."""
+    """Starts quantizing `made` (`part`'s float32 package) to INT8 by NNCF on the part's inputs at each calibration
+    input, in a process of its own (openvino_quantize; quantized_part.start_quantized_package); the returned call
+    waits for the part. Where the part is the whole graph, its outputs the program's, and the builder has an aim (a
+    built-in measure and its bound), the quantization aims at it on the example and calibration inputs (a part's own
+    outputs are no program's: judged by the measure, they would say little). A part with attention and
+    normalizations is quantized as NNCF quantizes transformers (transformer). Its spec's precision is "int8": the
+    runner compiles it with float32 inference precision, the operators NNCF quantized running in INT8."""
     why = int8_missing()
     if why:
         raise Error(f"int8 parts are not available: {why}")
