@@ -3,7 +3,6 @@ full-precision reference (check.py), timed side by side (timing.py) and the fast
 report's "contest" entry saying what was compiled, checked, timed and kept, and why (also readable as
 "inductor", its name before other compilers joined: kept for a while, documented)."""
 import math
-import statistics
 import time
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -24,7 +23,7 @@ from . import lowering, mixing, plans
 from .plans import Program
 from .program_format import body_of
 from .progress import progress
-from .timing import RACE_MARGIN, samples_side_by_side, time_callables
+from .timing import RACE_MARGIN, time_callables
 
 
 def plan_and_compile(decomposed: ExportedProgram, graph: Dict[str, Any], imported: "Imported",
@@ -472,7 +471,8 @@ class Contest:
         return loss, None, tolerance
 
     def _time(self, candidates: Dict[str, Candidate], race: bool = True) -> Dict[str, float]:
-        return _time_candidates(candidates, self.tensors, self.graph, aten_weights=self._aten.weights, race=race)
+        return _time_candidates(candidates, self.tensors, self.graph, 10 if race else _UNRACED_ROUNDS,
+                                aten_weights=self._aten.weights, race=race)
 
     def _searched_if_it_could_win(self, competing: Dict[str, Candidate]) -> bool:
         """Where the plan on ATen's kernels stands in planned one operator at a time (the candidates were
@@ -573,9 +573,7 @@ def _time_candidates(candidates: Dict[str, Candidate], tensors: List[torch.Tenso
     slow one's time is a median too, not its first run's)."""
     device = tensors[0].device if tensors else torch.device("cpu")
     calls = {name: c.call(graph, aten_weights, tensors) for name, c in candidates.items()}
-    if race:
-        return time_callables(calls, device, rounds)
-    return {name: statistics.median(s) for name, s in samples_side_by_side(calls, device, _UNRACED_ROUNDS).items()}
+    return time_callables(calls, device, rounds) if race else time_callables(calls, device, rounds, race=False)
 
 
 __all__ = ["plan_and_compile", "mismatch"]

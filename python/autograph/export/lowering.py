@@ -107,8 +107,6 @@ class _Parts:
             if (tuple(p), precision) not in self.made and p not in lower.setdefault(precision, []):
                 lower[precision].append(p)
         for precision, lowered in lower.items():
-            if not lowered:
-                continue
             labels = [f"{self.name} part {k + 1}/{len(lowered)} ({precision})" for k in range(len(lowered))]
             made = self.compiler.lower(self.builder, self.name, lowered, labels,
                                        [self.made[(tuple(p), "fp32")] for p in lowered], precision)()

@@ -119,10 +119,12 @@ def _tied(samples: Dict[str, List[float]], racing: set) -> bool:
     return all(statistics.median(samples[name]) <= lowest * (1 + _RACE_TIE) for name in racing)
 
 
-def time_callables(calls: Dict[str, Callable[[], Any]], device: torch.device, rounds: int = 10) -> Dict[str, float]:
+def time_callables(calls: Dict[str, Callable[[], Any]], device: torch.device, rounds: int = 10,
+                   race: bool = True) -> Dict[str, float]:
     """Median ms of each callable, timed side by side and raced (samples_side_by_side): what optimize
-    decides by."""
-    return {name: statistics.median(s) for name, s in samples_side_by_side(calls, device, rounds, race=True).items()}
+    decides by. Without `race`, every callable every round: a slow one's time is a median too, not its
+    first run's."""
+    return {name: statistics.median(s) for name, s in samples_side_by_side(calls, device, rounds, race=race).items()}
 
 
 def percentile(samples: List[float], q: float) -> float:
