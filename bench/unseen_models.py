@@ -35,6 +35,28 @@ class Wav2Vec2Features(nn.Module):
         return self.layers(audio)
 
 
+class Wav2Vec2Encoder(nn.Module):
+    """wav2vec 2.0's base model (Baevski et al. 2020) up to its first `layers` transformer layers: the
+    convolutional feature encoder, LayerNorm and a projection to 768, the convolutional position embedding
+    (kernel 128, 16 groups, GELU; the even kernel's extra frame dropped) added, LayerNorm, then post-norm
+    transformer layers of 768 (12 heads, a 3072-wide GELU feed-forward). Convolutions over a long signal,
+    then attention over few frames: work of two kinds in one graph."""
+
+    def __init__(self, layers: int = 4):
+        super().__init__()
+        self.features = Wav2Vec2Features()
+        self.norm, self.project = nn.LayerNorm(512), nn.Linear(512, 768)
+        self.position = nn.Conv1d(768, 768, 128, padding=64, groups=16)
+        self.encoder_norm = nn.LayerNorm(768)
+        layer = nn.TransformerEncoderLayer(768, 12, 3072, dropout=0.0, activation="gelu", batch_first=True)
+        self.encoder = nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
+
+    def forward(self, audio: torch.Tensor) -> torch.Tensor:
+        x = self.project(self.norm(self.features(audio).transpose(1, 2)))
+        position = F.gelu(self.position(x.transpose(1, 2))[..., :-1]).transpose(1, 2)
+        return self.encoder(self.encoder_norm(x + position))
+
+
 class TemporalBlock(nn.Module):
     """A TCN residual block (Bai et al. 2018): two causal dilated convolutions, each followed by ReLU,
     added to the input (through a 1x1 convolution where the channel counts differ)."""
@@ -100,6 +122,10 @@ def _wav2vec2_features():
     return Wav2Vec2Features(), (_randn(1, 1, 16000),)  # one second of 16 kHz audio
 
 
+def _wav2vec2_encoder():
+    return Wav2Vec2Encoder(), (_randn(1, 1, 16000),)  # one second of 16 kHz audio: 49 frames
+
+
 def _tcn_audio():
     return TCNAudio(), (_randn(1, 64, 8000),)
 
@@ -120,6 +146,7 @@ def _transformer_encoder():
 
 ARCHITECTURES: Dict[str, Callable[[], Tuple[nn.Module, Tuple[torch.Tensor, ...]]]] = {
     "wav2vec2_features": _wav2vec2_features,
+    "wav2vec2_encoder": _wav2vec2_encoder,
     "tcn_audio": _tcn_audio,
     "lstm_tagger": _lstm_tagger,
     "gru_speech": _gru_speech,

@@ -68,6 +68,30 @@ def test_a_parts_inputs_on_each_calibration_input_are_the_values_the_program_com
             torch.testing.assert_close(hidden, torch.relu(model.features(c)))
 
 
+def test_the_calibration_inputs_of_several_parts_are_read_in_one_run_of_the_graph_per_input(classifier, monkeypatch):
+    from autograph import export as export_module
+    from autograph.export import parts as parts_layer
+    model, x, calibration, ep = classifier
+    decomposed = ep.run_decompositions({})
+    graph, _, imported = export_module.aten_import.import_graph(decomposed)
+    builder = parts_layer.PartBuilder(decomposed, graph, imported.value_of, imported.weights, torch.device("cpu"))
+    builder.calibration = [list(c) for c in calibration[:3]]
+    linears = [i for i, n in enumerate(graph["nodes"]) if n["op"] == "aten::linear"]
+    first, second = (builder.module_of([k])[1] for k in linears)  # the program's input; the hidden ReLU's
+    runs = []
+    real = parts_layer.PartBuilder.inputs_at
+    monkeypatch.setattr(parts_layer.PartBuilder, "inputs_at",
+                        lambda self, calls, ids: runs.append(len(calls)) or real(self, calls, ids))
+    got = builder.calibration_examples_of([second, first, second])
+    assert runs == [3]  # the graph run once per calibration input for both parts
+    with torch.no_grad():
+        for k, (c,) in enumerate(calibration[:3]):
+            torch.testing.assert_close(got[1][k][0], c)
+            torch.testing.assert_close(got[0][k][0], torch.relu(model.features(c)))
+            torch.testing.assert_close(got[2][k][0], got[0][k][0])
+    assert builder.calibration_examples(first) == got[1] and runs == [3]  # kept: not read again
+
+
 @needs_int8
 def test_an_int8_candidate_within_the_accuracy_asked_is_kept_and_reloads_in_a_fresh_process(classifier, monkeypatch,
                                                                                           tmp_path, fresh_python):
@@ -196,3 +220,69 @@ def test_parts_are_quantized_at_most_at_once_in_flight_and_a_failure_waits_for_t
     with pytest.raises(RuntimeError, match="part 2 did not start"):
         in_turn([start(0), start(1), start(2, fails=True), start(3)], at_once=3)()
     assert waited == [0, 1] and not flying  # those started ended; none started after the failure
+
+
+def _stand_in_nncf(monkeypatch, losses):
+    """NNCF's quantize and accuracy control as stand-ins: the k-th quantize returns the model with its output
+    scaled by 1 + losses[k] (a relative error of losses[k] by max_error); what was called, in order."""
+    import types
+    import numpy as np
+    import openvino.opset13 as ops
+    import openvino as ov
+    called = []
+
+    def quantize(model, dataset, **recipe):
+        k = sum(c == "quantize" for c in called)
+        called.append("quantize")
+        scaled = ops.multiply(model.get_results()[0].input_value(0),
+                              ops.constant(np.float32(1.0 + losses[k])))
+        return ov.Model([scaled], model.get_parameters())
+
+    def with_accuracy_control(model, *args, **kwargs):
+        called.append("accuracy control")
+        return model
+    params = types.ModuleType("nncf.quantization.advanced_parameters")
+    params.AdvancedAccuracyRestorerParameters = lambda **kw: kw
+    quantization = types.ModuleType("nncf.quantization")
+    quantization.advanced_parameters = params
+    nncf = types.ModuleType("nncf")
+    nncf.quantization, nncf.Dataset = quantization, list
+    nncf.quantize, nncf.quantize_with_accuracy_control = quantize, with_accuracy_control
+    for name, module in (("nncf", nncf), ("nncf.quantization", quantization),
+                         ("nncf.quantization.advanced_parameters", params)):
+        monkeypatch.setitem(sys.modules, name, module)
+    return nncf, called
+
+
+def _matmuls(layers):
+    """An OpenVINO model of `layers` MatMuls over an 8-vector, and calls of it."""
+    import numpy as np
+    import openvino.opset13 as ops
+    import openvino as ov
+    x = ops.parameter([1, 8], np.float32)
+    y = x
+    for k in range(layers):
+        y = ops.matmul(y, ops.constant(np.eye(8, dtype=np.float32) * (1 + k % 2)), False, False)
+    calls = [[np.random.default_rng(s).standard_normal((1, 8)).astype(np.float32)] for s in range(3)]
+    return ov.Model([y], [x]), calls
+
+
+@pytest.mark.skipif(openvino_missing() is not None, reason=f"no OpenVINO: {openvino_missing()}")
+@pytest.mark.parametrize("layers, losses, tried", [
+    (4, [0.002, 0.0005], ["quantize", "quantize"]),  # the second recipe meets the bound
+    (4, [0.002, 0.002], ["quantize", "quantize", "accuracy control"]),
+    (4, [0.05, 0.0005], ["quantize", "accuracy control"]),  # missed by 50x: no second recipe
+    (32, [0.05, 0.0], ["quantize", "accuracy control"]),
+    (33, [0.05, 0.0], ["quantize"]),  # too many layers to rank: the contest tries the parts
+    (33, [0.002, 0.002], ["quantize", "quantize"]),
+])
+def test_the_aimed_quantization_tries_recipes_then_accuracy_control_within_its_bounds(monkeypatch, layers, losses,
+                                                                                        tried):
+    from autograph._library import library_path
+    from autograph.export.compilers import openvino_quantize
+    assert openvino_quantize.MISSED_BY_AT_MOST == 4.0 and openvino_quantize.RANKED_AT_MOST == 32
+    nncf, called = _stand_in_nncf(monkeypatch, losses)
+    model, calls = _matmuls(layers)
+    openvino_quantize._aimed(nncf, model, calls, calls, {"measure": "max_error", "bound": 0.001,
+                                                        "library": library_path()}, [{}, {}])
+    assert called == tried

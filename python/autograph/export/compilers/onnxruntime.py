@@ -211,6 +211,7 @@ class OnnxRuntimeCompiler:
               compiled: List[CompiledPart], precision: str) -> Callable[[], List[CompiledPart]]:
         if precision != "int8":
             raise Error(f"ONNX Runtime's parts are not lowered to {precision}")
+        builder.calibration_examples_of([c.input_ids for c in compiled])  # one run of the graph for all
         return in_turn([functools.partial(start_quantized, builder, c, label) for c, label in zip(compiled, labels)])
 
     def start(self, builder: PartBuilder, name: str, parts: List[List[int]],

@@ -234,7 +234,8 @@ def start_quantized(builder: PartBuilder, made: CompiledPart, part: Sequence[int
     aim = {"measure": builder.aim[0], "bound": builder.aim[1]} if whole and builder.aim else None
     judged = builder.inputs_at([builder.example], made.input_ids) if aim else []
     configs = {"compiler": "openvino", "via": "nncf.quantize", "recipes": openvino_quantize.RECIPES,
-               "ranked_at_most": openvino_quantize.RANKED_AT_MOST, "nncf": NNCF_VERSION, "version": ov.__version__}
+               "ranked_at_most": openvino_quantize.RANKED_AT_MOST,
+               "missed_by_at_most": openvino_quantize.MISSED_BY_AT_MOST, "nncf": NNCF_VERSION, "version": ov.__version__}
     wait = start_quantized_package(quantizer(), "openvino-int8-part", builder, made, label, configs,
                                    {"aim": aim, "transformer": transformer(builder, part)}, judged)
     return lambda: made._replace(package=wait(), precision="int8")
@@ -282,6 +283,7 @@ class OpenVinoCompiler:
     def lower(self, builder: PartBuilder, name: str, parts: List[List[int]], labels: List[str],
               compiled: List[CompiledPart], precision: str) -> Callable[[], List[CompiledPart]]:
         if precision == "int8":
+            builder.calibration_examples_of([c.input_ids for c in compiled])  # one run of the graph for all
             return in_turn([functools.partial(start_quantized, builder, c, part, label)
                             for c, part, label in zip(compiled, parts, labels)])
         made = [c._replace(precision=precision) for c in compiled]  # the same packages: the precision in their specs

@@ -113,11 +113,20 @@ class PartBuilder:
     def calibration_examples(self, input_ids: Sequence[int]) -> List[Tuple[torch.Tensor, ...]]:
         """The part's inputs (`input_ids`, as module_of gives them) on each calibration input (inputs_at),
         kept until the builder closes: every quantizing compiler of the whole graph reads the same."""
+        return self.calibration_examples_of([input_ids])[0]
+
+    def calibration_examples_of(self, inputs: Sequence[Sequence[int]]) -> List[List[Tuple[torch.Tensor, ...]]]:
+        """calibration_examples of several parts (the input ids of each), those not read before read in one
+        run of the graph per calibration input (a lowering by parts quantizes every part)."""
         made = self.state("calibration_examples", dict)
-        key = tuple(input_ids)
-        if key not in made:
-            made[key] = self.inputs_at(self.calibration, input_ids)
-        return made[key]
+        missing = list(dict.fromkeys(tuple(ids) for ids in inputs if tuple(ids) not in made))
+        if missing:
+            union = sorted(set().union(*missing))
+            at = {v: k for k, v in enumerate(union)}
+            read = self.inputs_at(self.calibration, union)
+            for ids in missing:
+                made[ids] = [tuple(call[at[v]] for v in ids) for call in read]
+        return [made[tuple(ids)] for ids in inputs]
 
     def inputs_at(self, calls: Sequence[Sequence[torch.Tensor]], input_ids: Sequence[int]) -> List[Tuple[torch.Tensor, ...]]:
         """The part's inputs (`input_ids`, as module_of gives them) on each of `calls` (the program's inputs,
