@@ -363,6 +363,7 @@ class _StandInCompiler:
     lowers_by_parts = False
     mixes_parts = False
     compiles_apart = False
+    lowers_apart = ()
 
     def __init__(self, missing: Optional[str] = None):
         self._missing = missing

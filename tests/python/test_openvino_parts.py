@@ -408,3 +408,48 @@ def test_the_plan_on_aten_kernels_kept_after_a_slower_package_is_verified_on_boa
     assert report["candidates_verified"] > 0
     with torch.no_grad():
         _close(optimized.module()(x), want)
+
+
+class _Recorded:
+    """A stand-in compiler for compile_before_search: what it is asked to do, in order, in `log`."""
+
+    def __init__(self, name, apart, log):
+        self.name, self.option, self.compiles_apart, self.log = name, "on", apart, log
+        self.lowers_apart = ("int8",) if apart else ()
+
+    def missing(self):
+        return None
+
+    def lowered(self, device, precision, candidate):
+        return [precision] if precision != "fp32" else []
+
+    def before_search(self, builder, graph, settings):
+        self.log.append(f"{self.name} started")
+        return {f"whole_{self.name}": lambda: self.log.append(f"{self.name} waited") or f"{self.name} part"}
+
+    def lower(self, builder, name, parts, labels, compiled, precision):
+        self.log.append(f"{name} lowered to {precision} from {compiled}")
+        return lambda: [f"{name} {precision} part"]
+
+
+@pytest.mark.parametrize("precision", ["int8", "bf16"])
+def test_a_lowering_that_runs_apart_starts_before_the_compiles_of_this_process(monkeypatch, precision):
+    # int8's quantizations (processes of their own) start as soon as the float32 package they quantize is
+    # made, before Inductor's just-in-time compiles here, so they run beside them; a lowering done here
+    # (bf16) waits for nothing before them.
+    import types
+    from autograph.export import candidates
+    log = []
+    apart, here = _Recorded("apart", True, log), _Recorded("here", False, log)
+    monkeypatch.setattr(candidates, "COMPILERS", (here, apart))
+    builder = types.SimpleNamespace(device=torch.device("cpu"))
+    ready = candidates.compile_before_search(builder, {"nodes": [0, 1]}, types.SimpleNamespace(on=True,
+                                                                                              precision=precision))
+    if precision == "int8":
+        assert log == ["apart started", "apart waited", "whole_apart lowered to int8 from ['apart part']",
+                       "here started"]
+        assert ready["whole_apart_int8"]() == ["whole_apart int8 part"]
+    else:
+        assert log == ["apart started", "here started"] and "whole_apart_bf16" not in ready
+    assert ready["whole_apart"]() == ready["whole_apart"]() == "apart part"  # waited once
+    assert log.count("apart waited") == 1

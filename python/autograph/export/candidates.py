@@ -104,15 +104,62 @@ def compiles_before_search(device: torch.device, settings: Settings) -> bool:
 def compile_before_search(builder: PartBuilder, graph: Dict[str, Any], settings: Settings) -> Dict[str, Any]:
     """The whole graph's candidates started before the search, which they do not need (each compiler's
     before_search): first those compiled in processes of their own (the conversions, the longest step of
-    an optimize on CPU), then beside them those compiled here (Inductor's just-in-time compile of the
-    whole graph, and of it lowered under option precision). Returns, by candidate name, a JustInTime, a
-    call that waits for the part compiled, or the exception that stopped a candidate, for
-    compiled_candidates."""
+    an optimize on CPU) and their lowerings that run apart too (_lowered_apart), then beside them those
+    compiled here (Inductor's just-in-time compile of the whole graph, and of it lowered under option
+    precision). Returns, by candidate name, a JustInTime, a call that waits for the part compiled (for the
+    parts lowered apart), or the exception that stopped a candidate, for compiled_candidates."""
     ready: Dict[str, Any] = {}
-    for compiler in sorted(COMPILERS, key=lambda c: not c.compiles_apart):
-        if _before_search(compiler, settings):
+    asked = [c for c in COMPILERS if _before_search(c, settings)]
+    apart = {c: c.before_search(builder, graph, settings) for c in asked if c.compiles_apart}
+    for compiler, made in apart.items():
+        ready.update(_lowered_apart(compiler, builder, graph, settings, made))
+    for compiler in asked:
+        if not compiler.compiles_apart:
             ready.update(compiler.before_search(builder, graph, settings))
     return ready
+
+
+def _lowered_apart(compiler: Compiler, builder: PartBuilder, graph: Dict[str, Any], settings: Settings,
+                   made: Dict[str, Any]) -> Dict[str, Any]:
+    """`made` (what `compiler`'s before_search started), each candidate's parts waited for once only, and
+    its lowering to each precision the compiler lowers to in a process of its own started once its float32
+    parts are made ("<name>_<precision>": a call that waits for the lowered parts, or the exception that
+    stopped it): int8's quantizations run beside the compiles of this process (Inductor's just in time)
+    instead of after them."""
+    out: Dict[str, Any] = {}
+    for name, wait in made.items():
+        if not callable(wait) or isinstance(wait, JustInTime):
+            out[name] = wait
+            continue
+        out[name] = wait = _once(wait)
+        for precision in compiler.lowered(builder.device, settings.precision, name):
+            if precision not in compiler.lowers_apart:
+                continue
+            lowered = f"{name}_{precision}"
+            try:
+                out[lowered] = compiler.lower(builder, name, [list(range(len(graph["nodes"])))],
+                                              [f"{lowered} part 1/1"], [wait()], precision)
+            except Exception as e:  # noqa: BLE001 - the candidate is out and the report says why
+                out[lowered] = e
+    return out
+
+
+def _once(wait: Callable[[], CompiledPart]) -> Callable[[], CompiledPart]:
+    """`wait` (a call that waits for one part) as a call that waits once and returns that part each time
+    after (or raises what it raised)."""
+    got: List[Tuple[Optional[CompiledPart], Optional[Exception]]] = []
+
+    def waited() -> CompiledPart:
+        if not got:
+            try:
+                got.append((wait(), None))
+            except Exception as e:  # noqa: BLE001 - raised to every caller
+                got.append((None, e))
+        part, error = got[0]
+        if error is not None:
+            raise error
+        return part
+    return waited
 
 
 def compiled_candidates(builder: PartBuilder, graph: Dict[str, Any], program: str,
@@ -211,8 +258,8 @@ def _lowered(compiler: Compiler, name: str, builder: PartBuilder, graph: Dict[st
         if isinstance(made, JustInTime):
             out[lowered] = lambda lowered=lowered, made=made: Candidate.of(lowered, made, compiler=compiler, kind=kind)
             continue
-        try:
-            wait = compiler.lower(builder, name, parts, labels, compiled, precision)
+        try:  # started before the search (compile_before_search), else now
+            wait = made if made is not None else compiler.lower(builder, name, parts, labels, compiled, precision)
         except Exception as e:  # noqa: BLE001 - the candidate is out and the report says why
             out[lowered] = failed(e)
             continue

@@ -1,7 +1,7 @@
 """The protocol every compiler of the export path's candidates follows (Compiler), typed on the parts
 layer's types: a compiler is handed parts cut by the parts layer (parts.PartBuilder) and returns them
 compiled (parts.CompiledPart), saying what it can lower and where; the contest does the rest."""
-from typing import Any, Callable, Dict, List, Optional, Protocol
+from typing import Any, Callable, Dict, List, Optional, Protocol, Tuple
 
 import torch
 
@@ -28,6 +28,9 @@ class Compiler(Protocol):
     # Whether it compiles in a process of its own: its compiles start first, so that they run beside the
     # others' work in this one.
     compiles_apart: bool
+    # The precisions it lowers to in a process of its own (int8's quantizations): where it compiles apart,
+    # its whole graph's lowering to them starts before the search too, beside the compiles in this one.
+    lowers_apart: Tuple[str, ...]
 
     def missing(self) -> Optional[str]:
         """Why its candidates cannot be built and run in this process (its package is not installed),

@@ -284,6 +284,7 @@ class InductorCompiler:
     lowers_by_parts = False
     mixes_parts = False
     compiles_apart = False
+    lowers_apart = ()
 
     def missing(self) -> Optional[str]:
         return None  # part of torch

@@ -188,6 +188,7 @@ class OnnxRuntimeCompiler:
     lowers_by_parts = False  # its whole graph alone is quantized: a part's own quantization costs its process
     mixes_parts = True
     compiles_apart = True
+    lowers_apart = ("int8",)  # its static quantization
 
     def missing(self) -> Optional[str]:
         return missing()

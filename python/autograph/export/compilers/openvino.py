@@ -260,6 +260,7 @@ class OpenVinoCompiler:
     lowers_by_parts = True  # a part lowered is the same package, its precision in its spec
     mixes_parts = True
     compiles_apart = True
+    lowers_apart = ("int8",)  # NNCF's quantization
 
     def missing(self) -> Optional[str]:
         return missing()
