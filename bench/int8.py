@@ -19,7 +19,9 @@ inputs (after its quant_pre_process; QDQ format, weights per channel, min-max ca
 inputs and its max_drop the tolerance (slow). autograph: optimize with precision bf16 and int8, option
 accuracy and tolerance as given, the calibration inputs. Each method is judged on the fresh inputs by
 --accuracy (autograph.export.measure: the loss option tolerance bounds), against eager float32; times are
-side by side on the example (warm-up, then each method once per round), median ms. Writes DIR/results.csv
+side by side on the example (warm-up, then each method once per round), median ms. Every optimize and
+torch.compile starts from cold compile caches (Inductor's and autograph's: bench/export_path.py's
+fresh_compile_caches), so its time is a first optimize's. Writes DIR/results.csv
 and DIR/README.md. NNCF is read from where scripts/setup.sh installs it for autograph
 (autograph.export.compilers.openvino.nncf_dir(): apart from the venv, as its dependency tabulate turns an
 unhandled Ctrl-C's exit status into 1 in a process that imported torch). A benchmark, never a test.
@@ -41,6 +43,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "python"), str(ROOT / "bench")]
 import autograph  # noqa: E402
 import rivals  # noqa: E402  (bench/rivals.py)
+from export_path import fresh_compile_caches  # noqa: E402  (bench/export_path.py)
 import trained_models  # noqa: E402  (bench/trained_models.py)
 from autograph.export.compilers.openvino import nncf_dir  # noqa: E402
 from autograph.export.measure import measured  # noqa: E402
@@ -119,6 +122,7 @@ def _compile_autocast(model, example, fresh, references, row, args) -> dict:
     inputs (its outputs read as float32): {method: run on the example}."""
     import torch._inductor.config as inductor_config
 
+    fresh_compile_caches()
     compiled = torch.compile(model)
 
     def run(inputs):
@@ -138,6 +142,7 @@ def _autograph(model, example, calibration, fresh, references, row, args) -> dic
     runs = {}
     for precision in ("bf16", "int8"):
         key = f"autograph_{precision}"
+        fresh_compile_caches()  # each optimize's time is a first optimize's: no compile reused
         start = time.perf_counter()
         try:
             optimized, report = autograph.optimize(torch.export.export(model, example, strict=False), example,

@@ -34,8 +34,9 @@ WHEELS = {"resemblyzer": "Resemblyzer==0.1.4", "facenet-pytorch": "facenet-pytor
 
 
 def wheel_file(package: str, member: str) -> bytes:
-    """`member` of `package`'s pinned wheel (WHEELS), downloaded into the cache folder on first use."""
-    folder = Path(os.environ.get("AUTOGRAPH_CACHE_DIR", Path.home() / ".cache" / "autograph")) / "wheels"
+    """`member` of `package`'s pinned wheel (WHEELS), downloaded on first use into AUTOGRAPH_WHEELS_DIR
+    (default ~/.cache/autograph/wheels): apart from the compile caches, which the benchmarks start cold."""
+    folder = Path(os.environ.get("AUTOGRAPH_WHEELS_DIR", Path.home() / ".cache" / "autograph" / "wheels"))
     folder.mkdir(parents=True, exist_ok=True)
     name, version = WHEELS[package].split("==")
     stem = name.replace("-", "_").lower()
