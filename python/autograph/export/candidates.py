@@ -14,7 +14,7 @@ from ..settings import Settings
 from .aten_import import import_graph, to_device
 from .candidate import Candidate, JustInTime, NotAvailable
 from .compilers import COMPILERS, Compiler, compiler_on
-from .parts import CompiledPart, PartBuilder, rewrite_with_parts
+from .parts import CompiledPart, PartBuilder, every_node, rewrite_with_parts
 from . import plans
 from .plans import Program
 from .lowered_graph import DTYPES as LOWERED_DTYPES
@@ -137,7 +137,7 @@ def _lowered_apart(compiler: Compiler, builder: PartBuilder, graph: Dict[str, An
                 continue
             lowered = f"{name}_{precision}"
             try:
-                out[lowered] = compiler.lower(builder, name, [list(range(len(graph["nodes"])))],
+                out[lowered] = compiler.lower(builder, name, [every_node(graph)],
                                               [f"{lowered} part 1/1"], [wait()], precision)
             except Exception as e:  # noqa: BLE001 - the candidate is out and the report says why
                 out[lowered] = e

@@ -27,7 +27,7 @@ from ..._library import runner_missing
 from ...errors import Error
 from ...settings import Settings
 from .. import cache as part_cache
-from ..parts import CompiledPart, NodeTimes, PartBuilder, part_digest, run_profiled, whole_graph_part
+from ..parts import CompiledPart, NodeTimes, PartBuilder, every_node, part_digest, run_profiled, whole_graph_part
 from . import converter_process
 from . import onnx_export
 from . import onnx_profile
@@ -229,7 +229,7 @@ class OnnxRuntimeCompiler:
 
     def before_search(self, builder: PartBuilder, graph: Dict[str, Any], settings: Settings) -> Dict[str, Any]:
         try:
-            return {"whole_onnxruntime": start(builder, list(range(len(graph["nodes"]))),
+            return {"whole_onnxruntime": start(builder, every_node(graph),
                                                "whole_onnxruntime part 1/1", alone=True)}
         except Exception as e:  # noqa: BLE001 - the candidate is dropped and the report says why
             return {"whole_onnxruntime": e}

@@ -24,7 +24,7 @@ from ..._library import openvino_missing
 from ...errors import Error
 from ...settings import Settings
 from .. import cache as part_cache
-from ..parts import CompiledPart, NodeTimes, PartBuilder, part_digest, run_profiled, whole_graph_part
+from ..parts import CompiledPart, NodeTimes, PartBuilder, every_node, part_digest, run_profiled, whole_graph_part
 from . import converter_process
 from . import onnx_export
 from . import onnx_profile
@@ -304,7 +304,7 @@ class OpenVinoCompiler:
     def before_search(self, builder: PartBuilder, graph: Dict[str, Any], settings: Settings) -> Dict[str, Any]:
         # The conversion in its process of its own: the longest step of an optimize on CPU (bert_base's).
         try:
-            return {"whole_openvino": start(builder, list(range(len(graph["nodes"]))), "whole_openvino part 1/1")}
+            return {"whole_openvino": start(builder, every_node(graph), "whole_openvino part 1/1")}
         except Exception as e:  # noqa: BLE001 - the candidate is dropped and the report says why
             return {"whole_openvino": e}
 
