@@ -90,6 +90,25 @@ std::vector<double> TimeRuns(c10::Device device, int warmup, int repeats, const 
   throw Error("cannot time on device '" + device.str() + "': autograph runs on cpu and cuda");
 }
 
+bool RacingStopsAfterRound(const std::vector<std::vector<double>>& samples, std::vector<bool>& racing_on,
+                           const Racing& racing) {
+  double lowest_median = std::numeric_limits<double>::infinity();
+  for (size_t i = 0; i < samples.size(); ++i)
+    if (racing_on[i]) lowest_median = std::min(lowest_median, PercentileMs(samples[i], 0.5));
+  bool tied = true;
+  size_t left = 0;
+  for (size_t i = 0; i < samples.size(); ++i) {
+    if (!racing_on[i]) continue;
+    if (*std::min_element(samples[i].begin(), samples[i].end()) > lowest_median * (1 + racing.margin)) {
+      racing_on[i] = false;
+      continue;
+    }
+    ++left;
+    tied = tied && PercentileMs(samples[i], 0.5) <= lowest_median * (1 + racing.tie);
+  }
+  return tied || left <= 1;  // ties, or the one left: more rounds would decide nothing
+}
+
 std::vector<std::vector<double>> TimeRunsSideBySide(c10::Device device, int warmup, int rounds,
                                                     const std::vector<std::function<void()>>& runs,
                                                     const std::function<void(size_t)>& prepare, Racing racing) {
@@ -104,21 +123,7 @@ std::vector<std::vector<double>> TimeRunsSideBySide(c10::Device device, int warm
     for (size_t i = 0; i < runs.size(); ++i)
       if (racing_on[i]) samples[i].push_back(TimeRuns(device, 0, 1, prepare_for(i), runs[i])[0]);
     if (racing.after_rounds <= 0 || r + 1 < racing.after_rounds || runs.size() < 2) continue;
-    double lowest_median = std::numeric_limits<double>::infinity();
-    for (size_t i = 0; i < runs.size(); ++i)
-      if (racing_on[i]) lowest_median = std::min(lowest_median, PercentileMs(samples[i], 0.5));
-    bool tied = true;
-    size_t left = 0;
-    for (size_t i = 0; i < runs.size(); ++i) {
-      if (!racing_on[i]) continue;
-      if (*std::min_element(samples[i].begin(), samples[i].end()) > lowest_median * (1 + racing.margin)) {
-        racing_on[i] = false;
-        continue;
-      }
-      ++left;
-      tied = tied && PercentileMs(samples[i], 0.5) <= lowest_median * (1 + racing.tie);
-    }
-    if (tied || left == 1) break;  // ties, or the one left: more rounds would decide nothing
+    if (RacingStopsAfterRound(samples, racing_on, racing)) break;
   }
   return samples;
 }

@@ -34,6 +34,12 @@ struct Racing {
   double tie = 0.01;
 };
 
+// The racing decision after a round, given every piece's samples so far: clears racing_on[i] for
+// each piece `racing` drops and returns whether the timing stops (ties, or one piece left). Apart
+// from the timing so that the decision is tested on given samples, not on a loaded machine's clock.
+bool RacingStopsAfterRound(const std::vector<std::vector<double>>& samples, std::vector<bool>& racing_on,
+                           const Racing& racing);
+
 // Several pieces of work timed side by side: each is warmed up `warmup` times, then `rounds` rounds
 // run each once in turn, so that drift in the machine's speed (clock changes, other load) falls on
 // all of them alike. Returns each piece's samples in ms, in the order of `runs`: `rounds` of them, or
