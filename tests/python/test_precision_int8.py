@@ -268,21 +268,26 @@ def _matmuls(layers):
 
 
 @pytest.mark.skipif(openvino_missing() is not None, reason=f"no OpenVINO: {openvino_missing()}")
-@pytest.mark.parametrize("layers, losses, tried", [
-    (4, [0.002, 0.0005], ["quantize", "quantize"]),  # the second recipe meets the bound
-    (4, [0.002, 0.002], ["quantize", "quantize", "accuracy control"]),
-    (4, [0.05, 0.0005], ["quantize", "accuracy control"]),  # missed by 50x: no second recipe
-    (32, [0.05, 0.0], ["quantize", "accuracy control"]),
-    (33, [0.05, 0.0], ["quantize"]),  # too many layers to rank: the contest tries the parts
-    (33, [0.002, 0.002], ["quantize", "quantize"]),
+@pytest.mark.parametrize("layers, types, losses, tried", [
+    (4, 1, [0.002, 0.0005], ["quantize", "quantize"]),  # the second recipe meets the bound
+    (4, 1, [0.002, 0.002], ["quantize", "quantize", "accuracy control"]),
+    (4, 1, [0.05, 0.0005], ["quantize", "accuracy control"]),  # missed by 50x: no second recipe
+    (32, 1, [0.05, 0.0], ["quantize", "accuracy control"]),
+    (33, 1, [0.05, 0.0], ["quantize"]),  # too many layers to rank: the contest tries the parts
+    (33, 1, [0.002, 0.002], ["quantize", "quantize"]),
+    # A transformer: the plain type's miss by far ends its tries, the transformer type's first recipe meets it.
+    (4, 2, [0.05, 0.0005], ["quantize", "quantize"]),
+    (4, 2, [0.0005], ["quantize"]),  # the plain type within the bound: the transformer type is not tried
+    (4, 2, [0.002, 0.05, 0.003, 0.002], ["quantize"] * 4 + ["accuracy control"]),
 ])
-def test_the_aimed_quantization_tries_recipes_then_accuracy_control_within_its_bounds(monkeypatch, layers, losses,
-                                                                                        tried):
+def test_the_aimed_quantization_tries_recipes_then_accuracy_control_within_its_bounds(monkeypatch, layers, types,
+                                                                                        losses, tried):
     from autograph._library import library_path
     from autograph.export.compilers import openvino_quantize
     assert openvino_quantize.MISSED_BY_AT_MOST == 4.0 and openvino_quantize.RANKED_AT_MOST == 32
+    assert openvino_quantize.TRANSFORMER_TYPES == [None, "TRANSFORMER"]  # the plain type first
     nncf, called = _stand_in_nncf(monkeypatch, losses)
     model, calls = _matmuls(layers)
     openvino_quantize._aimed(nncf, model, calls, calls, {"measure": "max_error", "bound": 0.001,
-                                                        "library": library_path()}, [{}, {}])
+                                                        "library": library_path()}, [[{}, {}]] * types)
     assert called == tried

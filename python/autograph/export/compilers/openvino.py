@@ -224,7 +224,7 @@ def start_quantized(builder: PartBuilder, made: CompiledPart, part: Sequence[int
     waits for the part. Where the part is the whole graph, its outputs the program's, and the builder has an aim (a
     built-in measure and its bound), the quantization aims at it on the example and calibration inputs (a part's own
     outputs are no program's: judged by the measure, they would say little). A part with attention and
-    normalizations is quantized as NNCF quantizes transformers (transformer). Its spec's precision is "int8": the
+    normalizations is quantized as any model, then as NNCF quantizes transformers (transformer). Its spec's precision is "int8": the
     runner compiles it with float32 inference precision, the operators NNCF quantized running in INT8."""
     why = int8_missing()
     if why:
@@ -234,6 +234,7 @@ def start_quantized(builder: PartBuilder, made: CompiledPart, part: Sequence[int
     aim = {"measure": builder.aim[0], "bound": builder.aim[1]} if whole and builder.aim else None
     judged = builder.inputs_at([builder.example], made.input_ids) if aim else []
     configs = {"compiler": "openvino", "via": "nncf.quantize", "recipes": openvino_quantize.RECIPES,
+               "transformer_types": openvino_quantize.TRANSFORMER_TYPES,
                "ranked_at_most": openvino_quantize.RANKED_AT_MOST,
                "missed_by_at_most": openvino_quantize.MISSED_BY_AT_MOST, "nncf": NNCF_VERSION, "version": ov.__version__}
     wait = start_quantized_package(quantizer(), "openvino-int8-part", builder, made, label, configs,
@@ -243,7 +244,7 @@ def start_quantized(builder: PartBuilder, made: CompiledPart, part: Sequence[int
 
 def transformer(builder: PartBuilder, part: Sequence[int]) -> bool:
     """Whether `part` holds attention (a softmax, or fused attention) and a normalization (layer or RMS
-    norm): a transformer's, which NNCF quantizes with its transformer patterns (its softmax and
+    norm): a transformer's, which NNCF may quantize with its transformer patterns (its softmax and
     normalizations kept in float, SmoothQuant on its matmuls' activations)."""
     ops = {builder.graph["nodes"][n]["op"] for n in part}
     return (any("softmax" in op or "scaled_dot_product" in op for op in ops)
