@@ -67,6 +67,7 @@ LAYERS = [
     "export.compilers.quantized_part",   # a part's package quantized to INT8 by a quantizing process
     "export.compilers.openvino_convert", # a part to an OpenVINO package, in or out of process
     "export.compilers.openvino_quantize", # a part's OpenVINO package quantized to INT8 by NNCF, out of process
+    "export.compilers.openvino_revert",  # a quantized OpenVINO package with some operations in float32 again
     "export.compilers.openvino",         # parts compiled by OpenVINO (CPU)
     "export.compilers.onnxruntime_convert", # a part's ONNX model to an ONNX Runtime package, out of process
     "export.compilers.onnxruntime_quantize", # a part's ONNX Runtime package quantized to INT8, out of process

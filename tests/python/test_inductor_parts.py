@@ -364,6 +364,7 @@ class _StandInCompiler:
     mixes_parts = False
     compiles_apart = False
     lowers_apart = ()
+    reverts = ()
 
     def __init__(self, missing: Optional[str] = None):
         self._missing = missing
@@ -384,6 +385,10 @@ class _StandInCompiler:
     def lower(self, builder: parts_layer.PartBuilder, name: str, parts: List[List[int]], labels: List[str],
               compiled: List[parts_layer.CompiledPart], precision: str) -> Callable[[], List[parts_layer.CompiledPart]]:
         return lambda: compiled
+
+    def revert(self, builder: parts_layer.PartBuilder, part: Sequence[int], lowered: parts_layer.CompiledPart,
+               float32: parts_layer.CompiledPart, in_float: Sequence[int]) -> parts_layer.CompiledPart:
+        raise NotImplementedError("the stand-in lowers nothing")
 
     def start(self, builder: parts_layer.PartBuilder, name: str, parts: List[List[int]],
               labels: List[str]) -> Callable[[], List[parts_layer.CompiledPart]]:

@@ -291,3 +291,94 @@ def test_the_aimed_quantization_tries_recipes_then_accuracy_control_within_its_b
     openvino_quantize._aimed(nncf, model, calls, calls, {"measure": "max_error", "bound": 0.001,
                                                         "library": library_path()}, [[{}, {}]] * types)
     assert called == tried
+
+
+class _Outliers(torch.nn.Module):
+    """A linear over inputs whose first feature is 1000 times the others' scale (and weighs 1000 times less),
+    then linears over features of one scale: INT8's one scale per tensor rounds the first linear's small
+    inputs to 0 (its outputs are lost), while the others' INT8 moves theirs by about 1e-2."""
+
+    def __init__(self):
+        super().__init__()
+        self.first = torch.nn.Linear(32, 64)
+        with torch.no_grad():
+            self.first.weight[:, 0] *= 1e-3
+        self.rest = torch.nn.Sequential(torch.nn.ReLU(), torch.nn.Linear(64, 64), torch.nn.ReLU(),
+                                        torch.nn.Linear(64, 64), torch.nn.ReLU(), torch.nn.Linear(64, 10))
+
+    def forward(self, x):
+        return self.rest(self.first(x))
+
+
+def _with_outlier(x):
+    x = x.clone()
+    x[:, 0] *= 1000.0
+    return x
+
+
+@needs_int8
+def test_the_quantized_whole_graph_with_operations_turned_back_computes_as_either_precision(tmp_path):
+    # openvino_revert on NNCF's quantization of a real model: every operation turned back computes as the
+    # float32 package; none, as the quantized one; the first linear alone, neither.
+    import subprocess
+    import numpy as np
+    import openvino as ov
+    from autograph.export.compilers import converter_process, openvino, openvino_convert, openvino_quantize, \
+        openvino_revert, quantize_request
+    torch.manual_seed(0)
+    model, x = _Outliers().eval(), _with_outlier(torch.randn(4, 32))
+    folder = str(tmp_path)
+    path = os.path.join(folder, "float32.ovpart")
+    openvino_convert.save_package(ov.convert_model(model, example_input=x), path)
+    with open(path, "rb") as f:
+        packages = [f.read()]
+    calls = [[_with_outlier(torch.randn(4, 32)).numpy()] for _ in range(4)]
+    request = b"".join(quantize_request.request(packages[0], calls, {"aim": None, "transformer": False}))
+    subprocess.run(converter_process.converter_command(openvino_quantize.__file__, folder, path + ".int8"),
+                   input=request, check=True, env=dict(os.environ, AUTOGRAPH_NNCF_DIR=openvino.nncf_dir()))
+    with open(path + ".int8", "rb") as f:
+        packages.append(f.read())
+    core = ov.Core()
+
+    def run(package):
+        xml, weights = openvino_convert.read_package(package)
+        compiled = core.compile_model(core.read_model(model=xml, weights=ov.Tensor(weights)), "CPU",
+                                      {"INFERENCE_PRECISION_HINT": "f32"})
+        return torch.from_numpy(np.array(compiled(x.numpy())[0]))
+    want, lowered = run(packages[0]), run(packages[1])
+    assert (lowered - want).abs().max() > 0.2 * want.abs().max()  # the first linear's outputs are lost
+    assert torch.allclose(run(openvino_revert.reverted(packages[1], packages[0], lambda name: True)), want,
+                          rtol=1e-5, atol=1e-5 * want.abs().max().item())
+    assert torch.equal(run(openvino_revert.reverted(packages[1], packages[0], lambda name: False)), lowered)
+    first = run(openvino_revert.reverted(packages[1], packages[0], lambda name: name.startswith("__module.first")))
+    # About a quarter of the error is left (the other linears' INT8): half is the bound.
+    assert (first - want).abs().max() < 0.5 * (lowered - want).abs().max() and not torch.equal(first, want)
+
+
+@needs_int8
+def test_openvinos_int8_parts_are_its_whole_graph_with_the_parts_beyond_the_bound_turned_back(monkeypatch):
+    from autograph.export import lowering
+    # The whole graph in INT8 misses the bound (its first linear's outputs are lost: over 0.3 of the outputs'
+    # scale); lowered part by part, the parts are turned back to float32 in the whole graph NNCF quantized (one
+    # part, never cut), and the first stays float32 while others are INT8, within the bound (about 0.1 left).
+    torch.manual_seed(0)
+    model, x = _Outliers().eval(), _with_outlier(torch.randn(4, 32))
+    calibration = [(_with_outlier(torch.randn(4, 32)),) for _ in range(INT8_CALIBRATION_INPUTS)]
+    _timed(monkeypatch, {"whole_openvino_int8": 0.5, "whole_openvino_bf16": 3.0, "parts_openvino_int8": 1.0})
+    monkeypatch.setattr(lowering, "PARTS", 2)  # its 7 operators: two parts (the first linear's, the others')
+
+    def drop(outputs, references):  # a user's function: NNCF's quantization is not aimed at it
+        return -max(((o[0] - r[0]).abs().max() / r[0].abs().max()).item() for o, r in zip(outputs, references))
+    optimized, report = autograph.optimize(torch.export.export(model, (x,)), method="sequential", precision="int8",
+                                           accuracy=drop, tolerance=0.2, calibration=calibration, inductor=False,
+                                           onnxruntime=False)
+    contest = report["inductor"]
+    assert contest["dropped"]["whole_openvino_int8"]["why"] == "beyond tolerance", contest
+    assert contest["kept"] == "parts_openvino_int8", contest
+    entry = contest["candidates"]["parts_openvino_int8"]
+    assert entry["parts"] == 1 and entry["error"] <= 0.2
+    precisions = [p["precision"] for p in entry["parts_precision"]]
+    assert precisions[0] == "fp32" and "int8" in precisions, entry["parts_precision"]
+    with torch.no_grad():
+        got, want = optimized.module()(x), model(x)
+    assert 0 < ((got - want).abs().max() / want.abs().max()).item() <= 0.2

@@ -266,8 +266,11 @@ def _lowered(compiler: Compiler, name: str, builder: PartBuilder, graph: Dict[st
 
         def finished(lowered=lowered, precision=precision, wait=wait) -> Candidate:
             try:
-                program = program_with_parts(builder, graph, weights, tensors, settings, body, parts, wait())
-                return Candidate.of(lowered, program, precision=precision, compiler=compiler, kind=kind)
+                made = wait()
+                program = program_with_parts(builder, graph, weights, tensors, settings, body, parts, made)
+                candidate = Candidate.of(lowered, program, precision=precision, compiler=compiler, kind=kind)
+                candidate.parts, candidate.compiled = parts, made
+                return candidate
             except Exception as e:  # noqa: BLE001 - the candidate is out and the report says why
                 return Candidate.failed(lowered, e, precision=precision, compiler=compiler, kind=kind)
         out[lowered] = finished

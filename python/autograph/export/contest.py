@@ -356,7 +356,8 @@ class Contest:
             if steps:
                 made[by_parts] = lowering.lowered_by_parts(by_parts, c.compiler, c.precision, self.builder,
                                                            self.graph, self._aten, self.tensors, self.settings,
-                                                           self.judged, steps=steps)
+                                                           self.judged, steps=steps,
+                                                           whole=lowering.whole_pair(candidates, c))
             else:
                 made[by_parts] = Candidate(by_parts, precision=c.precision, compiler=c.compiler, kind="parts")
                 made[by_parts].drop("not faster", f"no precision of {c.compiler.name}'s below float32 ran its whole "

@@ -2,7 +2,10 @@
 tolerance, the graph is cut into parts of about equal FLOPs (cut_by_cost) and the parts are lowered one
 at a time, the most costly first, each kept lowered only where the whole program still meets the
 tolerance (lowered_by_parts), at the lowest precision of its ladder that keeps it there (int8, else bf16).
-The user gets the most of the graph in the lower precision that the bound allows; the candidate then
+Where the compiler can turn its lowered whole graph back to float32 operation by operation (Compiler.reverts)
+and the ladder is that one precision, the parts are never cut out and compiled on their own: each trial is
+its whole graph with the operations of the parts in float32 turned back (no cut costs a call or a fusion,
+no part is quantized on its own). The user gets the most of the graph in the lower precision that the bound allows; the candidate then
 competes on time like any other."""
 from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
@@ -25,7 +28,8 @@ Judge = Callable[[Candidate], Tuple[float, Optional[str], Optional[float]]]
 
 def lowered_by_parts(name: str, compiler: Compiler, precision: str, builder: PartBuilder, graph: Dict[str, Any],
                      aten: Program, tensors: List[torch.Tensor], settings: Settings, judge: Judge,
-                     count: Optional[int] = None, steps: Optional[List[str]] = None) -> Candidate:
+                     count: Optional[int] = None, steps: Optional[List[str]] = None,
+                     whole: Optional[Tuple[Candidate, Candidate]] = None) -> Candidate:
     """Candidate `name`: the graph cut into parts (cut_by_cost), each compiled by `compiler`, and lowered
     part by part, the most costly first, to `precision` or else the next precision of its ladder (ladder),
     each part kept lowered only where `judge` finds the whole program within the tolerance (the error
@@ -37,11 +41,16 @@ def lowered_by_parts(name: str, compiler: Compiler, precision: str, builder: Par
     where no part could be lowered. `count`: as cut_by_cost's; `steps`: the ladder, where not the
     compiler's whole one (the contest leaves out a precision that measured slower than float32). Its
     `tried` names the packages its trials loaded, for the contest to release those the kept program does
-    not call."""
+    not call. `whole`: the compiler's whole graph in `precision` and in float32 (whole_pair), which the
+    trials turn back part by part where the compiler reverts `precision` and `steps` is that one (module
+    docstring)."""
     body = body_of(aten.text)
-    made = _Parts(name, compiler, builder, graph, body, aten, tensors)
     count = PARTS if count is None else count
     steps = ladder(compiler, builder.device, precision) if steps is None else steps
+    if whole is not None and steps == [precision] and precision in compiler.reverts:
+        made: Any = _Reverted(name, compiler, builder, graph, body, aten, tensors, whole)
+    else:
+        made = _Parts(name, compiler, builder, graph, body, aten, tensors)
     candidate = _lowered(made, steps, settings, judge, closed(graph, cut_by_cost(graph, body, count)))
     candidate.tried = made.digests
     return candidate
@@ -64,7 +73,7 @@ def _lowered(made: "_Parts", steps: List[str], settings: Settings, judge: Judge,
             return out
         kept = None
         merged, merged_precisions = _merged_runs(parts, precisions)
-        if len(merged) < len(parts):
+        if made.merges and len(merged) < len(parts):
             try:
                 kept = _within(made.candidate(merged, merged_precisions, settings, precision), judge)
             except InputError:  # the user's measure failed
@@ -86,6 +95,7 @@ def _lowered(made: "_Parts", steps: List[str], settings: Settings, judge: Judge,
 class _Parts:
     """The parts of one lowering by parts, each compiled once per precision (compiler.start in float32,
     compiler.lower below), and the candidates made of them."""
+    merges = True  # neighbouring parts of one precision are compiled again as one
 
     def __init__(self, name: str, compiler: Compiler, builder: PartBuilder, graph: Dict[str, Any], body: Dict[str, Any],
                  aten: Program, tensors: List[torch.Tensor]):
@@ -118,6 +128,37 @@ class _Parts:
                   precision: str) -> Candidate:
         program = program_with_parts(self.builder, self.graph, self.aten.weights, self.tensors, settings, self.body,
                                      parts, self.compiled(parts, precisions))
+        candidate = Candidate.of(self.name, program, precision=precision, compiler=self.compiler, kind="parts")
+        self.digests |= candidate.part_digests()
+        return candidate
+
+
+class _Reverted:
+    """One lowering by parts on a compiler's whole graph in one precision and in float32 (`whole`: their
+    candidates): each trial is the lowered whole graph with the operations of its float32 parts turned back
+    (Compiler.revert), one part of the program; the same trial is made once."""
+    merges = False  # the graph is never cut
+
+    def __init__(self, name: str, compiler: Compiler, builder: PartBuilder, graph: Dict[str, Any], body: Dict[str, Any],
+                 aten: Program, tensors: List[torch.Tensor], whole: Tuple[Candidate, Candidate]):
+        self.name, self.compiler, self.builder, self.graph, self.body = name, compiler, builder, graph, body
+        self.aten, self.tensors = aten, tensors
+        self.lowered, self.float32 = whole[0].compiled[0], whole[1].compiled[0]
+        self.part = whole[0].parts[0]
+        self.made: Dict[Tuple[int, ...], CompiledPart] = {}
+        self.digests: Set[str] = set()
+
+    def compiled(self, parts: List[List[int]], precisions: Sequence[str]) -> List[CompiledPart]:
+        """The whole graph with the nodes of `parts` in "fp32" turned back to float32."""
+        in_float = tuple(sorted(n for part, p in zip(parts, precisions) if p == "fp32" for n in part))
+        if in_float not in self.made:
+            self.made[in_float] = self.compiler.revert(self.builder, self.part, self.lowered, self.float32, in_float)
+        return [self.made[in_float]]
+
+    def candidate(self, parts: List[List[int]], precisions: Sequence[str], settings: Settings,
+                  precision: str) -> Candidate:
+        program = program_with_parts(self.builder, self.graph, self.aten.weights, self.tensors, settings, self.body,
+                                     [self.part], self.compiled(parts, precisions))
         candidate = Candidate.of(self.name, program, precision=precision, compiler=self.compiler, kind="parts")
         self.digests |= candidate.part_digests()
         return candidate
@@ -158,6 +199,24 @@ def ladder(compiler: Compiler, device: torch.device, precision: str) -> List[str
     return lowered[lowered.index(precision):] if precision in lowered else [precision]
 
 
+def sibling(candidates: Dict[str, Candidate], of: Candidate, precision: str) -> Optional[Candidate]:
+    """The candidate among `candidates` of `of`'s compiler and kind in `precision`, built, and competing or
+    out only for its accuracy; None where there is none."""
+    found = [c for c in candidates.values() if c.compiler is of.compiler and c.kind == of.kind
+             and c.precision == precision and c.package is not None
+             and (c.competing or c.out["why"] == "beyond tolerance")]
+    return found[0] if found else None
+
+
+def whole_pair(candidates: Dict[str, Candidate], missed: Candidate) -> Optional[Tuple[Candidate, Candidate]]:
+    """`missed` (a one-part candidate beyond the tolerance) and its float32 sibling, where both hold their
+    compiled part: what lowered_by_parts' trials turn back where the compiler reverts; else None."""
+    fp32 = sibling(candidates, missed, "fp32")
+    if fp32 is None or len(missed.compiled) != 1 or len(fp32.compiled) != 1 or missed.parts != fp32.parts:
+        return None
+    return missed, fp32
+
+
 def faster_ladder(candidates: Dict[str, Candidate], missed: Candidate, device: torch.device,
                   time: Callable[[Dict[str, Candidate]], Dict[str, float]]) -> Tuple[List[str], Dict[str, Any]]:
     """The ladder `missed`'s parts are tried in (ladder), less each precision whose whole graph from the
@@ -166,15 +225,8 @@ def faster_ladder(candidates: Dict[str, Candidate], missed: Candidate, device: t
     the program slower (bf16 on a CPU without bf16 matrix units). And the report's word on those timings,
     by precision."""
     steps = ladder(missed.compiler, device, missed.precision)
-
-    def sibling(precision: str) -> Optional[Candidate]:
-        found = [c for c in candidates.values() if c.compiler is missed.compiler and c.kind == missed.kind
-                 and c.precision == precision and c.package is not None
-                 and (c.competing or c.out["why"] == "beyond tolerance")]
-        return found[0] if found else None
-
-    fp32 = sibling("fp32")
-    lowered = {step: missed if step == missed.precision else sibling(step) for step in steps}
+    fp32 = sibling(candidates, missed, "fp32")
+    lowered = {step: missed if step == missed.precision else sibling(candidates, missed, step) for step in steps}
     lowered = {step: c for step, c in lowered.items() if c is not None and c.package is not None}
     if fp32 is None or not lowered:
         return steps, {}
@@ -206,4 +258,4 @@ def _within(candidate: Candidate, judge: Judge) -> Optional[Candidate]:
     return candidate
 
 
-__all__ = ["PARTS", "cut_by_cost", "faster_ladder", "ladder", "lowered_by_parts"]
+__all__ = ["PARTS", "cut_by_cost", "faster_ladder", "ladder", "lowered_by_parts", "sibling", "whole_pair"]

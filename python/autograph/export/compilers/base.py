@@ -1,7 +1,7 @@
 """The protocol every compiler of the export path's candidates follows (Compiler), typed on the parts
 layer's types: a compiler is handed parts cut by the parts layer (parts.PartBuilder) and returns them
 compiled (parts.CompiledPart), saying what it can lower and where; the contest does the rest."""
-from typing import Any, Callable, Dict, List, Optional, Protocol, Tuple
+from typing import Any, Callable, Dict, List, Optional, Protocol, Sequence, Tuple
 
 import torch
 
@@ -31,6 +31,9 @@ class Compiler(Protocol):
     # The precisions it lowers to in a process of its own (int8's quantizations): where it compiles apart,
     # its whole graph's lowering to them starts before the search too, beside the compiles in this one.
     lowers_apart: Tuple[str, ...]
+    # The precisions whose whole-graph package it can turn back to float32 operation by operation
+    # (revert): its lowering by parts in them then builds on its whole graph, never cut (lowering.py).
+    reverts: Tuple[str, ...]
 
     def missing(self) -> Optional[str]:
         """Why its candidates cannot be built and run in this process (its package is not installed),
@@ -55,6 +58,11 @@ class Compiler(Protocol):
         (work in a process of its own starts now, beside the others'); the returned call finishes it and
         returns each part: the same packages where the runner lowers them (the precision in the part),
         new ones where the package itself must (lowered weights, quantized models)."""
+
+    def revert(self, builder: PartBuilder, part: Sequence[int], lowered: CompiledPart, float32: CompiledPart,
+               in_float: Sequence[int]) -> CompiledPart:
+        """`lowered` (`part` in a precision of `reverts`, made from `float32`, the part compiled in float32)
+        with the operations of the graph nodes `in_float` computing in float32 again."""
 
     def start(self, builder: PartBuilder, name: str, parts: List[List[int]],
               labels: List[str]) -> Callable[[], List[CompiledPart]]:

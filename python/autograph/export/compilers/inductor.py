@@ -24,6 +24,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import torch
 
+from ...errors import Error
 from ...settings import Settings
 from .. import cache as part_cache
 from ..candidate import JustInTime
@@ -285,6 +286,7 @@ class InductorCompiler:
     mixes_parts = False
     compiles_apart = False
     lowers_apart = ()
+    reverts = ()  # its lowered packages are compiled code, with no operations to turn back
 
     def missing(self) -> Optional[str]:
         return None  # part of torch
@@ -321,6 +323,10 @@ class InductorCompiler:
         # In this process: compiled when waited for, as start's.
         return lambda: [compile_part(builder, p, label, freezing=name != "whole_unfrozen", precision=precision)
                         for p, label in zip(parts, labels)]
+
+    def revert(self, builder: PartBuilder, part: Sequence[int], lowered: CompiledPart, float32: CompiledPart,
+               in_float: Sequence[int]) -> CompiledPart:
+        raise Error(f"{self.name} turns no operation of a lowered part back to float32 (reverts)")
 
     def start(self, builder: PartBuilder, name: str, parts: List[List[int]],
               labels: List[str]) -> Callable[[], List[CompiledPart]]:

@@ -189,6 +189,7 @@ class OnnxRuntimeCompiler:
     mixes_parts = True
     compiles_apart = True
     lowers_apart = ("int8",)  # its static quantization
+    reverts = ()  # its whole graph in int8 is not lowered by parts (lowers_by_parts)
 
     def missing(self) -> Optional[str]:
         return missing()
@@ -214,6 +215,10 @@ class OnnxRuntimeCompiler:
             raise Error(f"ONNX Runtime's parts are not lowered to {precision}")
         builder.calibration_examples_of([c.input_ids for c in compiled])  # one run of the graph for all
         return in_turn([functools.partial(start_quantized, builder, c, label) for c, label in zip(compiled, labels)])
+
+    def revert(self, builder: PartBuilder, part: Sequence[int], lowered: CompiledPart, float32: CompiledPart,
+               in_float: Sequence[int]) -> CompiledPart:
+        raise Error(f"{self.name} turns no operation of a lowered part back to float32 (reverts)")
 
     def start(self, builder: PartBuilder, name: str, parts: List[List[int]],
               labels: List[str]) -> Callable[[], List[CompiledPart]]:

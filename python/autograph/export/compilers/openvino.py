@@ -30,6 +30,7 @@ from . import onnx_export
 from . import onnx_profile
 from . import openvino_convert as _openvino_convert
 from . import openvino_quantize
+from . import openvino_revert
 from .converter_process import Converter, PendingPackage
 from .quantized_part import in_turn, start_quantized_package
 
@@ -242,6 +243,20 @@ def start_quantized(builder: PartBuilder, made: CompiledPart, part: Sequence[int
     return lambda: made._replace(package=wait(), precision="int8")
 
 
+def revert(builder: PartBuilder, part: Sequence[int], lowered: CompiledPart, float32: CompiledPart,
+           in_float: Sequence[int]) -> CompiledPart:
+    """`part` quantized by NNCF (`lowered`, from the float32 package `float32`) with the OpenVINO operations
+    of the graph nodes `in_float` computing in float32 again (openvino_revert): each operation led back to
+    its graph node by its name, as a profile's kernels are (onnx_profile.node_of); one led back to none
+    stays as NNCF made it."""
+    nodes = {builder.graph["nodes"][i]["name"] for i in part}
+    in_float_names = {builder.graph["nodes"][i]["name"] for i in in_float}
+    fx_names = onnx_export.exported_part(builder, part).fx_names()
+    package = openvino_revert.reverted(lowered.package, float32.package,
+                                       lambda name: onnx_profile.node_of(name, nodes, fx_names) in in_float_names)
+    return lowered._replace(package=package)
+
+
 def transformer(builder: PartBuilder, part: Sequence[int]) -> bool:
     """Whether `part` holds attention (a softmax, or fused attention) and a normalization (layer or RMS
     norm): a transformer's, which NNCF may quantize with its transformer patterns (its softmax and
@@ -262,6 +277,7 @@ class OpenVinoCompiler:
     mixes_parts = True
     compiles_apart = True
     lowers_apart = ("int8",)  # NNCF's quantization
+    reverts = ("int8",)  # NNCF's FakeQuantizes and INT8 weights turned back (openvino_revert)
 
     def missing(self) -> Optional[str]:
         return missing()
@@ -291,6 +307,10 @@ class OpenVinoCompiler:
         made = [c._replace(precision=precision) for c in compiled]  # the same packages: the precision in their specs
         return lambda: made
 
+    def revert(self, builder: PartBuilder, part: Sequence[int], lowered: CompiledPart, float32: CompiledPart,
+               in_float: Sequence[int]) -> CompiledPart:
+        return revert(builder, part, lowered, float32, in_float)
+
     def start(self, builder: PartBuilder, name: str, parts: List[List[int]],
               labels: List[str]) -> Callable[[], List[CompiledPart]]:
         started = [start(builder, p, label) for p, label in zip(parts, labels)]
@@ -314,5 +334,5 @@ COMPILER = OpenVinoCompiler()
 
 
 __all__ = ["COMPILER", "NNCF_VERSION", "OpenVinoCompiler", "PART_OP", "FORMAT", "converter", "int8_missing",
-           "missing", "nncf_dir", "start_quantized", "transformer",
+           "missing", "nncf_dir", "revert", "start_quantized", "transformer",
            "available", "node_times", "start", "start_package", "compile_package"]
