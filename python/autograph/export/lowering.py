@@ -136,7 +136,8 @@ class _Parts:
 class _Reverted:
     """One lowering by parts on a compiler's whole graph in one precision and in float32 (`whole`: their
     candidates): each trial is the lowered whole graph with the operations of its float32 parts turned back
-    (Compiler.revert), one part of the program; the same trial is made once."""
+    (Compiler.revert), one part of the program; the last two made are kept (the final candidate is the
+    last trial kept)."""
     merges = False  # the graph is never cut
 
     def __init__(self, name: str, compiler: Compiler, builder: PartBuilder, graph: Dict[str, Any], body: Dict[str, Any],
@@ -151,7 +152,11 @@ class _Reverted:
     def compiled(self, parts: List[List[int]], precisions: Sequence[str]) -> List[CompiledPart]:
         """The whole graph with the nodes of `parts` in "fp32" turned back to float32."""
         in_float = tuple(sorted(n for part, p in zip(parts, precisions) if p == "fp32" for n in part))
+        if not in_float:
+            return [self.lowered]
         if in_float not in self.made:
+            if len(self.made) >= 2:  # a whole graph each: the last trial kept and the one after it
+                del self.made[next(iter(self.made))]
             self.made[in_float] = self.compiler.revert(self.builder, self.part, self.lowered, self.float32, in_float)
         return [self.made[in_float]]
 
