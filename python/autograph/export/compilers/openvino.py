@@ -237,7 +237,7 @@ def start_quantized(builder: PartBuilder, made: CompiledPart, part: Sequence[int
     configs = {"compiler": "openvino", "via": "nncf.quantize", "recipes": openvino_quantize.RECIPES,
                "transformer_types": openvino_quantize.TRANSFORMER_TYPES,
                "ranked_at_most": openvino_quantize.RANKED_AT_MOST,
-               "missed_by_at_most": openvino_quantize.MISSED_BY_AT_MOST, "unranked": "the most accurate recipe",
+               "missed_by_at_most": openvino_quantize.MISSED_BY_AT_MOST, "unranked": "the most accurate recipe, fast bias correction",
                "nncf": NNCF_VERSION, "version": ov.__version__}
     wait = start_quantized_package(quantizer(), "openvino-int8-part", builder, made, label, configs,
                                    {"aim": aim, "transformer": transformer(builder, part)}, judged)

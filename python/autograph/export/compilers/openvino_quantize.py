@@ -11,8 +11,8 @@ measure, its bound and autograph's library, which computes it), by the first rec
 model type, whose outputs on the calibration inputs are within the bound of the float32 model's (a model
 type's tries end early where one misses it by far: MISSED_BY_AT_MOST), else by NNCF's accuracy control,
 which returns layers to float32, those that cost the measure most first, until they are (on a model of at
-most RANKED_AT_MOST layers; a larger one by the most accurate recipe, the quantization its parts are tried
-in).
+most RANKED_AT_MOST layers; a larger one by the most accurate preset with each layer's bias corrected on
+its own, the quantization its parts are tried in).
 
 NNCF lives apart from autograph's environment, in the folder named by AUTOGRAPH_NNCF_DIR (scripts/setup.sh
 installs it there), appended to this process's sys.path alone: its dependency tabulate, importable in a
@@ -91,7 +91,7 @@ def _aimed(nncf, model, calls: List[List["numpy.ndarray"]], judged: List[List["n
     """`model` quantized on `calls` by the first recipe of `families` (lists of recipes, the less accurate
     first) within the aim's bound (none after one in its family that missed a bound above 0 by more than
     MISSED_BY_AT_MOST times), else by NNCF's accuracy control with the last recipe of the last family (on
-    at most RANKED_AT_MOST layers; beyond, by that recipe alone). The validation is 1 - the aim's
+    at most RANKED_AT_MOST layers; beyond, by that recipe with the fast bias correction, for the parts). The validation is 1 - the aim's
     measure (autograph's own, core/output_error, through its library) of the outputs on the `judged` inputs
     (the example's and the calibration inputs, as the contest judges) against the float32 model's."""
     import numpy as np
@@ -112,10 +112,9 @@ def _aimed(nncf, model, calls: List[List["numpy.ndarray"]], judged: List[List["n
         return 1.0 - torch.ops.autograph.measure_outputs(aim["measure"], got, wanted, count)[0]
 
     dataset = nncf.Dataset(calls)
-    tried = None
     for recipes in families:
         for recipe in recipes:
-            quantized, tried = nncf.quantize(model, dataset, **recipe), recipe
+            quantized = nncf.quantize(model, dataset, **recipe)
             loss = 1.0 - validate(core.compile_model(quantized, "CPU", {"INFERENCE_PRECISION_HINT": "f32"}), judged)
             if loss <= aim["bound"]:
                 return quantized
@@ -124,9 +123,11 @@ def _aimed(nncf, model, calls: List[List["numpy.ndarray"]], judged: List[List["n
     layers = sum(op.get_type_name() in _QUANTIZED_OPS for op in model.get_ops())
     if layers > RANKED_AT_MOST:  # the contest finds it beyond the bound and tries the parts
         print(f"no accuracy control: {layers} layers to rank, more than {RANKED_AT_MOST}", file=sys.stderr)
-        # By the most accurate recipe: the parts are tried in this quantization, turned back to float32
-        # where they miss (openvino_revert); a resnet50's parts missed 3-20x more often in the fastest's.
-        return quantized if tried is families[-1][-1] else nncf.quantize(model, dataset, **families[-1][-1])
+        # The parts are tried in this quantization, turned back to float32 where they miss (openvino_revert):
+        # by the most accurate preset, and with the bias correction of each layer on its own (fast): the full
+        # one corrects a layer for the errors of the quantized layers before it, which a part after float32
+        # ones does not have.
+        return nncf.quantize(model, dataset, **dict(families[-1][-1], fast_bias_correction=True))
     return nncf.quantize_with_accuracy_control(
         model, dataset, nncf.Dataset(judged), validate, max_drop=aim["bound"],
         advanced_accuracy_restorer_parameters=AdvancedAccuracyRestorerParameters(
