@@ -274,7 +274,7 @@ def _matmuls(layers):
     (4, 1, [0.05, 0.0005], ["quantize", "accuracy control"]),  # missed by 50x: no second recipe
     (32, 1, [0.05, 0.0], ["quantize", "accuracy control"]),
     (33, 1, [0.05, 0.0], ["quantize", "quantize"]),  # too many to rank: quantized once more for the parts
-    (33, 1, [0.002, 0.002, 0.0], ["quantize"] * 3),
+    (33, 1, [0.002, 0.002], ["quantize", "quantize"]),
     # A transformer: the plain type's miss by far ends its tries, the transformer type's first recipe meets it.
     (4, 2, [0.05, 0.0005], ["quantize", "quantize"]),
     (4, 2, [0.0005], ["quantize"]),  # the plain type within the bound: the transformer type is not tried

@@ -2,11 +2,11 @@
 tolerance, the graph is cut into parts of about equal FLOPs (cut_by_cost) and the parts are lowered one
 at a time, the most costly first, each kept lowered only where the whole program still meets the
 tolerance (lowered_by_parts), at the lowest precision of its ladder that keeps it there (int8, else bf16).
-Where the compiler can turn its lowered whole graph back to float32 operation by operation (Compiler.reverts)
-and the ladder is that one precision, the parts are never cut out and compiled on their own: each trial is
-its whole graph with the operations of the parts in float32 turned back (no cut costs a call or a fusion,
-no part is quantized on its own). The user gets the most of the graph in the lower precision that the bound allows; the candidate then
-competes on time like any other."""
+Where the compiler can turn its lowered whole graph back to float32 operation by operation
+(Compiler.reverts) and the ladder is that one precision, the parts are never cut out and compiled on their
+own: each trial is its whole graph with the operations of the parts in float32 turned back (no cut costs a
+call or a fusion, no part is quantized on its own). The user gets the most of the graph in the lower
+precision that the bound allows; the candidate then competes on time like any other."""
 from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 import torch
@@ -48,7 +48,7 @@ def lowered_by_parts(name: str, compiler: Compiler, precision: str, builder: Par
     count = PARTS if count is None else count
     steps = ladder(compiler, builder.device, precision) if steps is None else steps
     if whole is not None and steps == [precision] and precision in compiler.reverts:
-        made: Any = _Reverted(name, compiler, builder, graph, body, aten, tensors, whole)
+        made: "_Parts | _Reverted" = _Reverted(name, compiler, builder, graph, body, aten, tensors, whole)
     else:
         made = _Parts(name, compiler, builder, graph, body, aten, tensors)
     candidate = _lowered(made, steps, settings, judge, closed(graph, cut_by_cost(graph, body, count)))
@@ -56,7 +56,7 @@ def lowered_by_parts(name: str, compiler: Compiler, precision: str, builder: Par
     return candidate
 
 
-def _lowered(made: "_Parts", steps: List[str], settings: Settings, judge: Judge,
+def _lowered(made: "_Parts | _Reverted", steps: List[str], settings: Settings, judge: Judge,
              parts: List[List[int]]) -> Candidate:
     """lowered_by_parts' candidate, its parts made by `made`, tried in the precisions `steps`."""
     name, body, precision = made.name, made.body, steps[0]
@@ -169,7 +169,7 @@ class _Reverted:
         return candidate
 
 
-def _lowered_one_by_one(made: _Parts, parts: List[List[int]], steps: List[str], trial_settings: Settings,
+def _lowered_one_by_one(made: "_Parts | _Reverted", parts: List[List[int]], steps: List[str], trial_settings: Settings,
                         judge: Judge) -> Tuple[List[str], List[Dict[str, Any]]]:
     """Each part lowered in turn, the most costly first, to the lowest precision of `steps` (its ladder)
     at which the program meets the tolerance, else left in float32: the parts' precisions, and the

@@ -225,8 +225,9 @@ def start_quantized(builder: PartBuilder, made: CompiledPart, part: Sequence[int
     waits for the part. Where the part is the whole graph, its outputs the program's, and the builder has an aim (a
     built-in measure and its bound), the quantization aims at it on the example and calibration inputs (a part's own
     outputs are no program's: judged by the measure, they would say little). A part with attention and
-    normalizations is quantized as any model, then as NNCF quantizes transformers (transformer). Its spec's precision is "int8": the
-    runner compiles it with float32 inference precision, the operators NNCF quantized running in INT8."""
+    normalizations is quantized as any model, then as NNCF quantizes transformers (transformer). Its spec's
+    precision is "int8": the runner compiles it with float32 inference precision, the operators NNCF
+    quantized running in INT8."""
     why = int8_missing()
     if why:
         raise Error(f"int8 parts are not available: {why}")
@@ -237,8 +238,9 @@ def start_quantized(builder: PartBuilder, made: CompiledPart, part: Sequence[int
     configs = {"compiler": "openvino", "via": "nncf.quantize", "recipes": openvino_quantize.RECIPES,
                "transformer_types": openvino_quantize.TRANSFORMER_TYPES,
                "ranked_at_most": openvino_quantize.RANKED_AT_MOST,
-               "missed_by_at_most": openvino_quantize.MISSED_BY_AT_MOST, "unranked": "the most accurate recipe, fast bias correction",
-               "nncf": NNCF_VERSION, "version": ov.__version__}
+               "missed_by_at_most": openvino_quantize.MISSED_BY_AT_MOST,
+               "unranked": "the most accurate recipe", "beyond_ranked": "fast bias correction", "nncf": NNCF_VERSION,
+               "version": ov.__version__}
     wait = start_quantized_package(quantizer(), "openvino-int8-part", builder, made, label, configs,
                                    {"aim": aim, "transformer": transformer(builder, part)}, judged)
     return lambda: made._replace(package=wait(), precision="int8")

@@ -43,8 +43,9 @@ def reverted(lowered: bytes, float32: bytes, in_float: Callable[[str], bool]) ->
             if twin is None or twin.get_input_size() != op.get_input_size():
                 continue
             wanted = twin.input_value(k)
-            if wanted.get_node().get_type_name() == "Constant" and wanted.get_partial_shape() == port.get_partial_shape():
-                port.replace_source_output(ov.op.Constant(wanted.get_node().get_tensor_view()).output(0))
+            constant = wanted.get_node()
+            if constant.get_type_name() == "Constant" and wanted.get_partial_shape() == port.get_partial_shape():
+                port.replace_source_output(ov.op.Constant(constant.get_tensor_view()).output(0))
     quantized.validate_nodes_and_infer_types()
     with tempfile.TemporaryDirectory(prefix="autograph-openvino-revert-") as folder:
         path = os.path.join(folder, "part.ovpart")
