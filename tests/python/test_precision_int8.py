@@ -234,6 +234,7 @@ def _stand_in_nncf(monkeypatch, losses):
     def quantize(model, dataset, **recipe):
         k = sum(c == "quantize" for c in called)
         called.append("quantize")
+        nncf.recipes.append(recipe)
         scaled = ops.multiply(model.get_results()[0].input_value(0),
                               ops.constant(np.float32(1.0 + losses[k])))
         return ov.Model([scaled], model.get_parameters())
@@ -248,6 +249,7 @@ def _stand_in_nncf(monkeypatch, losses):
     nncf = types.ModuleType("nncf")
     nncf.quantization, nncf.Dataset = quantization, list
     nncf.quantize, nncf.quantize_with_accuracy_control = quantize, with_accuracy_control
+    nncf.recipes = []  # each quantize's recipe, in order
     for name, module in (("nncf", nncf), ("nncf.quantization", quantization),
                          ("nncf.quantization.advanced_parameters", params)):
         monkeypatch.setitem(sys.modules, name, module)
@@ -289,8 +291,11 @@ def test_the_aimed_quantization_tries_recipes_then_accuracy_control_within_its_b
     nncf, called = _stand_in_nncf(monkeypatch, losses)
     model, calls = _matmuls(layers)
     openvino_quantize._aimed(nncf, model, calls, calls, {"measure": "max_error", "bound": 0.001,
-                                                        "library": library_path()}, [[{}, {}]] * types)
+                                                        "library": library_path()},
+                             [[{"type": t, "recipe": 0}, {"type": t, "recipe": 1}] for t in range(types)])
     assert called == tried
+    if layers > openvino_quantize.RANKED_AT_MOST:  # the parts are tried in the most accurate recipe's
+        assert nncf.recipes[-1] == {"type": types - 1, "recipe": 1}
 
 
 class _Outliers(torch.nn.Module):
