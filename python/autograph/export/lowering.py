@@ -43,16 +43,23 @@ def lowered_by_parts(name: str, compiler: Compiler, precision: str, builder: Par
     `tried` names the packages its trials loaded, for the contest to release those the kept program does
     not call. `whole`: the compiler's whole graph in `precision` and in float32 (whole_pair), which the
     trials turn back part by part where the compiler reverts `precision` and `steps` is that one (module
-    docstring)."""
+    docstring); where that fails, the parts are cut and compiled as elsewhere."""
     body = body_of(aten.text)
     count = PARTS if count is None else count
     steps = ladder(compiler, builder.device, precision) if steps is None else steps
+    parts = closed(graph, cut_by_cost(graph, body, count))
+    tried: Set[str] = set()
     if whole is not None and steps == [precision] and precision in compiler.reverts:
-        made: "_Parts | _Reverted" = _Reverted(name, compiler, builder, graph, body, aten, tensors, whole)
-    else:
-        made = _Parts(name, compiler, builder, graph, body, aten, tensors)
-    candidate = _lowered(made, steps, settings, judge, closed(graph, cut_by_cost(graph, body, count)))
-    candidate.tried = made.digests
+        reverted = _Reverted(name, compiler, builder, graph, body, aten, tensors, whole)
+        candidate = _lowered(reverted, steps, settings, judge, parts)
+        tried = reverted.digests
+        if candidate.error is None:  # built: kept, or out for the tolerance
+            candidate.tried = tried
+            return candidate
+        # Its whole graph could not be turned back (an operation it could not read back): the parts are cut.
+    made = _Parts(name, compiler, builder, graph, body, aten, tensors)
+    candidate = _lowered(made, steps, settings, judge, parts)
+    candidate.tried = tried | made.digests
     return candidate
 
 
