@@ -35,9 +35,9 @@ RECIPES = [{"preset": "PERFORMANCE", "fast_bias_correction": False},
 # NNCF's model types tried in turn on a transformer's part (None: as any model), the plain type first.
 TRANSFORMER_TYPES = [None, "TRANSFORMER"]
 # Where recipes of both types are within the bound, each model is run this many rounds in turn on the
-# example and the faster kept (by its fastest run): neither type was the faster on every model (side by side, a transformer
+# example and the faster kept: neither type was the faster on every model (side by side, a transformer
 # encoder's plain-type INT8 ran 1.13x its transformer type's; bert_base's ran 0.89x).
-TIMED_ROUNDS = 20
+TIMED_ROUNDS = 10
 
 # A recipe's loss beyond this many times the bound ends its model type's tries: the next recipes are the
 # more accurate by about 1.5x on the models measured (mtcnn_onet 0.00096 to 0.00065, mtcnn_pnet 0.0074 to
@@ -102,9 +102,8 @@ def main(folder: str, path: str) -> int:
 
 
 def _fastest(core, models: List[Any], call: List["numpy.ndarray"]):  # noqa: F821
-    """Of `models`, the one whose fastest run on `call` is the fastest: compiled as the runner compiles them
-    (float32 inference precision, latency hint), warmed up, then run in turn TIMED_ROUNDS rounds (beside
-    the optimize's other compiles: their load only slows runs down, so the fastest run says the most)."""
+    """Of `models`, the one whose median time on `call` is the lowest: compiled as the runner compiles
+    them (float32 inference precision, latency hint), warmed up, then run in turn TIMED_ROUNDS rounds."""
     import time
     compiled = [core.compile_model(m, "CPU", {"INFERENCE_PRECISION_HINT": "f32", "PERFORMANCE_HINT": "LATENCY"})
                 for m in models]
@@ -115,10 +114,10 @@ def _fastest(core, models: List[Any], call: List["numpy.ndarray"]):  # noqa: F82
             c(call)
             if k:  # the first round warms up
                 samples.append(time.perf_counter() - start)
-    fastest = [min(samples) for samples in times]  # the other compiles beside this process only add time
-    print("model types within the bound, fastest ms: " + ", ".join(f"{1e3 * m:.3g}" for m in fastest),
+    medians = [sorted(samples)[len(samples) // 2] for samples in times]
+    print("model types within the bound, median ms: " + ", ".join(f"{1e3 * m:.3g}" for m in medians),
           file=sys.stderr)
-    return models[fastest.index(min(fastest))]
+    return models[medians.index(min(medians))]
 
 
 def _aimed(nncf, model, calls: List[List["numpy.ndarray"]], judged: List[List["numpy.ndarray"]],  # noqa: F821
