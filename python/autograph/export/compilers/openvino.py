@@ -236,7 +236,7 @@ def start_quantized(builder: PartBuilder, made: CompiledPart, part: Sequence[int
     aim = {"measure": builder.aim[0], "bound": builder.aim[1]} if whole and builder.aim else None
     judged = builder.inputs_at([builder.example], made.input_ids) if aim else []
     configs = {"compiler": "openvino", "via": "nncf.quantize", "recipes": openvino_quantize.RECIPES,
-               "transformer_types": openvino_quantize.TRANSFORMER_TYPES, "types_within": "the faster",
+               "transformer_types": openvino_quantize.TRANSFORMER_TYPES,
                "ranked_at_most": openvino_quantize.RANKED_AT_MOST,
                "missed_by_at_most": openvino_quantize.MISSED_BY_AT_MOST,
                "unranked": "the most accurate recipe", "beyond_ranked": "fast bias correction", "nncf": NNCF_VERSION,
