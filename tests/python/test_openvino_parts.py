@@ -413,8 +413,8 @@ def test_the_plan_on_aten_kernels_kept_after_a_slower_package_is_verified_on_boa
 class _Recorded:
     """A stand-in compiler for compile_before_search: what it is asked to do, in order, in `log`."""
 
-    def __init__(self, name, apart, log):
-        self.name, self.option, self.compiles_apart, self.log = name, "on", apart, log
+    def __init__(self, name, apart, log, ways=("",)):
+        self.name, self.option, self.compiles_apart, self.log, self.ways = name, "on", apart, log, ways
         self.lowers_apart = ("int8",) if apart else ()
 
     def missing(self):
@@ -427,9 +427,12 @@ class _Recorded:
         self.log.append(f"{self.name} started")
         return {f"whole_{self.name}": lambda: self.log.append(f"{self.name} waited") or f"{self.name} part"}
 
-    def lower(self, builder, name, parts, labels, compiled, precision):
-        self.log.append(f"{name} lowered to {precision} from {compiled}")
-        return lambda: [f"{name} {precision} part"]
+    def variants(self, builder, parts, precision):
+        return self.ways
+
+    def lower(self, builder, name, parts, labels, compiled, precision, variant=""):
+        self.log.append(f"{name} lowered to {precision}{' ' + variant if variant else ''} from {compiled}")
+        return lambda: [f"{name} {precision}{' ' + variant if variant else ''} part"]
 
 
 @pytest.mark.parametrize("precision", ["int8", "bf16"])
@@ -453,3 +456,20 @@ def test_a_lowering_that_runs_apart_starts_before_the_compiles_of_this_process(m
         assert log == ["apart started", "here started"] and "whole_apart_bf16" not in ready
     assert ready["whole_apart"]() == ready["whole_apart"]() == "apart part"  # waited once
     assert log.count("apart waited") == 1
+
+
+def test_each_way_of_lowering_a_compiler_has_is_a_candidate_of_its_own(monkeypatch):
+    # NNCF's two model types on a transformer's whole graph: two quantizations started side by side, each
+    # named for its way, the first (no variant) under the plain name; the float32 part waited for once.
+    import types
+    from autograph.export import candidates
+    log = []
+    apart = _Recorded("apart", True, log, ways=("", "transformer"))
+    monkeypatch.setattr(candidates, "COMPILERS", (apart,))
+    builder = types.SimpleNamespace(device=torch.device("cpu"))
+    ready = candidates.compile_before_search(builder, {"nodes": [0, 1]}, types.SimpleNamespace(on=True,
+                                                                                              precision="int8"))
+    assert log == ["apart started", "apart waited", "whole_apart lowered to int8 from ['apart part']",
+                   "whole_apart lowered to int8 transformer from ['apart part']"]
+    assert ready["whole_apart_int8"]() == ["whole_apart int8 part"]
+    assert ready["whole_apart_int8_transformer"]() == ["whole_apart int8 transformer part"]

@@ -141,6 +141,64 @@ def test_the_whole_graphs_quantization_aims_at_the_measure_and_its_bound(classif
     assert report["inductor"]["dropped"]["whole_openvino_int8"]["why"] == "beyond tolerance"
 
 
+class _Encoder(torch.nn.Module):
+    """One transformer encoder layer: attention (a softmax) and layer normalizations."""
+
+    def __init__(self, width: int = 16):
+        super().__init__()
+        self.qkv, self.out = torch.nn.Linear(width, 3 * width), torch.nn.Linear(width, width)
+        self.norm1, self.norm2 = torch.nn.LayerNorm(width), torch.nn.LayerNorm(width)
+        self.ff = torch.nn.Sequential(torch.nn.Linear(width, 2 * width), torch.nn.ReLU(), torch.nn.Linear(2 * width, width))
+
+    def forward(self, x):
+        q, k, v = self.qkv(x).chunk(3, dim=-1)
+        attention = torch.softmax(q @ k.transpose(-1, -2) / 4.0, dim=-1) @ v
+        x = self.norm1(x + self.out(attention))
+        return self.norm2(x + self.ff(x))
+
+
+def test_a_transformers_whole_graph_is_lowered_to_int8_by_each_model_type_of_nncf():
+    import types
+    from autograph.export.compilers import openvino
+    ops = ["aten.linear.default", "aten._softmax.default", "aten.native_layer_norm.default", "aten.add.Tensor"]
+    builder = types.SimpleNamespace(graph={"nodes": [{"op": op} for op in ops]})
+    whole, cut = [0, 1, 2, 3], [0, 1, 2]
+    assert openvino.COMPILER.variants(builder, [whole], "int8") == ("", "transformer")
+    assert openvino.COMPILER.variants(builder, [whole], "bf16") == ("",)
+    assert openvino.COMPILER.variants(builder, [cut, [3]], "int8") == ("",)  # cut: one way, both types in turn
+    assert openvino.model_types(builder, whole, "") == [None]  # the other type is the other candidate
+    assert openvino.model_types(builder, whole, "transformer") == ["TRANSFORMER"]
+    assert openvino.model_types(builder, cut, "") == [None, "TRANSFORMER"]
+    assert openvino.model_types(builder, [0, 3], "") == [None]  # no attention
+    plain = types.SimpleNamespace(graph={"nodes": [{"op": "aten.linear.default"}, {"op": "aten.relu.default"}]})
+    assert openvino.COMPILER.variants(plain, [[0, 1]], "int8") == ("",)
+
+
+@needs_int8
+@pytest.mark.parametrize("faster", ["whole_openvino_int8", "whole_openvino_int8_transformer"])
+def test_both_model_types_int8_compete_and_the_faster_within_the_bound_is_kept(monkeypatch, faster):
+    # Neither of NNCF's model types runs a transformer faster on every model: both are candidates, judged
+    # and timed side by side (the stand-in timing says which is faster); the report names each one's way.
+    torch.manual_seed(0)
+    model = _Encoder().eval()
+    x = torch.randn(1, 8, 16)
+    calibration = [(torch.randn(1, 8, 16),) for _ in range(INT8_CALIBRATION_INPUTS)]
+    _timed(monkeypatch, dict({"whole_openvino_int8": 0.6, "whole_openvino_int8_transformer": 0.6}, **{faster: 0.5}))
+    # A cosine loss of 0.01: INT8's ~1e-2 relative error on a layer's outputs, squared, is about 1e-4.
+    optimized, report = autograph.optimize(torch.export.export(model, (x,)), method="sequential", precision="int8",
+                                           accuracy="cosine", tolerance=0.01, calibration=calibration,
+                                           inductor=False, onnxruntime=False)
+    contest = report["inductor"]
+    assert contest["kept"] == faster, contest
+    for name in ("whole_openvino_int8", "whole_openvino_int8_transformer"):
+        assert name in contest["candidates"], contest["dropped"].get(name)
+    assert contest["candidates"]["whole_openvino_int8_transformer"]["variant"] == "transformer"
+    assert "variant" not in contest["candidates"]["whole_openvino_int8"]
+    with torch.no_grad():
+        got, want = optimized.module()(x), model(x)
+    assert torch.nn.functional.cosine_similarity(got.flatten(), want.flatten(), dim=0).item() >= 1 - 0.01
+
+
 @needs_int8
 def test_a_failing_quantizer_drops_the_int8_candidate_with_its_reason(classifier, monkeypatch, tmp_path):
     broken = tmp_path / "nncf-broken"
@@ -340,7 +398,8 @@ def test_the_quantized_whole_graph_with_operations_turned_back_computes_as_eithe
     with open(path, "rb") as f:
         packages = [f.read()]
     calls = [[_with_outlier(torch.randn(4, 32)).numpy()] for _ in range(4)]
-    request = b"".join(quantize_request.request(packages[0], calls, {"aim": None, "transformer": transformer}))
+    types = ["TRANSFORMER"] if transformer else [None]
+    request = b"".join(quantize_request.request(packages[0], calls, {"aim": None, "model_types": types}))
     subprocess.run(converter_process.converter_command(openvino_quantize.__file__, folder, path + ".int8"),
                    input=request, check=True, env=dict(os.environ, AUTOGRAPH_NNCF_DIR=openvino.nncf_dir()))
     with open(path + ".int8", "rb") as f:

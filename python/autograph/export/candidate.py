@@ -64,7 +64,9 @@ class Candidate:
     what its compiled parts compute in (below fp32: it must meet the option tolerance). What kind of
     candidate it is, as data (never parsed back from its name): `compiler`, the compiler of its parts
     (compilers/base.Compiler; None for a plan on ATen's kernels), and `kind`, what it is of that compiler's
-    ("whole", "plan", "parts", "mix", ...; for a plan on ATen's kernels its graph: "aten", "aten_cudnn")."""
+    ("whole", "plan", "parts", "mix", ...; for a plan on ATen's kernels its graph: "aten", "aten_cudnn"), and
+    `variant`, which of the compiler's ways of lowering to its precision made it (compilers/base.Compiler.
+    variants; "" its first or only one)."""
     name: str
     built: Union[Program, JustInTime, None] = None
     entry: Dict[str, Any] = field(default_factory=dict)
@@ -74,6 +76,7 @@ class Candidate:
     precision: str = "fp32"
     compiler: Optional["Compiler"] = None
     kind: str = ""
+    variant: str = ""
     tried: Set[str] = field(default_factory=set)  # digests of packages loaded while it was made (lowering.py)
     # Its parts (AtenGraph node ids) and each compiled, where a compiler made them: what the mix profiles
     # (mixing.py) without reading the packages back; let go once the contest has mixed.
@@ -85,21 +88,23 @@ class Candidate:
 
     @classmethod
     def of(cls, name: str, built: Union[Program, JustInTime], precision: str = "fp32",
-           compiler: Optional["Compiler"] = None, kind: str = "") -> "Candidate":
+           compiler: Optional["Compiler"] = None, kind: str = "", variant: str = "") -> "Candidate":
         if isinstance(built, JustInTime):
             entry = {"parts": 1, "compiled": "just in time"}
             if built.precision != "fp32":
                 entry["precision"] = built.precision
             return cls(name, built, entry, precision=built.precision, compiler=compiler, kind=kind)
         entry = {"parts": built.parts} if precision == "fp32" else {"parts": built.parts, "precision": precision}
-        return cls(name, built, entry, precision=precision, compiler=compiler, kind=kind)
+        if variant:
+            entry["variant"] = variant
+        return cls(name, built, entry, precision=precision, compiler=compiler, kind=kind, variant=variant)
 
     @property
     def label(self) -> str:
         """What the report's "chosen" calls it: its compiler and kind ("openvino whole", "inductor plan"),
         and the precision it computes in below fp32."""
         base = f"{self.compiler.label} {self.kind}" if self.compiler is not None else _LABELS.get(self.kind, self.kind)
-        return base + (f" in {self.precision}" if self.lowered else "")
+        return base + (f" in {self.precision}" if self.lowered else "") + (f" ({self.variant})" if self.variant else "")
 
     @property
     def lowered(self) -> bool:
@@ -107,9 +112,9 @@ class Candidate:
 
     @classmethod
     def failed(cls, name: str, e: BaseException, why: str = "not built", precision: str = "fp32",
-               compiler: Optional["Compiler"] = None, kind: str = "") -> "Candidate":
+               compiler: Optional["Compiler"] = None, kind: str = "", variant: str = "") -> "Candidate":
         """A candidate that could not be built (`e`), or whose compiler is not installed (NotAvailable)."""
-        candidate = cls(name, precision=precision, compiler=compiler, kind=kind)
+        candidate = cls(name, precision=precision, compiler=compiler, kind=kind, variant=variant)
         candidate.fail(why, e)
         return candidate
 

@@ -135,13 +135,19 @@ def _lowered_apart(compiler: Compiler, builder: PartBuilder, graph: Dict[str, An
         for precision in compiler.lowered(builder.device, settings.precision, name):
             if precision not in compiler.lowers_apart:
                 continue
-            lowered = f"{name}_{precision}"
-            try:
-                out[lowered] = compiler.lower(builder, name, [every_node(graph)],
-                                              [f"{lowered} part 1/1"], [wait()], precision)
-            except Exception as e:  # noqa: BLE001 - the candidate is out and the report says why
-                out[lowered] = e
+            for variant in compiler.variants(builder, [every_node(graph)], precision):
+                lowered = lowered_name(name, precision, variant)
+                try:
+                    out[lowered] = compiler.lower(builder, name, [every_node(graph)],
+                                                  [f"{lowered} part 1/1"], [wait()], precision, variant)
+                except Exception as e:  # noqa: BLE001 - the candidate is out and the report says why
+                    out[lowered] = e
     return out
+
+
+def lowered_name(name: str, precision: str, variant: str) -> str:
+    """Candidate `name` lowered to `precision` the way `variant` says: "<name>_<precision>[_<variant>]"."""
+    return f"{name}_{precision}" + (f"_{variant}" if variant else "")
 
 
 def _once(wait: Callable[[], CompiledPart]) -> Callable[[], CompiledPart]:
@@ -245,36 +251,41 @@ def _lowered(compiler: Compiler, name: str, builder: PartBuilder, graph: Dict[st
     out: Dict[str, Callable[[], Candidate]] = {}
     kind = _kind(name, compiler)
     for precision in compiler.lowered(builder.device, settings.precision, name):
-        lowered = f"{name}_{precision}"
-        labels = [f"{lowered} part {k + 1}/{len(parts)}" for k in range(len(parts))]
-
-        def failed(e: Exception, lowered=lowered, precision=precision) -> Callable[[], Candidate]:
-            return lambda: Candidate.failed(lowered, e, precision=precision, compiler=compiler, kind=kind)
-
-        made = ready.get(lowered)
-        if isinstance(made, Exception):
-            out[lowered] = failed(made)
-            continue
-        if isinstance(made, JustInTime):
-            out[lowered] = lambda lowered=lowered, made=made: Candidate.of(lowered, made, compiler=compiler, kind=kind)
-            continue
-        try:  # started before the search (compile_before_search), else now
-            wait = made if made is not None else compiler.lower(builder, name, parts, labels, compiled, precision)
-        except Exception as e:  # noqa: BLE001 - the candidate is out and the report says why
-            out[lowered] = failed(e)
-            continue
-
-        def finished(lowered=lowered, precision=precision, wait=wait) -> Candidate:
-            try:
-                made = wait()
-                program = program_with_parts(builder, graph, weights, tensors, settings, body, parts, made)
-                candidate = Candidate.of(lowered, program, precision=precision, compiler=compiler, kind=kind)
-                candidate.parts, candidate.compiled = parts, made
-                return candidate
-            except Exception as e:  # noqa: BLE001 - the candidate is out and the report says why
-                return Candidate.failed(lowered, e, precision=precision, compiler=compiler, kind=kind)
-        out[lowered] = finished
+        for variant in compiler.variants(builder, parts, precision):
+            lowered = lowered_name(name, precision, variant)
+            out[lowered] = _lowered_one(compiler, name, builder, graph, weights, tensors, settings, body, parts,
+                                        compiled, ready.get(lowered), (lowered, precision, kind, variant))
     return out
+
+
+def _lowered_one(compiler: Compiler, name: str, builder: PartBuilder, graph: Dict[str, Any],
+                 weights: List[torch.Tensor], tensors: List[torch.Tensor], settings: Settings, body: Dict[str, Any],
+                 parts: List[List[int]], compiled: Optional[List[CompiledPart]], made: Any,
+                 what: Tuple[str, str, str, str]) -> Callable[[], Candidate]:
+    """Candidate `name` lowered as `what` says (its name, precision, kind, variant): what
+    compile_before_search `made` of it, else lowered now; a call that waits for the candidate."""
+    lowered, precision, kind, variant = what
+    labels = [f"{lowered} part {k + 1}/{len(parts)}" for k in range(len(parts))]
+    tags = dict(precision=precision, compiler=compiler, kind=kind, variant=variant)
+    if isinstance(made, Exception):
+        return lambda: Candidate.failed(lowered, made, **tags)
+    if isinstance(made, JustInTime):
+        return lambda: Candidate.of(lowered, made, compiler=compiler, kind=kind)
+    try:  # started before the search (compile_before_search), else now
+        wait = made if made is not None else compiler.lower(builder, name, parts, labels, compiled, precision, variant)
+    except Exception as e:  # noqa: BLE001 - the candidate is out and the report says why
+        return lambda: Candidate.failed(lowered, e, **tags)
+
+    def finished() -> Candidate:
+        try:
+            made = wait()
+            program = program_with_parts(builder, graph, weights, tensors, settings, body, parts, made)
+            candidate = Candidate.of(lowered, program, **tags)
+            candidate.parts, candidate.compiled = parts, made
+            return candidate
+        except Exception as e:  # noqa: BLE001 - the candidate is out and the report says why
+            return Candidate.failed(lowered, e, **tags)
+    return finished
 
 
 def offers_tf32(device: torch.device, settings: Settings) -> bool:

@@ -341,11 +341,13 @@ class Contest:
     def _lowered_by_parts(self, candidates: Dict[str, Candidate]) -> Dict[str, Candidate]:
         """For each whole-graph candidate lowered below float32 that missed the tolerance, "parts_..." in
         its place: the graph cut into parts, lowered part by part where the tolerance holds
-        (lowering.lowered_by_parts; its judge is `judged`)."""
+        (lowering.lowered_by_parts; its judge is `judged`). Only the compiler's first way of lowering (no
+        variant) is: the others' parts would be tried again to the same end."""
         made = {}
         for name, c in candidates.items():
             missed = c.out is not None and c.out["why"] == "beyond tolerance"
-            if not (missed and c.compiler is not None and c.compiler.lowers_by_parts and c.entry.get("parts") == 1):
+            if not (missed and c.compiler is not None and c.compiler.lowers_by_parts and c.entry.get("parts") == 1
+                    and not c.variant):
                 continue
             by_parts = f"parts_{c.compiler.label}_{c.precision}"
             start = time.perf_counter()

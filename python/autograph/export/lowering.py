@@ -212,10 +212,10 @@ def ladder(compiler: Compiler, device: torch.device, precision: str) -> List[str
 
 
 def sibling(candidates: Dict[str, Candidate], of: Candidate, precision: str) -> Optional[Candidate]:
-    """The candidate among `candidates` of `of`'s compiler and kind in `precision`, built, and competing or
-    out only for its accuracy; None where there is none."""
+    """The candidate among `candidates` of `of`'s compiler and kind in `precision`, its first way (no
+    variant), built, and competing or out only for its accuracy; None where there is none."""
     found = [c for c in candidates.values() if c.compiler is of.compiler and c.kind == of.kind
-             and c.precision == precision and c.package is not None
+             and c.precision == precision and not c.variant and c.package is not None
              and (c.competing or c.out["why"] == "beyond tolerance")]
     return found[0] if found else None
 

@@ -52,10 +52,16 @@ class Compiler(Protocol):
     def lowering(self) -> str:
         """What it lowers, to what, where: for the report's note where nothing was lowered."""
 
+    def variants(self, builder: PartBuilder, parts: List[List[int]], precision: str) -> Tuple[str, ...]:
+        """The ways it lowers `parts` to `precision`, each a candidate of its own timed beside the others
+        where none is the faster on every model (NNCF's model types on a transformer's graph): ("",) where
+        it has one; "" is always its first, the one lowered part by part where the whole graph misses."""
+
     def lower(self, builder: PartBuilder, name: str, parts: List[List[int]], labels: List[str],
-              compiled: List[CompiledPart], precision: str) -> Callable[[], List[CompiledPart]]:
-        """Starts compiling candidate `name`'s `parts` (`compiled`: in float32) to compute in `precision`
-        (work in a process of its own starts now, beside the others'); the returned call finishes it and
+              compiled: List[CompiledPart], precision: str, variant: str = "") -> Callable[[], List[CompiledPart]]:
+        """Starts compiling candidate `name`'s `parts` (`compiled`: in float32) to compute in `precision`,
+        the way `variant` (one of variants') says (work in a process of its own starts now, beside the
+        others'); the returned call finishes it and
         returns each part: the same packages where the runner lowers them (the precision in the part),
         new ones where the package itself must (lowered weights, quantized models)."""
 

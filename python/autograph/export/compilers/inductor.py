@@ -318,8 +318,11 @@ class InductorCompiler:
     def lowering(self) -> str:
         return "Inductor's whole graph to bf16 on CUDA or a CPU with bf16 instructions, to fp16 on CUDA"
 
+    def variants(self, builder: PartBuilder, parts: List[List[int]], precision: str) -> Tuple[str, ...]:
+        return ("",)
+
     def lower(self, builder: PartBuilder, name: str, parts: List[List[int]], labels: List[str],
-              compiled: List[CompiledPart], precision: str) -> Callable[[], List[CompiledPart]]:
+              compiled: List[CompiledPart], precision: str, variant: str = "") -> Callable[[], List[CompiledPart]]:
         # In this process: compiled when waited for, as start's.
         return lambda: [compile_part(builder, p, label, freezing=name != "whole_unfrozen", precision=precision)
                         for p, label in zip(parts, labels)]

@@ -19,7 +19,7 @@ import json
 import logging
 import os
 import tempfile
-from typing import Any, Callable, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import torch
 
@@ -209,8 +209,11 @@ class OnnxRuntimeCompiler:
         return ("ONNX Runtime's candidates to int8 by its static quantization, else float32 (its CPU provider "
                 "computes no faster in bf16 or fp16)" + (f" (int8 not here: {why})" if why else ""))
 
+    def variants(self, builder: PartBuilder, parts: List[List[int]], precision: str) -> Tuple[str, ...]:
+        return ("",)
+
     def lower(self, builder: PartBuilder, name: str, parts: List[List[int]], labels: List[str],
-              compiled: List[CompiledPart], precision: str) -> Callable[[], List[CompiledPart]]:
+              compiled: List[CompiledPart], precision: str, variant: str = "") -> Callable[[], List[CompiledPart]]:
         if precision != "int8":
             raise Error(f"ONNX Runtime's parts are not lowered to {precision}")
         builder.calibration_examples_of([c.input_ids for c in compiled])  # one run of the graph for all

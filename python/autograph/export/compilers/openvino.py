@@ -16,7 +16,7 @@ keyed by the part's graph, its weights and the OpenVINO and torch versions.
 import functools
 import logging
 import os
-from typing import Any, Callable, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import torch
 
@@ -219,13 +219,13 @@ def quantizer() -> Converter:
 
 
 def start_quantized(builder: PartBuilder, made: CompiledPart, part: Sequence[int],
-                    label: str) -> Callable[[], CompiledPart]:
+                    label: str, variant: str = "") -> Callable[[], CompiledPart]:
     """Starts quantizing `made` (`part`'s float32 package) to INT8 by NNCF on the part's inputs at each calibration
     input, in a process of its own (openvino_quantize; quantized_part.start_quantized_package); the returned call
     waits for the part. Where the part is the whole graph, its outputs the program's, and the builder has an aim (a
     built-in measure and its bound), the quantization aims at it on the example and calibration inputs (a part's own
-    outputs are no program's: judged by the measure, they would say little). A part with attention and
-    normalizations is quantized as any model, then as NNCF quantizes transformers (transformer). Its spec's
+    outputs are no program's: judged by the measure, they would say little). NNCF's model types: model_types.
+    Its spec's
     precision is "int8": the runner compiles it with float32 inference precision, the operators NNCF
     quantized running in INT8."""
     why = int8_missing()
@@ -236,13 +236,12 @@ def start_quantized(builder: PartBuilder, made: CompiledPart, part: Sequence[int
     aim = {"measure": builder.aim[0], "bound": builder.aim[1]} if whole and builder.aim else None
     judged = builder.inputs_at([builder.example], made.input_ids) if aim else []
     configs = {"compiler": "openvino", "via": "nncf.quantize", "recipes": openvino_quantize.RECIPES,
-               "transformer_types": openvino_quantize.TRANSFORMER_TYPES,
                "ranked_at_most": openvino_quantize.RANKED_AT_MOST,
                "missed_by_at_most": openvino_quantize.MISSED_BY_AT_MOST,
                "unranked": "the most accurate recipe", "beyond_ranked": "fast bias correction", "nncf": NNCF_VERSION,
                "version": ov.__version__}
     wait = start_quantized_package(quantizer(), "openvino-int8-part", builder, made, label, configs,
-                                   {"aim": aim, "transformer": transformer(builder, part)}, judged)
+                                   {"aim": aim, "model_types": model_types(builder, part, variant)}, judged)
     return lambda: made._replace(package=wait(), precision="int8")
 
 
@@ -258,6 +257,24 @@ def revert(builder: PartBuilder, part: Sequence[int], lowered: CompiledPart, flo
     package = openvino_revert.reverted(lowered.package, float32.package,
                                        lambda name: onnx_profile.node_of(name, nodes, fx_names) in in_float_names)
     return lowered._replace(package=package)
+
+
+def whole_transformer(builder: PartBuilder, parts: List[List[int]]) -> bool:
+    """Whether `parts` are one part, the whole graph, a transformer's (transformer): NNCF's two model types
+    quantize it as two candidates (variants), neither the faster on every model."""
+    return len(parts) == 1 and len(parts[0]) == len(builder.graph["nodes"]) and transformer(builder, parts[0])
+
+
+def model_types(builder: PartBuilder, part: Sequence[int], variant: str) -> List[Optional[str]]:
+    """NNCF's model types `part` is quantized with, in turn, until one meets the aim (None: as any model):
+    as NNCF quantizes transformers for variant "transformer"; a transformer's whole graph as any model
+    otherwise (the other type is a candidate of its own); any other transformer's part as any model first
+    (openvino_quantize.TRANSFORMER_TYPES); any other part as any model."""
+    if variant == "transformer":
+        return ["TRANSFORMER"]
+    if not transformer(builder, part) or whole_transformer(builder, [list(part)]):
+        return [None]
+    return list(openvino_quantize.TRANSFORMER_TYPES)
 
 
 def transformer(builder: PartBuilder, part: Sequence[int]) -> bool:
@@ -301,11 +318,16 @@ class OpenVinoCompiler:
         why = int8_missing()
         return "OpenVINO's candidates to bf16 on CPU, and to int8 by NNCF" + (f" (not here: {why})" if why else "")
 
+    def variants(self, builder: PartBuilder, parts: List[List[int]], precision: str) -> Tuple[str, ...]:
+        # A transformer's whole graph in INT8 as any model and as NNCF quantizes transformers, timed side by
+        # side: neither is the faster on every model (model_types).
+        return ("", "transformer") if precision == "int8" and whole_transformer(builder, parts) else ("",)
+
     def lower(self, builder: PartBuilder, name: str, parts: List[List[int]], labels: List[str],
-              compiled: List[CompiledPart], precision: str) -> Callable[[], List[CompiledPart]]:
+              compiled: List[CompiledPart], precision: str, variant: str = "") -> Callable[[], List[CompiledPart]]:
         if precision == "int8":
             builder.calibration_examples_of([c.input_ids for c in compiled])  # one run of the graph for all
-            return in_turn([functools.partial(start_quantized, builder, c, part, label)
+            return in_turn([functools.partial(start_quantized, builder, c, part, label, variant)
                             for c, part, label in zip(compiled, parts, labels)])
         made = [c._replace(precision=precision) for c in compiled]  # the same packages: the precision in their specs
         return lambda: made
@@ -337,5 +359,5 @@ COMPILER = OpenVinoCompiler()
 
 
 __all__ = ["COMPILER", "NNCF_VERSION", "OpenVinoCompiler", "PART_OP", "FORMAT", "converter", "int8_missing",
-           "missing", "nncf_dir", "revert", "start_quantized", "transformer",
+           "missing", "model_types", "nncf_dir", "revert", "start_quantized", "transformer", "whole_transformer",
            "available", "node_times", "start", "start_package", "compile_package"]

@@ -4,9 +4,9 @@ package, the settings and the inputs from its stdin (quantize_request.py), quant
 calibration inputs (activations and weights of the convolutions and matmuls to INT8, the
 rest float32) and writes the package at PATH.
 
-A transformer's part is quantized as any other model first, then as NNCF quantizes transformers (its
-softmax and normalizations patterns, fewer operations in INT8: the more accurate and the slower). Without
-an aim, by the most accurate recipe of the last of those model types. With one (a built-in accuracy
+NNCF's model types (settings["model_types"], None: as any model; "TRANSFORMER": its softmax and
+normalizations patterns, fewer operations in INT8) are tried in turn. Without an aim, by the most accurate
+recipe of the last of them. With one (a built-in accuracy
 measure, its bound and autograph's library, which computes it), by the first recipe, model type after
 model type, whose outputs on the calibration inputs are within the bound of the float32 model's (a model
 type's tries end early where one misses it by far: MISSED_BY_AT_MOST), else by NNCF's accuracy control,
@@ -31,7 +31,8 @@ from typing import Any, Dict, List
 RECIPES = [{"preset": "PERFORMANCE", "fast_bias_correction": False},
            {"preset": "MIXED", "fast_bias_correction": False}]
 
-# NNCF's model types tried in turn on a transformer's part (None: as any model). The plain type first: on a
+# NNCF's model types tried in turn on a transformer's part cut from its graph (None: as any model; a whole
+# graph is quantized by each as a candidate of its own, timed side by side). The plain type first: on a
 # transformer encoder's float inputs it met a cosine bound of 0.001 and ran 1.13x the transformer type's
 # INT8, which keeps more of the operations in float (on bert_base, though, the transformer type's ran 1.12x
 # the plain type's: neither is the faster on every model).
@@ -85,8 +86,7 @@ def main(folder: str, path: str) -> int:
     import nncf
     import openvino as ov
     model = ov.Core().read_model(model=xml, weights=ov.Tensor(weights))
-    kinds = [{"model_type": getattr(nncf.ModelType, t)} if t else {}
-             for t in (TRANSFORMER_TYPES if settings["transformer"] else [None])]
+    kinds = [{"model_type": getattr(nncf.ModelType, t)} if t else {} for t in settings["model_types"]]
     fast = _layers(model) > RANKED_AT_MOST  # each layer's bias corrected on its own (above RANKED_AT_MOST)
     families = [[dict(subset_size=len(calls), preset=getattr(nncf.QuantizationPreset, r["preset"]),
                       fast_bias_correction=r["fast_bias_correction"] or fast, **kind) for r in RECIPES]
