@@ -225,3 +225,19 @@ def test_where_the_whole_graph_in_bf16_ran_slower_than_float32_no_part_is_lowere
     assert dropped["why"] == "not faster" and not tried
     assert dropped["ladder"] == {"bf16": {"whole_ms": 3.0, "fp32_ms": 2.0, "tried": False}}
     assert contest["precision"]["kept"] == "fp32"
+
+
+def test_no_part_is_lowered_where_another_way_of_the_same_compiler_met_the_tolerance():
+    # NNCF's plain type missed the bound on a transformer and its transformer type met it: the plain type's
+    # parts would be tried for a program slower than the whole graph that met it (its parts in float32).
+    from autograph.export.candidate import Candidate
+    from autograph.export.contest import Contest
+    compiler = types.SimpleNamespace(lowers_by_parts=True, label="stand_in", name="Stand-in")
+    missed = Candidate("whole_stand_in_int8", entry={"parts": 1}, precision="int8", compiler=compiler, kind="whole")
+    missed.drop("beyond tolerance")
+    met = Candidate("whole_stand_in_int8_t", entry={"parts": 1}, precision="int8", compiler=compiler, kind="whole",
+                    variant="t")
+    contest = object.__new__(Contest)  # only its record of what was skipped is read
+    contest.skipped = {}
+    assert contest._lowered_by_parts({missed.name: missed, met.name: met}) == {}
+    assert contest.skipped == {"parts_stand_in_int8": "another way of lowering met the tolerance"}

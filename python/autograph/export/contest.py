@@ -342,12 +342,17 @@ class Contest:
         """For each whole-graph candidate lowered below float32 that missed the tolerance, "parts_..." in
         its place: the graph cut into parts, lowered part by part where the tolerance holds
         (lowering.lowered_by_parts; its judge is `judged`). Only the compiler's first way of lowering (no
-        variant) is: the others' parts would be tried again to the same end."""
+        variant) is, and only where none of its other ways met the tolerance: its parts would be tried again
+        to the same end, or to a slower one than a whole graph met."""
         made = {}
         for name, c in candidates.items():
             missed = c.out is not None and c.out["why"] == "beyond tolerance"
             if not (missed and c.compiler is not None and c.compiler.lowers_by_parts and c.entry.get("parts") == 1
                     and not c.variant):
+                continue
+            if any(o.competing and o.compiler is c.compiler and o.kind == c.kind and o.precision == c.precision
+                   for o in candidates.values()):
+                self.skipped[f"parts_{c.compiler.label}_{c.precision}"] = "another way of lowering met the tolerance"
                 continue
             by_parts = f"parts_{c.compiler.label}_{c.precision}"
             start = time.perf_counter()

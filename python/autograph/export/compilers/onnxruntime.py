@@ -129,17 +129,25 @@ def quantizer() -> Converter:
                      QUANTIZE_TIMEOUT_S, sized=False)
 
 
-def start_quantized(builder: PartBuilder, made: CompiledPart, label: str) -> Callable[[], CompiledPart]:
-    """Starts quantizing `made` (a part's float32 package) to INT8 by ONNX Runtime's static quantization
+def start_quantized(builder: PartBuilder, made: CompiledPart, part: Sequence[int],
+                    label: str) -> Callable[[], CompiledPart]:
+    """Starts quantizing `made` (`part`'s float32 package) to INT8 by ONNX Runtime's static quantization
     (QDQ) on the part's inputs at each calibration input, in a process of its own (onnxruntime_quantize;
-    quantized_part.start_quantized_package); the returned call waits for the part. Its spec's precision
-    is "int8": the runner runs the QDQ model."""
+    quantized_part.start_quantized_package); the returned call waits for the part. Where the part is the
+    whole graph, its outputs the program's, and the builder has an aim (a built-in measure and its bound),
+    layers are kept float32 until the outputs on the example and calibration inputs meet it. Its spec's
+    precision is "int8": the runner runs the QDQ model."""
     why = int8_missing()
     if why:
         raise Error(f"ONNX Runtime's int8 parts are not available: {why}")
+    whole = len(part) == len(builder.graph["nodes"])
+    aim = {"measure": builder.aim[0], "bound": builder.aim[1]} if whole and builder.aim else None
+    judged = builder.inputs_at([builder.example], made.input_ids) if aim else []
     configs = {"compiler": "onnxruntime", "via": "quantize_static", "recipe": onnxruntime_quantize.RECIPE,
-               "version": _version()}
-    wait = start_quantized_package(quantizer(), "onnxruntime-int8-part", builder, made, label, configs, {})
+               "moves": onnxruntime_quantize.MOVES, "ranked_at_most": onnxruntime_quantize.RANKED_AT_MOST,
+               "restored_at_most": onnxruntime_quantize.RESTORED_AT_MOST, "version": _version()}
+    wait = start_quantized_package(quantizer(), "onnxruntime-int8-part", builder, made, label, configs, {"aim": aim},
+                                   judged)
     return lambda: made._replace(package=wait(), precision="int8")
 
 
@@ -217,7 +225,8 @@ class OnnxRuntimeCompiler:
         if precision != "int8":
             raise Error(f"ONNX Runtime's parts are not lowered to {precision}")
         builder.calibration_examples_of([c.input_ids for c in compiled])  # one run of the graph for all
-        return in_turn([functools.partial(start_quantized, builder, c, label) for c, label in zip(compiled, labels)])
+        return in_turn([functools.partial(start_quantized, builder, c, part, label)
+                        for c, part, label in zip(compiled, parts, labels)])
 
     def revert(self, builder: PartBuilder, part: Sequence[int], lowered: CompiledPart, float32: CompiledPart,
                in_float: Sequence[int]) -> CompiledPart:

@@ -1,17 +1,34 @@
 """A part's ONNX Runtime package quantized to INT8 by ONNX Runtime's static quantization, in a Python
 process of its own that runs this file with the arguments FOLDER PATH (converter_process): it reads the
-float32 package and the calibration inputs from its stdin (quantize_request.py), prepares the model as
+float32 package, the settings and the inputs from its stdin (quantize_request.py), prepares the model as
 ONNX Runtime's quantization guide asks (quant_pre_process: shapes inferred, the graph optimized; the model
 as it is where that fails), quantizes it on the calibration inputs (RECIPE: QDQ format, weights INT8 per
-channel, activations UINT8, min-max ranges) and writes the package at PATH. Its faults (a crash, a hang, a
-model it cannot quantize) stay here. It imports nothing of autograph, nor torch."""
+channel, activations UINT8, min-max ranges) and writes the package at PATH.
+
+With an aim (a built-in measure, its bound and autograph's library, which computes it: quantize_aim), where
+the quantized model's outputs on the judged inputs (the example's and the calibration inputs) miss the bound
+of the float32 model's, its quantized operations are kept float32 one at a time (nodes_to_exclude), those
+whose INT8 costs the measure most first (each ranked by quantizing the model with it alone kept float32; one
+that alone brings the model within the bound ends the ranking), until they are within it: as NNCF's accuracy
+control does for OpenVINO's packages, on a model of at most RANKED_AT_MOST such operations. The ranges are calibrated once (ONNX Runtime's calibration cache) for every try.
+Its faults (a crash, a hang, a model it cannot quantize) stay here. It imports nothing of autograph, and
+torch only with an aim (for autograph's library)."""
 import os
 import runpy
 import sys
-from typing import Any, Dict
+from typing import Any, Callable, Dict, List, Sequence
 
 # What ONNX Runtime recommends for x86 CPUs (VNNI: unsigned activations, signed weights).
 RECIPE = {"format": "QDQ", "per_channel": True, "activations": "QUInt8", "weights": "QInt8", "ranges": "MinMax"}
+# The quantized operations the aim does not rank: they only move or select their input's values, their
+# outputs quantized as their input is (kept float32 alone, they changed nothing on a CREPE model, while its
+# normalizations, activations and layers did: a batch normalization's INT8 outputs cost most there).
+MOVES = ("Flatten", "Gather", "GatherElements", "MaxPool", "Pad", "Reshape", "Resize", "Slice", "Split", "Squeeze",
+         "TopK", "Transpose", "Unsqueeze")
+# At most this many operations are ranked (each rank quantizes and runs the model once more), and at most
+# RESTORED_AT_MOST kept float32: as NNCF's accuracy control for OpenVINO's (openvino_quantize).
+RANKED_AT_MOST = 32
+RESTORED_AT_MOST = 8
 
 
 def _beside(name: str) -> Dict[str, Any]:
@@ -26,7 +43,7 @@ def main(folder: str, path: str) -> int:
     if read is None:
         print("the package was cut short", file=sys.stderr)
         return 1
-    package, _, _, calls = read
+    package, settings, judged, calls = read
     convert = _beside("onnxruntime_convert")
     magic = convert["MAGIC"]
     if not package.startswith(magic):
@@ -34,11 +51,10 @@ def main(folder: str, path: str) -> int:
         return 1
     from onnxruntime.quantization import CalibrationDataReader, CalibrationMethod, QuantFormat, QuantType, quantize_static
     from onnxruntime.quantization.shape_inference import quant_pre_process
-    import onnxruntime as ort
     model = os.path.join(folder, "model.onnx")
     with open(model, "wb") as f:
         f.write(package[len(magic):])
-    names = [i.name for i in ort.InferenceSession(model, providers=["CPUExecutionProvider"]).get_inputs()]
+    names = [i.name for i in _session(model).get_inputs()]
 
     class Reader(CalibrationDataReader):
         def __init__(self):
@@ -52,14 +68,64 @@ def main(folder: str, path: str) -> int:
         quant_pre_process(model, prepared)
     except Exception:  # noqa: BLE001 - the quantizer takes the model as it is too
         prepared = model
-    quantized = os.path.join(folder, "quantized.onnx")
-    quantize_static(prepared, quantized, Reader(), quant_format=getattr(QuantFormat, RECIPE["format"]),
-                    per_channel=RECIPE["per_channel"], activation_type=getattr(QuantType, RECIPE["activations"]),
-                    weight_type=getattr(QuantType, RECIPE["weights"]),
-                    calibrate_method=getattr(CalibrationMethod, RECIPE["ranges"]))
+    quantized, ranges = os.path.join(folder, "quantized.onnx"), os.path.join(folder, "ranges.json")
+
+    def quantize(in_float: Sequence[str]) -> str:
+        quantize_static(prepared, quantized, Reader(), quant_format=getattr(QuantFormat, RECIPE["format"]),
+                        per_channel=RECIPE["per_channel"], activation_type=getattr(QuantType, RECIPE["activations"]),
+                        weight_type=getattr(QuantType, RECIPE["weights"]),
+                        calibrate_method=getattr(CalibrationMethod, RECIPE["ranges"]), nodes_to_exclude=list(in_float),
+                        calibration_cache_path=ranges)
+        return quantized
+    quantize([])
+    if settings.get("aim"):
+        _aimed(prepared, quantize, [dict(zip(names, call)) for call in judged],
+               dict(settings["aim"], library=settings["library"]))
     with open(quantized, "rb") as f:
         convert["save_package"](f.read(), path)
     return 0
+
+
+def _session(model: str):
+    import onnxruntime as ort
+    return ort.InferenceSession(model, providers=["CPUExecutionProvider"])
+
+
+def _aimed(prepared: str, quantize: Callable[[Sequence[str]], str], feeds: List[Dict[str, Any]],
+           aim: Dict[str, Any]) -> None:
+    """The model at quantize([])'s path quantized again, with operations kept float32, until its outputs on
+    `feeds` are within the aim's bound of `prepared`'s (float32): the quantized operations (less MOVES) ranked
+    by how far the model with each alone float32 is from them (one within the bound is the answer), then
+    kept float32 in that order (at most RESTORED_AT_MOST; on a model of at most RANKED_AT_MOST of them). Where
+    none is within the bound, the last try stays: the contest drops it."""
+    import onnx
+    from onnxruntime.quantization.registry import QDQRegistry, QLinearOpsRegistry
+    loss_of = _beside("quantize_aim")["loss_by"](aim)
+    reference = _session(prepared)
+    want = [reference.run(None, feed) for feed in feeds]
+
+    def loss(in_float: Sequence[str]) -> float:
+        session = _session(quantize(in_float))
+        return loss_of([session.run(None, feed) for feed in feeds], want)
+
+    missed = loss([]) if feeds else 0.0
+    if missed <= aim["bound"]:
+        return
+    quantized = (set(QDQRegistry) | set(QLinearOpsRegistry)) - set(MOVES)
+    ops = [n.name for n in onnx.load(prepared, load_external_data=False).graph.node if n.op_type in quantized and n.name]
+    if len(ops) > RANKED_AT_MOST:
+        print(f"nothing kept float32: {len(ops)} operations to rank, more than {RANKED_AT_MOST}", file=sys.stderr)
+        return  # quantize([])'s model is at its path
+    losses: Dict[str, float] = {}
+    for op in ops:
+        losses[op] = loss([op])
+        if losses[op] <= aim["bound"]:
+            return
+    in_float: List[str] = []
+    for op in sorted(ops, key=losses.get)[:RESTORED_AT_MOST]:
+        in_float.append(op)
+        if loss(in_float) <= aim["bound"]:
+            return
 
 
 if __name__ == "__main__":

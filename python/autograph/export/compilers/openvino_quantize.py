@@ -105,25 +105,23 @@ def _aimed(nncf, model, calls: List[List["numpy.ndarray"]], judged: List[List["n
     first) within the aim's bound (none after one in its family that missed a bound above 0 by more than
     MISSED_BY_AT_MOST times), else by NNCF's accuracy control with the last recipe of the last family (on
     at most RANKED_AT_MOST layers; beyond, by that recipe, for the parts).
-    The validation is 1 - the aim's measure (autograph's own, core/output_error, through its library) of the
-    outputs on the `judged` inputs (the example's and the calibration inputs, as the contest judges)
+    The validation is 1 - the aim's measure (autograph's own, core/output_error, through its library:
+    quantize_aim) of the outputs on the `judged` inputs (the example's and the calibration inputs, as the contest judges)
     against the float32 model's."""
     import numpy as np
     import openvino as ov
-    import torch
     from nncf.quantization.advanced_parameters import AdvancedAccuracyRestorerParameters
-    torch.ops.load_library(aim["library"])
+    loss_of = _beside("quantize_aim")["loss_by"](aim)
     core = ov.Core()
     reference = core.compile_model(model, "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
-    want = {id(call): [torch.from_numpy(np.array(o)) for o in reference(call).to_tuple()] for call in judged}
+
+    def run(compiled, call) -> List["numpy.ndarray"]:  # noqa: F821 - copies: a request's outputs are reused
+        return [np.array(o) for o in compiled(call).to_tuple()]
+    want = {id(call): run(reference, call) for call in judged}
 
     def validate(compiled, items) -> float:  # NNCF passes the dataset, or the items it ranks on
-        got, wanted = [], []
-        for call in items:
-            got.extend(torch.from_numpy(np.array(o)) for o in compiled(call).to_tuple())
-            wanted.extend(want[id(call)])
-        count = len(got) // max(1, len(reference.outputs))
-        return 1.0 - torch.ops.autograph.measure_outputs(aim["measure"], got, wanted, count)[0]
+        items = list(items)
+        return 1.0 - loss_of([run(compiled, call) for call in items], [want[id(call)] for call in items])
 
     dataset = nncf.Dataset(calls)
     quantized_by = None
