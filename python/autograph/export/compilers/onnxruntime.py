@@ -145,7 +145,8 @@ def start_quantized(builder: PartBuilder, made: CompiledPart, part: Sequence[int
     judged = builder.inputs_at([builder.example], made.input_ids) if aim else []
     configs = {"compiler": "onnxruntime", "via": "quantize_static", "recipe": onnxruntime_quantize.RECIPE,
                "moves": onnxruntime_quantize.MOVES, "ranked_at_most": onnxruntime_quantize.RANKED_AT_MOST,
-               "restored_at_most": onnxruntime_quantize.RESTORED_AT_MOST, "version": _version()}
+               "restored_at_most": onnxruntime_quantize.RESTORED_AT_MOST,
+               "aimed_for_at_most_s": onnxruntime_quantize.AIMED_FOR_AT_MOST_S, "version": _version()}
     wait = start_quantized_package(quantizer(), "onnxruntime-int8-part", builder, made, label, configs, {"aim": aim},
                                    judged)
     return lambda: made._replace(package=wait(), precision="int8")

@@ -16,6 +16,7 @@ torch only with an aim (for autograph's library)."""
 import os
 import runpy
 import sys
+import time
 from typing import Any, Callable, Dict, List, Sequence
 
 # What ONNX Runtime recommends for x86 CPUs (VNNI: unsigned activations, signed weights).
@@ -29,6 +30,9 @@ MOVES = ("Flatten", "Gather", "GatherElements", "MaxPool", "Pad", "Reshape", "Re
 # RESTORED_AT_MOST kept float32: as NNCF's accuracy control for OpenVINO's (openvino_quantize).
 RANKED_AT_MOST = 32
 RESTORED_AT_MOST = 8
+# And no try starts after this many seconds of them: the process's own time limit (QUANTIZE_TIMEOUT_S, 600 s)
+# would drop the candidate with nothing said of the aim; this way it leaves with its loss in the report.
+AIMED_FOR_AT_MOST_S = 240.0
 
 
 def _beside(name: str) -> Dict[str, Any]:
@@ -77,10 +81,11 @@ def main(folder: str, path: str) -> int:
                         calibrate_method=getattr(CalibrationMethod, RECIPE["ranges"]), nodes_to_exclude=list(in_float),
                         calibration_cache_path=ranges)
         return quantized
-    quantize([])
-    if settings.get("aim"):
+    if settings.get("aim") and judged:
         _aimed(prepared, quantize, [dict(zip(names, call)) for call in judged],
                dict(settings["aim"], library=settings["library"]))
+    else:
+        quantize([])
     with open(quantized, "rb") as f:
         convert["save_package"](f.read(), path)
     return 0
@@ -93,11 +98,12 @@ def _session(model: str):
 
 def _aimed(prepared: str, quantize: Callable[[Sequence[str]], str], feeds: List[Dict[str, Any]],
            aim: Dict[str, Any]) -> None:
-    """The model at quantize([])'s path quantized again, with operations kept float32, until its outputs on
+    """The model quantized (at quantize's path), then again with operations kept float32, until its outputs on
     `feeds` are within the aim's bound of `prepared`'s (float32): the quantized operations (less MOVES) ranked
     by how far the model with each alone float32 is from them (one within the bound is the answer), then
-    kept float32 in that order (at most RESTORED_AT_MOST; on a model of at most RANKED_AT_MOST of them). Where
-    none is within the bound, the last try stays: the contest drops it."""
+    kept float32 in that order (at most RESTORED_AT_MOST; on a model of at most RANKED_AT_MOST of them; no try
+    started after AIMED_FOR_AT_MOST_S). Where none is within the bound, the last try stays: the contest drops
+    it."""
     import onnx
     from onnxruntime.quantization.registry import QDQRegistry, QLinearOpsRegistry
     loss_of = _beside("quantize_aim")["loss_by"](aim)
@@ -108,21 +114,26 @@ def _aimed(prepared: str, quantize: Callable[[Sequence[str]], str], feeds: List[
         session = _session(quantize(in_float))
         return loss_of([session.run(None, feed) for feed in feeds], want)
 
-    missed = loss([]) if feeds else 0.0
-    if missed <= aim["bound"]:
+    if loss([]) <= aim["bound"]:
         return
     quantized = (set(QDQRegistry) | set(QLinearOpsRegistry)) - set(MOVES)
     ops = [n.name for n in onnx.load(prepared, load_external_data=False).graph.node if n.op_type in quantized and n.name]
     if len(ops) > RANKED_AT_MOST:
         print(f"nothing kept float32: {len(ops)} operations to rank, more than {RANKED_AT_MOST}", file=sys.stderr)
         return  # quantize([])'s model is at its path
+    ends = time.monotonic() + AIMED_FOR_AT_MOST_S
     losses: Dict[str, float] = {}
     for op in ops:
+        if time.monotonic() > ends:
+            print(f"ranked {len(losses)} of {len(ops)} operations in {AIMED_FOR_AT_MOST_S:.0f} s", file=sys.stderr)
+            break
         losses[op] = loss([op])
         if losses[op] <= aim["bound"]:
             return
     in_float: List[str] = []
-    for op in sorted(ops, key=losses.get)[:RESTORED_AT_MOST]:
+    for op in sorted(losses, key=losses.get)[:RESTORED_AT_MOST]:
+        if time.monotonic() > ends:
+            break
         in_float.append(op)
         if loss(in_float) <= aim["bound"]:
             return
