@@ -135,7 +135,7 @@ def start_quantized(builder: PartBuilder, made: CompiledPart, part: Sequence[int
     (QDQ) on the part's inputs at each calibration input, in a process of its own (onnxruntime_quantize;
     quantized_part.start_quantized_package); the returned call waits for the part. Where the part is the
     whole graph, its outputs the program's, and the builder has an aim (a built-in measure and its bound),
-    layers are kept float32 until the outputs on the example and calibration inputs meet it. Its spec's
+    operations are kept float32 until the outputs on the example and calibration inputs meet it. Its spec's
     precision is "int8": the runner runs the QDQ model."""
     why = int8_missing()
     if why:

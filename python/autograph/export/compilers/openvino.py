@@ -224,10 +224,9 @@ def start_quantized(builder: PartBuilder, made: CompiledPart, part: Sequence[int
     input, in a process of its own (openvino_quantize; quantized_part.start_quantized_package); the returned call
     waits for the part. Where the part is the whole graph, its outputs the program's, and the builder has an aim (a
     built-in measure and its bound), the quantization aims at it on the example and calibration inputs (a part's own
-    outputs are no program's: judged by the measure, they would say little). NNCF's model types: model_types.
-    Its spec's
-    precision is "int8": the runner compiles it with float32 inference precision, the operators NNCF
-    quantized running in INT8."""
+    outputs are no program's: judged by the measure, they would say little), with NNCF's model types for
+    `variant` (model_types). Its spec's precision is "int8": the runner compiles it with float32 inference
+    precision, the operators NNCF quantized running in INT8."""
     why = int8_missing()
     if why:
         raise Error(f"int8 parts are not available: {why}")
