@@ -127,6 +127,7 @@ def _lowered_apart(compiler: Compiler, builder: PartBuilder, graph: Dict[str, An
     stopped it): int8's quantizations run beside the compiles of this process (Inductor's just in time)
     instead of after them."""
     out: Dict[str, Any] = {}
+    whole = [every_node(graph)]
     for name, wait in made.items():
         if not callable(wait) or isinstance(wait, JustInTime):
             out[name] = wait
@@ -135,11 +136,11 @@ def _lowered_apart(compiler: Compiler, builder: PartBuilder, graph: Dict[str, An
         for precision in compiler.lowered(builder.device, settings.precision, name):
             if precision not in compiler.lowers_apart:
                 continue
-            for variant in compiler.variants(builder, [every_node(graph)], precision):
+            for variant in compiler.variants(builder, whole, precision):
                 lowered = lowered_name(name, precision, variant)
                 try:
-                    out[lowered] = compiler.lower(builder, name, [every_node(graph)],
-                                                  [f"{lowered} part 1/1"], [wait()], precision, variant)
+                    out[lowered] = compiler.lower(builder, name, whole, [f"{lowered} part 1/1"], [wait()], precision,
+                                                  variant)
                 except Exception as e:  # noqa: BLE001 - the candidate is out and the report says why
                     out[lowered] = e
     return out

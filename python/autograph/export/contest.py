@@ -350,11 +350,11 @@ class Contest:
             if not (missed and c.compiler is not None and c.compiler.lowers_by_parts and c.entry.get("parts") == 1
                     and not c.variant):
                 continue
+            by_parts = f"parts_{c.compiler.label}_{c.precision}"
             if any(o.competing and o.compiler is c.compiler and o.kind == c.kind and o.precision == c.precision
                    for o in candidates.values()):
-                self.skipped[f"parts_{c.compiler.label}_{c.precision}"] = "another way of lowering met the tolerance"
+                self.skipped[by_parts] = "another way of lowering met the tolerance"
                 continue
-            by_parts = f"parts_{c.compiler.label}_{c.precision}"
             start = time.perf_counter()
             # Unraced: raced against a much faster int8 program, float32's whole graph would leave after its
             # first, coldest run (an 81 ms sample where its median is 42 ms on a resnet50).

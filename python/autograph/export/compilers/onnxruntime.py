@@ -34,7 +34,7 @@ from . import onnx_profile
 from . import onnxruntime_convert as _convert
 from . import onnxruntime_quantize
 from .converter_process import Converter, PendingPackage
-from .quantized_part import in_turn, start_quantized_package
+from .quantized_part import aim_of, in_turn, start_quantized_package
 
 PART_OP = "autograph::run_onnxruntime_part"
 FORMAT = "autograph-onnxruntime-part"
@@ -140,9 +140,7 @@ def start_quantized(builder: PartBuilder, made: CompiledPart, part: Sequence[int
     why = int8_missing()
     if why:
         raise Error(f"ONNX Runtime's int8 parts are not available: {why}")
-    whole = len(part) == len(builder.graph["nodes"])
-    aim = {"measure": builder.aim[0], "bound": builder.aim[1]} if whole and builder.aim else None
-    judged = builder.inputs_at([builder.example], made.input_ids) if aim else []
+    aim, judged = aim_of(builder, made, part)
     configs = {"compiler": "onnxruntime", "via": "quantize_static", "recipe": onnxruntime_quantize.RECIPE,
                "moves": onnxruntime_quantize.MOVES, "ranked_at_most": onnxruntime_quantize.RANKED_AT_MOST,
                "restored_at_most": onnxruntime_quantize.RESTORED_AT_MOST,

@@ -32,7 +32,7 @@ from . import openvino_convert as _openvino_convert
 from . import openvino_quantize
 from . import openvino_revert
 from .converter_process import Converter, PendingPackage
-from .quantized_part import in_turn, start_quantized_package
+from .quantized_part import aim_of, in_turn, start_quantized_package, whole
 
 _SUFFIX = ".ovpart"
 # How long the converter process may take: a hung one must not hang optimize (the candidate is then
@@ -231,9 +231,7 @@ def start_quantized(builder: PartBuilder, made: CompiledPart, part: Sequence[int
     if why:
         raise Error(f"int8 parts are not available: {why}")
     import openvino as ov
-    whole = len(part) == len(builder.graph["nodes"])
-    aim = {"measure": builder.aim[0], "bound": builder.aim[1]} if whole and builder.aim else None
-    judged = builder.inputs_at([builder.example], made.input_ids) if aim else []
+    aim, judged = aim_of(builder, made, part)
     configs = {"compiler": "openvino", "via": "nncf.quantize", "recipes": openvino_quantize.RECIPES,
                "ranked_at_most": openvino_quantize.RANKED_AT_MOST,
                "missed_by_at_most": openvino_quantize.MISSED_BY_AT_MOST,
@@ -261,7 +259,7 @@ def revert(builder: PartBuilder, part: Sequence[int], lowered: CompiledPart, flo
 def whole_transformer(builder: PartBuilder, parts: List[List[int]]) -> bool:
     """Whether `parts` are one part, the whole graph, a transformer's (transformer): NNCF's two model types
     quantize it as two candidates (variants), neither the faster on every model."""
-    return len(parts) == 1 and len(parts[0]) == len(builder.graph["nodes"]) and transformer(builder, parts[0])
+    return len(parts) == 1 and whole(builder, parts[0]) and transformer(builder, parts[0])
 
 
 def model_types(builder: PartBuilder, part: Sequence[int], variant: str) -> List[Optional[str]]:
@@ -271,7 +269,7 @@ def model_types(builder: PartBuilder, part: Sequence[int], variant: str) -> List
     (openvino_quantize.TRANSFORMER_TYPES); any other part as any model."""
     if variant == "transformer":
         return ["TRANSFORMER"]
-    if not transformer(builder, part) or whole_transformer(builder, [list(part)]):
+    if whole(builder, part) or not transformer(builder, part):
         return [None]
     return list(openvino_quantize.TRANSFORMER_TYPES)
 

@@ -3,7 +3,7 @@ openvino_quantize.py; ONNX Runtime's by its static quantization, onnxruntime_qua
 inputs at each calibration input sent to it (quantize_request.py), the package cached on disk like any
 other, keyed by the float32 package, the inputs, the quantizer's configuration and the request's settings."""
 import hashlib
-from typing import Any, Callable, Dict, List, Sequence, TypeVar
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, TypeVar
 
 import torch
 
@@ -21,6 +21,22 @@ T = TypeVar("T")
 # How many quantizing processes run at once where several parts are quantized (a lowering by parts
 # quantizes every part first): each spends seconds importing its libraries on one core before it computes.
 AT_ONCE = 2
+
+
+def whole(builder: PartBuilder, part: Sequence[int]) -> bool:
+    """Whether `part` is the builder's whole graph: its outputs are the program's."""
+    return len(part) == len(builder.graph["nodes"])
+
+
+def aim_of(builder: PartBuilder, made: CompiledPart,
+           part: Sequence[int]) -> Tuple[Optional[Dict[str, Any]], List[List[torch.Tensor]]]:
+    """What a quantizing process aims `part` (compiled as `made`) at: the builder's built-in measure and its
+    bound, and the part's inputs at the example, judged there beside the calibration inputs; (None, [])
+    where the builder has no aim or the part is not the whole graph (a part's own outputs are no
+    program's: judged by the measure, they would say little)."""
+    if not (builder.aim and whole(builder, part)):
+        return None, []
+    return {"measure": builder.aim[0], "bound": builder.aim[1]}, builder.inputs_at([builder.example], made.input_ids)
 
 
 def start_quantized_package(quantizer: Converter, kind: str, builder: PartBuilder, made: CompiledPart, label: str,
@@ -91,4 +107,4 @@ def _arrays(calls: Sequence[Sequence[torch.Tensor]]) -> List[List[Any]]:
     return [[t.detach().cpu().contiguous().numpy() for t in call] for call in calls]
 
 
-__all__ = ["AT_ONCE", "in_turn", "start_quantized_package"]
+__all__ = ["AT_ONCE", "aim_of", "in_turn", "start_quantized_package", "whole"]
