@@ -10,7 +10,7 @@ import torch_compile_bench as tcb
 PROG = "gpu_table"
 # Below float32 (the precision step): the export path with option precision, torch.compile under autocast,
 # and the TorchScript path with option precision bf16.
-PRECISION_METHODS = {"autograph_export_bf16": "bf16", "autograph_export_fp16": "fp16",
+PRECISION_METHODS = {"autograph_export_tf32": "tf32", "autograph_export_bf16": "bf16", "autograph_export_fp16": "fp16",
                      "torch_compile_autocast_bf16": "bf16", "torch_compile_autocast_fp16": "fp16",
                      "autograph_graph_bf16": "bf16"}
 METHODS = ["eager", "torch_compile_default", "torch_compile_reduce_overhead", "torch_compile_max_autotune",
@@ -19,6 +19,23 @@ CLI_METHODS = ["jit", "jit_frozen", "nimble", "autograph_graph"]  # what `autogr
 COMPILE_MODES = {"torch_compile_default": "default", "torch_compile_reduce_overhead": "reduce-overhead",
                  "torch_compile_max_autotune": "max-autotune"}
 ORDER = ["eager", "jit"] + METHODS[1:]  # the CSV's row order per model
+# The GPU check's stages, the most valuable rows first, each what one short command on a GPU machine runs
+# (scripts/gpu_quick_check.sh --stage N): 1 the core table (the export path against the TorchScript path,
+# Nimble and torch.compile's CUDA Graphs), 2 the other torch.compile modes and the rows below float32, 3 the
+# rest of the zoo (None: every zoo model not in stage 1).
+STAGES = {1: (["resnet50", "bert_base", "nasnet_a_mobile"],
+              ["eager", "torch_compile_reduce_overhead", "jit_frozen", "nimble", "autograph_graph", "autograph_export"]),
+          2: (["resnet50", "bert_base"], ["eager", "torch_compile_default", "torch_compile_max_autotune"]
+              + list(PRECISION_METHODS)),
+          3: (None, METHODS)}
+
+
+def stage_models(stage: int) -> List[str]:
+    models, _ = STAGES[stage]
+    if models is None:
+        from models import registry  # the checkout's root is on sys.path (gpu_table.py)
+        models = [m for m in registry.NAMES if m not in STAGES[1][0]]
+    return list(models)
 EXTRA_FIELDS = ["timed", "warmup", "runs", "tf32_off_max_abs_err", "tf32_off_max_rel_err", "input2_max_abs_err",
                 "input2_max_rel_err", "cli_median_ms", "anchor_ms", "kept", "chosen", "precision", "stages", "streams", "cuda_graphs",
                 "capture_failures", "note"]
@@ -148,7 +165,7 @@ def _precision_lines(mine: Dict[str, dict]) -> List[str]:
     slower in one step than in the other does not pass for a speedup."""
     lines = []
     fp32 = number(mine.get("autograph_export"))
-    for precision in ("bf16", "fp16"):
+    for precision in ("tf32", "bf16", "fp16"):  # no autocast to TF32: its rival is the float32 table's
         ours, rival = mine.get(f"autograph_export_{precision}"), mine.get(f"torch_compile_autocast_{precision}")
         ms = number(ours)
         if not ms:

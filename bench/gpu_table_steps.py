@@ -5,7 +5,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Callable, List
+from typing import Callable, List, Optional
 
 from gpu_table_rows import CAPTURE_FAILED, CLI_METHODS, PRECISION_METHODS, PROG
 
@@ -27,16 +27,22 @@ PASS1_SHARE = {0: 1.0, 1: 0.7, 2: 0.6}
 
 
 class Steps:
-    """Runs each step as a child process under timeout(1) within the budget and keeps a record of it."""
+    """Runs each step as a child process under timeout(1) within the budget and keeps a record of it.
+    `plan`: runs nothing; each step takes its whole cap on a clock of its own (the worst case), so the
+    records are the caps' arithmetic: what each step would get, and what the budget would not reach."""
 
-    def __init__(self, args):
-        self.args, self.records = args, []
-        self.start = time.monotonic()
+    def __init__(self, args, plan: bool = False):
+        self.args, self.records, self.plan = args, [], plan
+        self.clock = 0.0
+        self.start = self.now()
         self.deadline = self.start + args.budget
         self.env = child_env(args)
 
+    def now(self) -> float:
+        return self.clock if self.plan else time.monotonic()
+
     def left(self) -> float:
-        return self.deadline - time.monotonic() - RESERVE_S
+        return self.deadline - self.now() - RESERVE_S
 
     def skip(self, label: str, why: str) -> dict:
         record = {"step": label, "result": "skipped", "seconds": 0, "cap": 0, "note": why}
@@ -51,16 +57,30 @@ class Steps:
         if cap < LEAST[kind]:
             return self.skip(label, f"not reached: {max(int(self.left()), 0)} s left of the {self.args.budget:g} s "
                                     f"budget, the step needs at least {LEAST[kind]} s")
+        if self.plan:
+            self.clock += cap
+            record = {"step": label, "result": "planned", "seconds": cap, "cap": cap, "note": ""}
+            self.records.append(record)
+            return record
         cmd = cmd(cap)
         log = self.args.out / "logs" / (label.replace(" ", "-") + ".log")
         print(f"{PROG}: {label} (cap {cap} s, log {log.relative_to(self.args.out)})", flush=True)
         t0 = time.monotonic()
         with log.open("w") as f:
+            child = subprocess.Popen(["timeout", "-k", "10", str(cap)] + cmd, stdout=f, stderr=subprocess.STDOUT,
+                                     env=self.env, cwd=ROOT)
             try:
-                rc = subprocess.run(["timeout", "-k", "10", str(cap)] + cmd, stdout=f, stderr=subprocess.STDOUT,
-                                    env=self.env, cwd=ROOT, timeout=cap + 30).returncode
+                rc = child.wait(timeout=cap + 30)
             except subprocess.TimeoutExpired:
+                child.kill()
                 rc = 124
+            except BaseException:  # stopped (SIGTERM: gpu_table.main): the step too, its rows so far kept
+                child.terminate()  # timeout(1) passes it on to the step's process
+                try:
+                    child.wait(timeout=15)
+                except subprocess.TimeoutExpired:
+                    child.kill()
+                raise
         seconds = round(time.monotonic() - t0)
         text = log.read_text(errors="replace")
         if rc == 0:
@@ -110,11 +130,12 @@ def worker_cmd(args, model: str, step: str, methods: List[str], cap: int, anchor
     return cmd + (["--anchor", anchor] if anchor else [])
 
 
-def run_steps(args, wanted: List[str]) -> Steps:
+def run_steps(args, wanted: List[str], plan: bool = False, steps: Optional[Steps] = None) -> Steps:
     """Warm-up; then per model `autograph bench` and the main process; then per model the precision step (the
     methods below float32, eager beside them as an anchor); then max-autotune per model with what is left:
-    every model's float32 table is complete before the later passes may take their time."""
-    steps = Steps(args)
+    every model's float32 table is complete before the later passes may take their time. `plan`: the
+    caps' arithmetic only (Steps)."""
+    steps = steps or Steps(args, plan)
     if not args.no_warm:
         steps.run("warm", "warm", lambda cap: [sys.executable, str(DRIVER), "--warm-only", "--out",
                                                str(args.out), "--device", args.device, "--cache-dir", str(args.cache_dir)],
@@ -127,9 +148,9 @@ def run_steps(args, wanted: List[str]) -> Steps:
     n = len(args.models)
     for i, model in enumerate(args.models):
         share = steps.left() / (n - i) * PASS1_SHARE[bool(autotune) + bool(lowered)]
-        t0 = time.monotonic()
+        t0 = steps.now()
         if cli_methods:
-            if not Path(args.cli).is_file():
+            if not steps.plan and not Path(args.cli).is_file():
                 steps.skip(f"{model} cli", f"no `autograph` CLI at {args.cli} (--cli)")
             else:
                 steps.run(f"{model} cli", "cli",
@@ -137,7 +158,7 @@ def run_steps(args, wanted: List[str]) -> Steps:
                            "--batch", str(args.batch), "--methods", "jit", *cli_methods, "--warmup", str(args.warmup),
                            "--runs", str(args.runs), "--out", str(args.out / "steps" / model / "cli"),
                            "--cache", str(args.cache_dir / "bench")], max(share * 0.4, CLI_FLOOR_S))
-        cap = max(share - (time.monotonic() - t0), LEAST["main"])
+        cap = max(share - (steps.now() - t0), LEAST["main"])
         steps.run(f"{model} main", "main", lambda c: worker_cmd(args, model, "main", main_methods, c), cap)
     for i, model in enumerate(args.models if lowered else []):
         # An equal share of what is left, less what max-autotune needs at least (of which it gets a part too).

@@ -18,7 +18,7 @@ from gpu_table_rows import CAPTURE_FAILED, CLI_METHODS, COMPILE_MODES, PRECISION
 ROOT = Path(__file__).resolve().parents[1]
 # The least time left in the main step for building one more method (else it is skipped and said so).
 LEAST_BUILD_S = {"torch_compile_default": 15, "torch_compile_reduce_overhead": 10, "torch_compile_max_autotune": 30,
-                 "autograph_export": 20, "autograph_export_bf16": 20, "autograph_export_fp16": 20,
+                 "autograph_export": 20, "autograph_export_tf32": 20, "autograph_export_bf16": 20, "autograph_export_fp16": 20,
                  "torch_compile_autocast_bf16": 15, "torch_compile_autocast_fp16": 15, "autograph_graph_bf16": 20}
 
 
@@ -252,7 +252,8 @@ def build_and_time_alone(method: str, ctx: dict, args, base: dict, rows_dir: Pat
 # (bench/results/gpu-2026-11-26-h100/export-path-segfault.log), and once in a CPU rehearsal. By then every
 # other method of the step is timed side by side and checked, so a crash loses only its row.
 # The TorchScript path below float32 after them: the export path's rows come first where the cap is short.
-LAST_PHASE = ["autograph_export", "autograph_export_bf16", "autograph_export_fp16", "autograph_graph_bf16"]
+LAST_PHASE = ["autograph_export", "autograph_export_tf32", "autograph_export_bf16", "autograph_export_fp16",
+              "autograph_graph_bf16"]
 
 
 def worker(args) -> int:

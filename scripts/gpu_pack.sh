@@ -5,6 +5,7 @@
 # image lacks (GLPK and its dependencies), into .gpu/ (git-ignored through .git/info/exclude). Copy `.gpu` to the
 # GPU machine with the checkout. The binaries link the torch of scripts/setup.sh's venv, the same torch 2.11 build as the
 # GPU image's; gpu_quick_check.sh puts the image's torch and CUDA libraries first on LD_LIBRARY_PATH.
+# Refuses a build without CUDA and a pack over 55 MiB; prints the pack's size.
 # Usage: scripts/gpu_pack.sh   (after scripts/build.sh; AUTOGRAPH_BUILD_DIR as there)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -13,6 +14,9 @@ out=$root/.gpu
 exclude=$(git -C "$root" rev-parse --git-path info/exclude)
 mkdir -p "$(dirname "$exclude")"
 grep -qx '/.gpu/' "$exclude" 2>/dev/null || echo '/.gpu/' >> "$exclude"
+# A build without CUDA would run the GPU check on the CPU and pass for a GPU run.
+ldd "$build/libautograph.so" 2>/dev/null | grep -q 'libtorch_cuda\.so' ||
+  { echo "gpu_pack: $build/libautograph.so is built without CUDA (no libtorch_cuda.so among its libraries): build with the CUDA toolkit" >&2; exit 1; }
 rm -rf "$out" && mkdir -p "$out/bin" "$out/lib"
 for f in libautograph_runtime.so libautograph.so libautograph_test_ops.so autograph autograph_tests serve_host; do
   [ -f "$build/$f" ] || { echo "gpu_pack: $build/$f missing: run scripts/build.sh first" >&2; exit 1; }
@@ -25,4 +29,10 @@ ldd "$build/libautograph.so" | awk '$3 ~ /^\// {print $3}' |
 gcc -O1 -shared -fPIC -o "$out/bin/segv_backtrace.so" "$root/scripts/segv_backtrace.c"
 git -C "$root" rev-parse HEAD > "$out/COMMIT"
 git -C "$root" diff --quiet HEAD || echo "+ uncommitted changes" >> "$out/COMMIT"
-echo "gpu_pack: $(du -sh "$out" | cut -f1) in $out ($(ls "$out/lib" | tr '\n' ' ')); carry .gpu"
+# The GPU machine gets the checkout and the pack together, 64 MiB at most: the pack leaves room for the checkout.
+size_mib=$(du -sm "$out" | cut -f1)
+if [ "$size_mib" -gt 55 ]; then
+  echo "gpu_pack: $out is ${size_mib} MiB, over the 55 MiB that leave room for the checkout: strip more or pack less" >&2
+  exit 1
+fi
+echo "gpu_pack: ${size_mib} MiB in $out ($(ls "$out/lib" | tr '\n' ' ')); carry .gpu"

@@ -68,6 +68,7 @@ PrecisionDecision JudgeTwin(const Program& planned, const Program& twin, const s
   ExecutorOptions full_options = planned.options();
   full_options.cuda_graph = false;
   full_options.tf32 = false;
+  full_options.full_float32 = true;  // a traced convolution's own allow_tf32 too
   const auto full_program = c10::make_intrusive<Program>(planned.graph(), planned.schedule(), planned.inputs(),
                                                          full_options);
   std::vector<std::vector<c10::IValue>> calls = {inputs};

@@ -3,6 +3,8 @@
 
 #include <sstream>
 
+#include "executor/float32_switches.h"
+
 namespace autograph {
 
 int64_t VersionOf(const at::Tensor& t) { return t.is_inference() ? 0 : static_cast<int64_t>(t._version()); }
@@ -34,6 +36,8 @@ std::optional<CaptureKey> CaptureInputs::KeyOf(const std::vector<c10::IValue>& i
       return std::nullopt;
     }
   }
+  const std::vector<int64_t> switches = Float32SwitchesKey();  // what the captured kernels computed in
+  key.numbers.insert(key.numbers.end(), switches.begin(), switches.end());
   return key;
 }
 

@@ -21,8 +21,9 @@
 namespace autograph {
 
 // What a capture depends on: each tensor's dtype, device and sizes (and for a bound tensor its
-// address, strides and version), and the value of every other input (numbers, bools, strings, None,
-// lists of those), which the captured kernels baked in. Numbers in one vector: built per call, it
+// address, strides and version), the value of every other input (numbers, bools, strings, None,
+// lists of those), which the captured kernels baked in, and the process's float32 precision switches
+// (Float32SwitchesKey), under which their kernels were chosen. Numbers in one vector: built per call, it
 // must cost little for the hundreds of weights an exported program passes.
 struct CaptureKey {
   std::vector<int64_t> numbers;

@@ -126,7 +126,7 @@ std::string Describe(const Node* node) {
 
 }  // namespace
 
-CompiledGraph::CompiledGraph(std::shared_ptr<Graph> graph, const std::vector<Node*>& order)
+CompiledGraph::CompiledGraph(std::shared_ptr<Graph> graph, const std::vector<Node*>& order, bool full_float32)
     : graph_(std::move(graph)) {
   std::unordered_map<const Value*, int> slot;
   auto slot_of = [&](const Value* v) {
@@ -140,6 +140,7 @@ CompiledGraph::CompiledGraph(std::shared_ptr<Graph> graph, const std::vector<Nod
   }
 
   std::unordered_set<const Node*> placed;
+  int false_slot = -1;  // full_float32: the `false` every allow_tf32 argument reads
   for (Node* n : order) {
     TORCH_CHECK(n->owningGraph() == graph_.get() && n->owningBlock() == graph_->block(),
                 "CompiledGraph: node is not in the graph's top-level block");
@@ -155,6 +156,15 @@ CompiledGraph::CompiledGraph(std::shared_ptr<Graph> graph, const std::vector<Nod
                   " is produced");
       step.inputs.push_back(slot.at(v));
     }
+    const c10::FunctionSchema* schema = full_float32 ? n->maybeSchema() : nullptr;
+    for (size_t i = 0; schema && i < schema->arguments().size() && i < step.inputs.size(); ++i) {
+      if (schema->arguments()[i].name() != "allow_tf32") continue;
+      if (false_slot < 0) {
+        false_slot = static_cast<int>(initial_table_.size());
+        initial_table_.emplace_back(false);
+      }
+      step.inputs[i] = false_slot;
+    }
     for (Value* v : n->outputs()) step.outputs.push_back(slot_of(v));
     steps_.push_back(std::move(step));
   }
@@ -166,6 +176,7 @@ CompiledGraph::CompiledGraph(std::shared_ptr<Graph> graph, const std::vector<Nod
   kept_.assign(initial_table_.size(), false);
   for (const auto& [v, s] : slot)
     if (v->node()->kind() == c10::prim::Constant) kept_[s] = true;
+  if (false_slot >= 0) kept_[false_slot] = true;
   FinishConstruction();
 }
 

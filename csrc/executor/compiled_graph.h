@@ -29,7 +29,9 @@ class CompiledGraph {
 
   // `order` lists every node of graph's top-level block except prim::Constant, each once, in an
   // order that respects data dependences (the graph's own order, or a schedule's).
-  CompiledGraph(std::shared_ptr<torch::jit::Graph> graph, const std::vector<torch::jit::Node*>& order);
+  // `full_float32`: every operator's allow_tf32 argument reads false (ExecutorOptions::full_float32).
+  CompiledGraph(std::shared_ptr<torch::jit::Graph> graph, const std::vector<torch::jit::Node*>& order,
+                bool full_float32 = false);
   // `order` lists every node of the AtenGraph once, in an order that respects data dependences.
   // Throws UnsupportedModelError when a node's operator is not registered or its arguments do not fit.
   CompiledGraph(std::shared_ptr<const AtenGraph> graph, const std::vector<int>& order);

@@ -38,6 +38,7 @@
 #include "autograph/error.h"
 #include "core/operator_flops.h"
 #include "executor/capture_inputs.h"
+#include "executor/capture_keep_alive.h"
 #include "executor/clone_tensors.h"
 #include "executor/recently_used.h"
 #include "executor/stream_pool.h"
@@ -78,6 +79,9 @@ class AbandonableGraph : public at::cuda::CUDAGraph {
 
 // One capture: the graph and the memory it replays on.
 struct Captured {
+  // What the graph replays without calling it again (a compiled part's container): declared first, so
+  // destroyed last, after the graph.
+  CaptureKeepAlive::Held keep_alive;
   std::unique_ptr<AbandonableGraph> graph;  // null: the capture failed; this signature runs eagerly
   std::vector<c10::IValue> static_inputs;      // tensors: the buffers the graph reads
   std::vector<c10::IValue> static_outputs;     // where the graph writes
@@ -159,11 +163,13 @@ class CudaStageBackend : public StageBackend {
     free_events_.push_back(std::move(events));
   }
 
-  std::vector<c10::IValue> RunEager(std::vector<c10::IValue> inputs) const {
+  // `use`: the side streams of eager runs, or of a capture (under StreamPool::CaptureMutex()).
+  std::vector<c10::IValue> RunEager(std::vector<c10::IValue> inputs,
+                                    StreamPool::Use use = StreamPool::Use::kRun) const {
     const StagePlan& plan = *plan_;
     const CUDAStream caller = c10::cuda::getCurrentCUDAStream(device_.index());
     std::vector<CUDAStream> streams{caller};
-    for (int i = 1; i < plan.num_streams; ++i) streams.push_back(StreamPool::Side(device_.index(), i - 1));
+    for (int i = 1; i < plan.num_streams; ++i) streams.push_back(StreamPool::Side(device_.index(), i - 1, use));
     auto events = AcquireEvents();
     at::cuda::CUDAEvent& fork = events[plan.num_events];
     if (plan.num_streams > 1) {
@@ -274,12 +280,14 @@ class CudaStageBackend : public StageBackend {
     // initializes cuBLAS/cuDNN workspaces outside the capture. Thread-local capture mode: other
     // threads may keep calling cudaMalloc meanwhile.
     CUDAStream side = c10::cuda::getStreamFromPool(false, device_.index());
+    // One capture at a time in the process, on side streams no eager run uses (stream_pool.h).
+    std::lock_guard<std::recursive_mutex> one_capture(StreamPool::CaptureMutex());
     at::cuda::CUDAEvent ready;
     ready.record(caller);
     ready.block(side);
     {
       c10::cuda::CUDAStreamGuard guard(side);
-      RunEager(c->static_inputs);
+      RunEager(c->static_inputs, StreamPool::Use::kCapture);
       side.synchronize();
       EmptyCacheIfTight();
       auto graph = std::make_unique<AbandonableGraph>();
@@ -288,7 +296,8 @@ class CudaStageBackend : public StageBackend {
       try {
         graph->capture_begin(pool, cudaStreamCaptureModeThreadLocal);
         began = true;
-        c->static_outputs = RunEager(c->static_inputs);
+        const CaptureKeepAlive keep(&c->keep_alive);
+        c->static_outputs = RunEager(c->static_inputs, StreamPool::Use::kCapture);
         graph->capture_end();
         c->graph = std::move(graph);
       } catch (const std::exception& e) {

@@ -5,6 +5,7 @@
 
 #include <mutex>
 #include <optional>
+#include <vector>
 
 namespace autograph {
 
@@ -81,6 +82,29 @@ Tf32Scope::~Tf32Scope() {
   if (!on_) return;
   std::lock_guard<std::mutex> lock(tf32_mutex);
   if (--tf32_depth == 0) Restore(before_tf32);
+}
+
+std::vector<int64_t> Float32SwitchesKey() {
+  at::Context& ctx = at::globalContext();
+  std::vector<int64_t> key;
+  key.reserve(10);
+  for (O op : {O::ALL, O::MATMUL, O::CONV, O::RNN}) key.push_back(static_cast<int64_t>(ctx.float32Precision(B::CUDA, op)));
+  // The effective answers too: the legacy switches (cuDNN's allow_tf32, the float32 matmul precision) are
+  // read through them. Mixed legacy and new switches make a getter throw; that state is a value of its own.
+  const auto read = [&key](auto getter) {
+    try {
+      key.push_back(static_cast<int64_t>(getter()));
+    } catch (const c10::Error&) {
+      key.push_back(-1);
+    }
+  };
+  read([&] { return ctx.allowTF32CuBLAS(); });
+  read([&] { return ctx.allowTF32CuDNN(O::CONV); });
+  read([&] { return ctx.allowTF32CuDNN(O::RNN); });
+  read([&] { return ctx.float32MatmulPrecision(); });
+  read([&] { return ctx.allowFP16ReductionCuBLAS(); });
+  read([&] { return ctx.allowBF16ReductionCuBLAS(); });
+  return key;
 }
 
 FullPrecisionScope::FullPrecisionScope() : saved_(std::make_unique<Float32Switches>(Saved())) { SetCuda(false); }

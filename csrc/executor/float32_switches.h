@@ -10,9 +10,16 @@
 // FullPrecisionScope: full float32 (TF32 off), for the reference a lowered candidate is judged against
 // while optimize runs; not for use beside running programs.
 
+#include <cstdint>
 #include <memory>
+#include <vector>
 
 namespace autograph {
+
+// The switches that decide how CUDA's float32 (and reduced-precision) matmuls, convolutions and RNNs
+// compute, as numbers: a captured CUDA Graph replays the kernels chosen under the switches at capture,
+// so they are part of its key (a capture under TF32 must not replay after the user turned TF32 off).
+std::vector<int64_t> Float32SwitchesKey();
 
 struct Float32Switches;  // the switches as a scope found them (float32_switches.cpp)
 

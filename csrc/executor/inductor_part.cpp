@@ -19,6 +19,7 @@
 
 #include "autograph/error.h"
 #include "core/op_graph.h"  // ScalarTypeFromString
+#include "executor/capture_keep_alive.h"
 
 namespace autograph {
 namespace {
@@ -95,7 +96,6 @@ struct LoadedParts {
   struct Package {
     std::shared_ptr<torch::inductor::AOTIModelPackageLoader> loader;
     std::shared_ptr<std::mutex> run_mutex;
-    bool on_cuda = false;  // never released: a captured CUDA Graph may replay its kernels (ReleaseInductorParts)
   };
   std::mutex mutex;
   std::unordered_map<std::string_view, std::shared_ptr<const Part>> parts;  // by spec text
@@ -129,8 +129,7 @@ std::shared_ptr<const Part> PartFor(const at::Tensor& package, std::string_view 
       throw InputError("run_inductor_part: the package must be a contiguous 1-d uint8 CPU tensor");
     // Entered only once loaded: a package that fails to load is not listed as loaded.
     const std::string device = parsed.value("device", "cpu");
-    LoadedParts::Package fresh{Load(package, device), std::make_shared<std::mutex>(),
-                               c10::Device(device).is_cuda()};
+    LoadedParts::Package fresh{Load(package, device), std::make_shared<std::mutex>()};
     by_digest = loaded.loaders.emplace(part->digest, std::move(fresh)).first;
   }
   part->loader = by_digest->second.loader;
@@ -144,6 +143,7 @@ std::shared_ptr<const Part> PartFor(const at::Tensor& package, std::string_view 
 std::vector<at::Tensor> RunInductorPart(const std::vector<at::Tensor>& inputs, const at::Tensor& package,
                                         std::string_view spec) {
   const std::shared_ptr<const Part> held = PartFor(package, spec);
+  CaptureKeepAlive::Keep(held);  // a CUDA Graph being captured replays its kernels: held while the graph lives
   const Part& part = *held;
   std::vector<at::Tensor> outputs;
   {
@@ -182,10 +182,9 @@ int64_t ReleaseInductorParts(const std::vector<std::string>& digests) {
   int64_t released = 0;
   for (const std::string& digest : digests) {
     auto it = loaded.loaders.find(digest);
-    // A CUDA Graph captured from a program that calls a CUDA part replays the part's kernels on its
-    // container's memory without calling the operator again: unloading it would leave the graph reading
-    // freed memory. CPU parts (no graphs) are released.
-    if (it == loaded.loaders.end() || it->second.on_cuda) continue;
+    // A CUDA Graph that replays a part's kernels holds the part itself (CaptureKeepAlive): only the
+    // process's reference goes here, and the container goes with the last graph holding it.
+    if (it == loaded.loaders.end()) continue;
     loaded.loaders.erase(it);
     ++released;
   }

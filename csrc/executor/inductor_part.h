@@ -25,10 +25,11 @@ std::vector<at::Tensor> RunInductorPart(const std::vector<at::Tensor>& inputs, c
 // The digests of the packages loaded now, each once, sorted.
 std::vector<std::string> LoadedInductorParts();
 
-// Unloads the packages of these digests (a rejected candidate's: their model containers are large)
-// and returns how many were released; unknown digests are skipped, and so are CUDA packages, which
-// stay loaded: a CUDA Graph captured from a program calling one replays its kernels on the container's
-// memory. Releasing is always safe: a call running one now finishes on it, and the next call of a
+// Unloads the packages of these digests (a rejected candidate's: their model containers, on the device
+// for CUDA parts, are large; their unpacked files go with them) and returns how many were released;
+// unknown digests are skipped. A CUDA Graph captured from a program calling a part replays its kernels
+// on the container's memory, so the graph holds the part (CaptureKeepAlive) and the container goes with
+// the last such graph. Releasing is always safe: a call running one now finishes on it, and the next call of a
 // released part loads it again from its package tensor, which costs a reload and nothing else.
 // Thread-safe.
 int64_t ReleaseInductorParts(const std::vector<std::string>& digests);

@@ -48,7 +48,8 @@ struct StagePlan {
     std::vector<int> foreign_slots;   // slots it reads that another stream produced (record_stream)
   };
 
-  StagePlan(const OpGraph& graph, const Schedule& schedule);
+  // `full_float32`: ExecutorOptions::full_float32.
+  StagePlan(const OpGraph& graph, const Schedule& schedule, bool full_float32 = false);
 
   // Runs step `step` — or, when a merged kernel starts there, the merged kernel — and returns the
   // step after what ran. Throws InputError naming the node or the merged kernel that failed.

@@ -322,14 +322,15 @@ std::vector<int> AtenScheduleOrder(const OpGraph& graph, const Schedule& schedul
   return order;
 }
 
-CompiledGraph CompileInScheduleOrder(const OpGraph& graph, const Schedule& schedule) {
+CompiledGraph CompileInScheduleOrder(const OpGraph& graph, const Schedule& schedule, bool full_float32) {
   if (graph.aten_graph()) return CompiledGraph(graph.aten_graph(), AtenScheduleOrder(graph, schedule));
-  return CompiledGraph(graph.graph(), ScheduleOrder(graph, schedule));
+  return CompiledGraph(graph.graph(), ScheduleOrder(graph, schedule), full_float32);
 }
 
 }  // namespace
 
-StagePlan::StagePlan(const OpGraph& graph, const Schedule& schedule) : compiled(CompileInScheduleOrder(graph, schedule)) {
+StagePlan::StagePlan(const OpGraph& graph, const Schedule& schedule, bool full_float32)
+    : compiled(CompileInScheduleOrder(graph, schedule, full_float32)) {
   StagePlanBuilder builder(graph, *this);
   for (size_t s = 0; s < schedule.stages.size(); ++s) builder.AddStage(s, schedule.stages[s]);
   builder.Finish();
@@ -357,7 +358,7 @@ size_t StagePlan::Run(size_t step, CompiledGraph::Table& table, torch::jit::Stac
 }
 
 StageExecutor::StageExecutor(const OpGraph& graph, const Schedule& schedule, const ExecutorOptions& options)
-    : plan_(std::make_shared<const StagePlan>(graph, schedule)) {
+    : plan_(std::make_shared<const StagePlan>(graph, schedule, options.full_float32)) {
   if (options.device.is_cuda()) {
     backend_ = MakeCudaStageBackend(plan_, options);
   } else if (options.device.is_cpu()) {

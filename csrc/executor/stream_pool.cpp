@@ -10,6 +10,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "autograph/error.h"
@@ -25,17 +26,18 @@ std::mutex& PoolMutex() {
 
 // Deliberately never freed: the streams must outlive every allocator block that names them, and
 // static destructors run in no useful order at exit.
-std::map<c10::DeviceIndex, std::vector<cudaStream_t>>& Streams() {
-  static auto* streams = new std::map<c10::DeviceIndex, std::vector<cudaStream_t>>();
+using Key = std::pair<c10::DeviceIndex, StreamPool::Use>;
+std::map<Key, std::vector<cudaStream_t>>& Streams() {
+  static auto* streams = new std::map<Key, std::vector<cudaStream_t>>();
   return *streams;
 }
 
 }  // namespace
 
-c10::cuda::CUDAStream StreamPool::Side(c10::DeviceIndex device, int index) {
+c10::cuda::CUDAStream StreamPool::Side(c10::DeviceIndex device, int index, Use use) {
   if (index < 0) throw Error("StreamPool: side stream index " + std::to_string(index) + " is negative");
   std::lock_guard<std::mutex> lock(PoolMutex());
-  std::vector<cudaStream_t>& streams = Streams()[device];
+  std::vector<cudaStream_t>& streams = Streams()[{device, use}];
   if (static_cast<int>(streams.size()) <= index) {
     c10::cuda::CUDAGuard guard(device);
     while (static_cast<int>(streams.size()) <= index) {
@@ -47,10 +49,15 @@ c10::cuda::CUDAStream StreamPool::Side(c10::DeviceIndex device, int index) {
   return c10::cuda::getStreamFromExternal(streams[index], device);
 }
 
-int StreamPool::Size(c10::DeviceIndex device) {
+int StreamPool::Size(c10::DeviceIndex device, Use use) {
   std::lock_guard<std::mutex> lock(PoolMutex());
-  auto it = Streams().find(device);
+  auto it = Streams().find({device, use});
   return it == Streams().end() ? 0 : static_cast<int>(it->second.size());
+}
+
+std::recursive_mutex& StreamPool::CaptureMutex() {
+  static auto* mutex = new std::recursive_mutex();  // never destroyed: captures may run at exit
+  return *mutex;
 }
 
 }  // namespace autograph

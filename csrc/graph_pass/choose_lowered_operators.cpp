@@ -8,9 +8,11 @@
 
 #include "core/operator_flops.h"
 #include "core/output_error.h"
+#include "executor/compiled_graph.h"
 #include "executor/float32_switches.h"
 #include "graph_pass/graph_values.h"
 #include "graph_pass/lower_precision.h"
+#include "graph_pass/top_level_nodes.h"
 
 namespace autograph {
 namespace {
@@ -26,6 +28,17 @@ std::vector<std::vector<at::Tensor>> OutputsOn(const std::shared_ptr<torch::jit:
                                                const std::vector<std::vector<c10::IValue>>& calls) {
   std::vector<std::vector<at::Tensor>> out;
   for (const std::vector<c10::IValue>& call : calls) out.push_back(TensorsOf(GraphValues::Record(graph, call).outputs()));
+  return out;
+}
+
+// The reference: the graph's outputs in full float32, a traced convolution's own allow_tf32 argument
+// (fixed at trace time, out of reach of the process's switches) read as false too.
+std::vector<std::vector<at::Tensor>> Float32OutputsOn(const std::shared_ptr<torch::jit::Graph>& graph,
+                                                      const std::vector<std::vector<c10::IValue>>& calls) {
+  at::NoGradGuard no_grad;
+  const CompiledGraph compiled(graph, TopLevelNodesOf(*graph).order, /*full_float32=*/true);
+  std::vector<std::vector<at::Tensor>> out;
+  for (const std::vector<c10::IValue>& call : calls) out.push_back(TensorsOf(compiled.Run(call)));
   return out;
 }
 
@@ -86,7 +99,7 @@ void ChooseLoweredOperators(const GraphValues& values, LoweringRequest* request)
   if (n == 0) return;
   std::vector<std::vector<c10::IValue>> calls = {values.inputs()};
   calls.insert(calls.end(), request->calibration.begin(), request->calibration.end());
-  const std::vector<std::vector<at::Tensor>> reference = OutputsOn(values.graph(), calls);
+  const std::vector<std::vector<at::Tensor>> reference = Float32OutputsOn(values.graph(), calls);
   // A trial whose graph fails to run (an operator without a kernel for the dtype on this device) counts
   // as beyond any tolerance: the runs without that operator may still be lowered.
   auto error_with = [&](const std::vector<bool>& chosen) {

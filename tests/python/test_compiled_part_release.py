@@ -5,6 +5,7 @@ tensor.
 
 Tolerance: 1e-4 of the output's scale, as test_inductor_parts.py and test_openvino_parts.py (compiled
 parts fold and reorder in float32; a wrong part moves outputs by order 1)."""
+import copy
 import hashlib
 import threading
 import time
@@ -143,3 +144,34 @@ def test_optimize_releases_what_the_rejected_candidates_loaded(block, monkeypatc
     assert _loaded() - before == set()
     with torch.no_grad():
         _close(optimized.module()(x), want)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device (scripts/gpu_tests.sh)")
+def test_a_released_cuda_part_leaves_the_graphs_that_replay_it_running_cuda(block):
+    """A CUDA part is released like a CPU one: the captured CUDA Graph that replays its kernels holds the
+    part itself, so its replays stay right after the release, and the container goes with the graph.
+    TF32 off (Inductor's kernels and the reference alike in float32): TOL."""
+    model, x, _ = block
+    flags = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
+    try:
+        model, x = copy.deepcopy(model).cuda(), x.cuda()
+        with torch.no_grad():
+            want = model(x)
+        optimized, report = autograph.optimize(torch.export.export(model, (x,)), (x,), method="sequential",
+                                               check_rewrites=False)
+        assert report["inductor"]["kept"] == "whole", report["inductor"]
+        run = optimized.module()
+        _close(run(x), want)  # captured here, the part's container held by the graph
+        (digest,) = _part_digests(optimized)
+        assert torch.ops.autograph.release_compiled_parts([digest]) == 1
+        assert digest not in _loaded()
+        for _ in range(3):
+            _close(run(x), want)
+        torch.cuda.synchronize()
+        del run, optimized
+        import gc
+        gc.collect()
+        torch.cuda.synchronize()
+    finally:
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = flags

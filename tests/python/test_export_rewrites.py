@@ -250,6 +250,20 @@ def test_conv_relu_rewrite_on_the_graph():
     assert rewrite_conv_relu_cudnn(double) is double  # cuDNN's fused kernels take float32 and float16 only
 
 
+def test_an_unbatched_convolution_is_not_rewritten():
+    """conv2d takes an unbatched 3-d input too; cuDNN's fused kernels take batched 4-d inputs only."""
+    class Unbatched(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = torch.nn.Conv2d(4, 4, 3, padding=1)
+
+        def forward(self, x):
+            return torch.relu(self.conv(x))
+
+    ep = torch.export.export(Unbatched().eval(), (torch.randn(4, 6, 6),)).run_decompositions({})
+    assert rewrite_conv_relu_cudnn(ep) is ep
+
+
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="cuDNN's fused operators run on CUDA only")
 def test_conv_relu_rewrite_runs_on_cuda():
     # TF32 off: the fused and unfused kernels then both sum in float32, whatever algorithms cuDNN picks

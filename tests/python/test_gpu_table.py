@@ -16,7 +16,7 @@ import gpu_table  # noqa: E402
 
 DRIVER = ROOT / "bench" / "gpu_table.py"
 TABLE_METHODS = ["eager", "torch_compile_default", "torch_compile_reduce_overhead", "torch_compile_max_autotune",
-                 "jit_frozen", "nimble", "autograph_graph", "autograph_export", "autograph_export_bf16",
+                 "jit_frozen", "nimble", "autograph_graph", "autograph_export", "autograph_export_tf32", "autograph_export_bf16",
                  "autograph_export_fp16", "torch_compile_autocast_bf16", "torch_compile_autocast_fp16",
                  "autograph_graph_bf16"]
 
@@ -149,3 +149,39 @@ def test_driver_end_to_end_on_cpu_with_eager(tmp_path, zoo):
     summary = (out / "summary.txt").read_text()
     assert "table: COMPLETE" in summary and "squeezenet main" in summary
     assert (out / "results.md").is_file()
+
+
+# The first GPU command's arithmetic: scripts/gpu_quick_check.sh's default budget, less what stage 0, the
+# zoo and the warm step may take before the table (the warm step's cap, the longest of the three side by
+# side) and the script's own reserve for its tarball.
+QUICK_CHECK_BUDGET_S, BEFORE_TABLE_S, RESERVE_S = 570, 150, 25
+
+
+def plan(*args):
+    return subprocess.run([sys.executable, str(DRIVER), "--plan", "--device", "cuda", "--no-warm", *args],
+                          capture_output=True, text=True, timeout=120, cwd=ROOT)
+
+
+def test_stage_one_fits_the_first_gpu_command_by_the_caps_arithmetic():
+    budget = QUICK_CHECK_BUDGET_S - BEFORE_TABLE_S - RESERVE_S
+    r = plan("--stage", "1", "--budget", str(budget))
+    print(r.stdout)  # the arithmetic, in the test's log
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "the float32 table fits" in r.stdout
+    for model in gpu_table.STAGES[1][0]:
+        assert f"{model} cli" in r.stdout and f"{model} main" in r.stdout
+    script = (ROOT / "scripts" / "gpu_quick_check.sh").read_text()
+    assert f"budget=${{budget:-{QUICK_CHECK_BUDGET_S}}}" in script  # the default this arithmetic assumes
+
+
+def test_the_plan_says_when_the_budget_leaves_a_model_no_room():
+    r = plan("--stage", "1", "--budget", "150")
+    assert r.returncode == 1
+    assert "NO ROOM for" in r.stdout and "nasnet_a_mobile main" in r.stdout
+
+
+def test_each_stage_names_known_methods_and_stage_three_the_rest_of_the_zoo():
+    from models import registry
+    for stage, (models, methods) in gpu_table.STAGES.items():
+        assert set(methods) <= set(gpu_table.METHODS), stage
+    assert gpu_table.stage_models(3) == [m for m in registry.NAMES if m not in gpu_table.STAGES[1][0]]

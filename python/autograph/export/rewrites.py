@@ -319,8 +319,8 @@ def _cudnn_fusable(edit: _Editable, node: Any) -> Optional[Dict[str, Any]]:
     weight = edit.weights[conv["weight"]]
     x = conv["input"].meta.get("val") if isinstance(conv["input"], torch.fx.Node) else None
     if (weight.dim() != 4 or not weight.is_contiguous() or weight.dtype not in _CUDNN_FUSED_DTYPES
-            or not isinstance(x, torch.Tensor) or x.dtype != weight.dtype):
-        return None
+            or not isinstance(x, torch.Tensor) or x.dim() != 4 or x.dtype != weight.dtype):
+        return None  # cuDNN's fused kernels take batched 4-d inputs only (conv2d also takes unbatched 3-d)
     bias = conv["bias"]
     if bias is not None:
         b = edit.weights.get(bias) if isinstance(bias, torch.fx.Node) else None

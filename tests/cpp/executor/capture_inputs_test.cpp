@@ -99,4 +99,30 @@ TEST(CaptureInputs, NonTensorValuesArePartOfTheKeyAndOthersCannotBeCaptured) {
   EXPECT_FALSE(inputs.KeyOf({c10::IValue(list)}).has_value());
 }
 
+TEST(CaptureInputs, TheFloat32PrecisionSwitchesArePartOfTheKey) {
+  // A graph captured under TF32 replays TF32 kernels: after the user turns TF32 off (or on, by the legacy
+  // or the new switches) the same inputs need another capture. The switches are process state: no GPU.
+  using B = at::Float32Backend;
+  using O = at::Float32Op;
+  at::Context& ctx = at::globalContext();
+  std::vector<std::pair<O, at::Float32Precision>> found;
+  for (O op : {O::ALL, O::CONV, O::RNN}) found.emplace_back(op, ctx.float32Precision(B::CUDA, op));
+  const auto restore = [&] {
+    for (const auto& [op, p] : found) ctx.setFloat32Precision(B::CUDA, op, p);
+  };
+  const bool cudnn = ctx.allowTF32CuDNN(O::CONV);
+  CaptureInputs inputs;
+  const std::vector<c10::IValue> call = {torch::randn({2, 4})};
+  const auto key = inputs.KeyOf(call);
+  ctx.setFloat32Precision(B::CUDA, O::CONV, cudnn ? at::Float32Precision::IEEE : at::Float32Precision::TF32);
+  EXPECT_NE(inputs.KeyOf(call), key);
+  restore();
+  EXPECT_EQ(inputs.KeyOf(call), key);
+  ctx.setAllowTF32CuDNN(!cudnn);  // the legacy switch (torch.backends.cudnn.allow_tf32)
+  EXPECT_NE(inputs.KeyOf(call), key);
+  ctx.setAllowTF32CuDNN(cudnn);
+  restore();
+  EXPECT_EQ(inputs.KeyOf(call), key);
+}
+
 }  // namespace

@@ -1,7 +1,8 @@
 // The CUDA backend's contracts, on small scripted modules (seconds, no zoo model): multi-stream runs
 // with events and CUDA Graph replays (the two runs compute-sanitizer checks in
 // scripts/gpu_check.sh: CudaSanitizer.*), outputs inside tuples and lists that outlive the next
-// replay, callers on two streams, backends made and dropped while the tensors they touched live
+// replay, callers on two streams, two programs capturing and running side by side, backends made and
+// dropped while the tensors they touched live
 // on, a capture that fails, Merge stages, stitched kernels in the executor and in a graph, and the
 // measured cost model with the ios and autograph methods end to end. Each test skips without a CUDA
 // device; scripts/gpu_check.sh fails when any test is skipped on a GPU.
@@ -10,7 +11,10 @@
 #include <torch/script.h>
 #include <torch/torch.h>
 
+#include <atomic>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "autograph/optimize.h"
 #include "executor/sequential_executor.h"
@@ -228,6 +232,60 @@ TEST(CudaStageBackend, BackendsComeAndGoWhileTheirTensorsLive) {
   torch::cuda::synchronize();
   EXPECT_EQ(cudaGetLastError(), cudaSuccess);
   for (size_t i = 1; i < outputs.size(); i += 20) ExpectClose(outputs[i], b.Reference(inputs[i]), kSameKernels, "kept output");
+}
+
+TEST(CudaStageBackend, TwoProgramsCaptureAndRunSideBySide) {
+  AUTOGRAPH_REQUIRE_CUDA();
+  // Two models served in one process on one GPU: one captures a graph for each new batch size while the
+  // other runs eagerly on its side streams all the while. Neither's work may land in the other's capture
+  // (a failed capture falls back to eager and says so: counted here) or change its outputs.
+  torch::NoGradGuard no_grad;
+  Branchy b = MakeBranchy();
+  const autograph::Schedule schedule = MultiStream(b.graph);
+  autograph::StageExecutor captured(b.graph, schedule, {torch::Device(torch::kCUDA, 0), true});
+  autograph::StageExecutor eager(b.graph, schedule, {torch::Device(torch::kCUDA, 0), false});
+  struct Warnings : c10::WarningHandler {
+    std::vector<std::string> messages;
+    void process(const c10::Warning& w) override { messages.push_back(w.msg()); }
+  };
+  std::atomic<bool> done{false};
+  std::vector<std::string> capture_warnings;
+  std::thread capturing([&] {
+    torch::NoGradGuard no_grad_here;
+    Warnings warnings;
+    c10::WarningUtils::WarningHandlerGuard handler(&warnings);  // this thread's
+    c10::cuda::CUDAStream stream = c10::cuda::getStreamFromPool(false);
+    c10::cuda::CUDAStreamGuard guard(stream);
+    for (int round = 0; round < 2; ++round) {
+      for (int batch = 1; batch <= 6; ++batch) {
+        std::vector<c10::IValue> inputs = {BranchyInput(batch, torch::kCUDA)};
+        const auto want = b.Reference(inputs);
+        const auto got = Flatten(captured.Run(inputs));
+        stream.synchronize();
+        ExpectClose(got, want, kSameKernels, "captured, batch " + std::to_string(batch));
+      }
+    }
+    capture_warnings = warnings.messages;
+    done = true;
+  });
+  int eager_runs = 0;
+  std::thread running([&] {
+    torch::NoGradGuard no_grad_here;
+    c10::cuda::CUDAStream stream = c10::cuda::getStreamFromPool(false);
+    c10::cuda::CUDAStreamGuard guard(stream);
+    while (!done || eager_runs < 4) {
+      std::vector<c10::IValue> inputs = {BranchyInput(2, torch::kCUDA)};
+      const auto want = b.Reference(inputs);
+      const auto got = Flatten(eager.Run(inputs));
+      stream.synchronize();
+      ExpectClose(got, want, kSameKernels, "eager run " + std::to_string(eager_runs++));
+    }
+  });
+  capturing.join();
+  running.join();
+  for (const std::string& w : capture_warnings)
+    EXPECT_EQ(w.find("capturing a CUDA Graph failed"), std::string::npos) << w;
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
 }
 
 TEST(CudaStageBackend, FailedCaptureEndsTheCaptureAndRunsEagerly) {
