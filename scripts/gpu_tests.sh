@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # The CUDA tests on a GPU machine as one short command (no build there: the binaries scripts/gpu_pack.sh
 # packed into .gpu/), correctness only (nothing is timed), within a budget:
-#   zoo        every zoo model the CUDA tests read, exported first (models/export.py keeps those present),
-#              so that no test fails or skips for a missing file
-#   lane 1     the CUDA GoogleTests (Cuda*, StitchedCuda.*, FoldConvolutionAddRelu.*Cuda*), then
-#              compute-sanitizer memcheck, racecheck and synccheck on CudaSanitizer.*
+#   lane 1     every zoo model the CUDA tests read, exported first (models/export.py keeps those present,
+#              so that no test fails or skips for a missing file), then the CUDA GoogleTests (Cuda*,
+#              StitchedCuda.*, FoldConvolutionAddRelu.*Cuda*), then compute-sanitizer memcheck,
+#              racecheck and synccheck on CudaSanitizer.*
 #   lane 2     the CUDA tests of each pytest file (-k cuda), one file after another by priority: the
-#              export path's cuDNN rewrite, TF32, the export path, lowered weights, the TorchScript path
+#              export path's cuDNN rewrite, TF32, the export path, the release of compiled parts,
+#              lowered weights, the TorchScript path; the one reading the zoo last
 # The two lanes run side by side; each part gets what is left of the budget; a part the budget does not
 # reach is listed as not run. The compilers' caches are the GPU table's (bench/gpu_table_steps.child_env:
 # one folder for Inductor, Triton and autograph; pass the table's --cache-dir to start warm).
@@ -54,13 +55,12 @@ part() {
   say "$name: rc $rc in $(( $(date +%s) - t0 )) s$([ $rc -eq 124 ] && echo " (killed at the budget's end)"); $(grep -E '^\[  (PASSED|FAILED) |^\[  FAILED  \] [A-Z]|ERROR SUMMARY|^(FAILED|ERROR) |[0-9]+ (passed|failed|skipped|deselected)' "$logs/$name.log" | tail -n 12 | tr '\n' ' ')"
 }
 
-# The models the CUDA GoogleTests (CudaStageExecutor) and the pytest tests (the zoo fixture, the
-# substitutions test) read.
-part zoo "$PY" models/export.py --out "$AUTOGRAPH_ZOO_DIR" --only squeezenet resnet50 resnext50_32x4d \
-  inception_v3 nasnet_a_mobile randwire bert_base rnntc_sru
-
 sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda*/compute-sanitizer/compute-sanitizer 2>/dev/null | head -n 1)
+# Lane 1: the models the CUDA GoogleTests (CudaStageExecutor) and the pytest tests (the zoo fixture, the
+# substitutions test) read, exported first; then the GoogleTests and compute-sanitizer.
 (
+  part zoo "$PY" models/export.py --out "$AUTOGRAPH_ZOO_DIR" --only squeezenet resnet50 resnext50_32x4d \
+    inception_v3 nasnet_a_mobile randwire bert_base rnntc_sru
   part gtest-cuda "$bin/autograph_tests" --gtest_filter='Cuda*:StitchedCuda.*:FoldConvolutionAddRelu.*Cuda*' --gtest_brief=1
   for tool in memcheck racecheck synccheck; do
     part "sanitizer-$tool" "${sanitizer:-compute-sanitizer}" --tool $tool --error-exitcode 99 "$bin/autograph_tests" \
@@ -68,8 +68,9 @@ sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda*/compute-sanitize
   done
 ) &
 lane1=$!
-for file in test_export_rewrites test_tf32 test_export_path test_compiled_part_release test_lowered_weights test_optimized_module \
-            test_torchscript_precision test_candidate_check; do
+# Lane 2, meanwhile: the pytest files by priority, those reading no zoo model first.
+for file in test_export_rewrites test_tf32 test_export_path test_compiled_part_release test_lowered_weights \
+            test_torchscript_precision test_candidate_check test_optimized_module; do
   part "pytest-$file" "$PY" -m pytest -q -rfs --tb=short -p no:cacheprovider "tests/python/$file.py" -k cuda
 done
 wait $lane1
