@@ -30,6 +30,8 @@ the others. Per model, while the budget lasts:
                 outputs: on the timed input against jit and against eager with TF32 off, and on a SECOND
                 input (other tensors, another seed) against eager with TF32 off; then builds the export
                 path and does the same again with it among them (a crash there keeps the rest complete);
+  retry         after a main step that crashed (not one killed at its cap): the methods it had not built yet,
+                the export path among them, in a process of their own, eager timed beside them as an anchor;
   precision     the methods below float32 in a process of their own, eager timed beside them as an anchor,
                 checked as above (their errors against TF32-off eager are their precision's own);
   max_autotune  torch.compile max-autotune in a process of its own with its own cap (its autotuning takes

@@ -59,7 +59,7 @@ def merge(args) -> Tuple[List[dict], Dict[Tuple[str, str], str]]:
         step_dir = args.out / "steps" / model
         cli = {r["method"]: r for r in read_csv(step_dir / "cli" / "results.csv")}
         by_method: Dict[str, dict] = {}
-        for step in ("main", "precision", "max_autotune"):
+        for step in ("main", "retry", "precision", "max_autotune"):
             for f in sorted((step_dir / step / "rows").glob("*.json")):
                 if f.name.endswith(".skipped.json"):
                     why[(model, f.name[:-len(".skipped.json")])] = json.loads(f.read_text())["why"]

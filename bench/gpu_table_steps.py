@@ -159,7 +159,15 @@ def run_steps(args, wanted: List[str], plan: bool = False, steps: Optional[Steps
                            "--runs", str(args.runs), "--out", str(args.out / "steps" / model / "cli"),
                            "--cache", str(args.cache_dir / "bench")], max(share * 0.4, CLI_FLOOR_S))
         cap = max(share - (steps.now() - t0), LEAST["main"])
-        steps.run(f"{model} main", "main", lambda c: worker_cmd(args, model, "main", main_methods, c), cap)
+        main = steps.run(f"{model} main", "main", lambda c: worker_cmd(args, model, "main", main_methods, c), cap)
+        # A crash (not the cap) loses the methods not yet built, the export path last among them: those get a
+        # process of their own, eager timed beside them as the anchor.
+        rows = args.out / "steps" / model / "main" / "rows"
+        lost = [m for m in main_methods if not (rows / f"{m}.json").exists() and m not in ("eager", "jit")]
+        if main["result"] == "FAILED" and lost:
+            cap = max(share - (steps.now() - t0), LEAST["main"])
+            steps.run(f"{model} retry", "main",
+                      lambda c: worker_cmd(args, model, "retry", lost, c, anchor="eager"), cap)
     for i, model in enumerate(args.models if lowered else []):
         # An equal share of what is left, less what max-autotune needs at least (of which it gets a part too).
         reserve = LEAST["max_autotune"] * n if autotune else 0

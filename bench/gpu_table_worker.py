@@ -79,6 +79,35 @@ def torchscript_lowered(model, x1, device, info: dict) -> Callable[[list], objec
     return lambda xs: optimized(*xs)
 
 
+def export_path(method: str, ctx: dict, info: dict) -> Callable[[list], object]:
+    """The export path's run of `ctx`'s model (option precision for the rows below float32), its report's
+    kept candidate, plan and notes in `info`. As bench/torch_compile_bench.py --export-path and
+    bench/export_path.py: export, then optimize."""
+    import torch
+    import autograph
+    ep = torch.export.export(ctx["model"], tuple(ctx["x1"]), strict=False)
+    precision = PRECISION_METHODS.get(method)
+    optimized, report = autograph.optimize(ep, **({"precision": precision} if precision else {}))
+    module = optimized.module()
+    inductor = report.get("inductor") or {}
+    # The whole report beside the rows (logs.tar.gz carries it): what each candidate measured, and why
+    # the kept one won. Not *.json: merge() reads those as rows.
+    (ctx["rows_dir"] / f"{method}.report").write_text(json.dumps(report, indent=1, default=str))
+    timed = {name: c.get("median_ms") for name, c in (inductor.get("candidates") or {}).items()}
+    print(f"{PROG}: {ctx['name']} {method}: kept {inductor.get('kept', 'aten')} of {timed}; dropped "
+          f"{sorted((inductor.get('dropped') or {}))}", flush=True)
+    info.update(kept=inductor.get("kept", "aten"), chosen=report.get("chosen") or "",
+                stages=report.get("stages", ""), streams=report.get("streams", ""),
+                cuda_graphs=cuda_graph_plans(optimized))
+    if precision:  # what the kept program computes in (fp32 where nothing lowered met the tolerance)
+        info["precision"] = (inductor.get("precision") or {}).get("kept", "fp32")
+    notes = [f"fallback: {report['fallback']}"] if report.get("fallback") else []
+    notes += [f"{k}: {v}" for k, v in (inductor.get("errors") or {}).items()]
+    if notes:
+        info["note"] = "; ".join(notes)[:300]
+    return lambda xs: module(*xs)
+
+
 def build_method(method: str, ctx: dict) -> Tuple[Callable[[list], object], dict]:
     """(run(inputs), row entries: search_s and what the method reports). The first call on the timed input,
     which compiles or captures, is part of search_s; its outputs are kept for the check after timing."""
@@ -132,24 +161,7 @@ def build_method(method: str, ctx: dict) -> Tuple[Callable[[list], object], dict
     elif method == "autograph_graph_bf16":
         run = torchscript_lowered(model, ctx["x1"], device, info)
     elif method.startswith("autograph_export"):
-        import autograph
-        # As bench/torch_compile_bench.py --export-path and bench/export_path.py: export, then optimize
-        # (with option precision for the rows below float32).
-        ep = torch.export.export(model, tuple(ctx["x1"]), strict=False)
-        precision = PRECISION_METHODS.get(method)
-        optimized, report = autograph.optimize(ep, **({"precision": precision} if precision else {}))
-        module = optimized.module()
-        run = lambda xs: module(*xs)  # noqa: E731
-        inductor = report.get("inductor") or {}
-        info.update(kept=inductor.get("kept", "aten"), chosen=report.get("chosen") or "",
-                    stages=report.get("stages", ""), streams=report.get("streams", ""),
-                    cuda_graphs=cuda_graph_plans(optimized))
-        if precision:  # what the kept program computes in (fp32 where nothing lowered met the tolerance)
-            info["precision"] = (inductor.get("precision") or {}).get("kept", "fp32")
-        notes = [f"fallback: {report['fallback']}"] if report.get("fallback") else []
-        notes += [f"{k}: {v}" for k, v in (inductor.get("errors") or {}).items()]
-        if notes:
-            info["note"] = "; ".join(notes)[:300]
+        run = export_path(method, ctx, info)
     else:
         raise ValueError(f"unknown method {method}")
     if method not in ctx["first"]:
@@ -266,6 +278,7 @@ def worker(args) -> int:
     rows_dir: Path = args.rows
     rows_dir.mkdir(parents=True, exist_ok=True)
     ctx = prepare(args)
+    ctx["rows_dir"] = rows_dir
     runs, rows = {}, {}
     phases = [[m for m in args.methods if m not in LAST_PHASE], [m for m in args.methods if m in LAST_PHASE]]
     for phase in phases:

@@ -281,7 +281,8 @@ def test_another_program_of_the_same_text_runs_on_its_own_weights(device):
     (AtenProgram::Cached). Each call runs on the weights it passes: on CUDA the captured graph reads
     weights where they are (never copied per call), so the second model's weights get a graph of
     their own, and the first model's calls after it still read the first model's. Both TF32 switches
-    off: the same kernels on other weights, within FP32 rounding (TOL)."""
+    off: the same kernels on other weights, within FP32 rounding (TOL). Rewrites unmeasured: on CUDA the
+    cuDNN-fused plan competes on time with the plain one, and either may win for either model."""
     tf32 = torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32
     torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = False
     try:
@@ -290,7 +291,8 @@ def test_another_program_of_the_same_text_runs_on_its_own_weights(device):
         x = torch.randn(2, 8, 12, 12, device=device)
         programs = []
         for model in models:
-            optimized, _ = autograph.optimize(model, (x,), ir="export", method="nimble", inductor=False, openvino=False, onnxruntime=False)
+            optimized, _ = autograph.optimize(model, (x,), ir="export", method="nimble", inductor=False, openvino=False,
+                                              onnxruntime=False, check_rewrites=False)
             programs.append(_program_and_weights(optimized))
         assert programs[0][0] == programs[1][0]  # one text: the premise
         text = programs[0][0]

@@ -185,3 +185,35 @@ def test_each_stage_names_known_methods_and_stage_three_the_rest_of_the_zoo():
     for stage, (models, methods) in gpu_table.STAGES.items():
         assert set(methods) <= set(gpu_table.METHODS), stage
     assert gpu_table.stage_models(3) == [m for m in registry.NAMES if m not in gpu_table.STAGES[1][0]]
+
+
+def test_a_main_step_that_crashed_gets_its_lost_methods_retried_in_a_process_of_their_own(tmp_path):
+    """A crash in the main step (not its cap) loses the methods built after it, the export path last: they
+    get a `retry` step with eager beside them, and merge reads its rows."""
+    import gpu_table_steps
+    args = gpu_table.parse_args(["--out", str(tmp_path), "--models", "bert_base", "--device", "cuda",
+                                 "--methods", "eager", "nimble", "autograph_export", "--no-warm", "--budget", "400"])
+    rows = tmp_path / "steps" / "bert_base" / "main" / "rows"
+    rows.mkdir(parents=True)
+    for method in ("eager", "jit", "nimble"):
+        (rows / f"{method}.json").write_text(json.dumps(row("bert_base", method)))
+
+    class Crashing(gpu_table_steps.Steps):
+        def run(self, label, kind, cmd, cap):
+            record = {"step": label, "result": "FAILED" if label.endswith("main") else "passed", "seconds": 1,
+                      "cap": int(cap), "note": "", "cmd": cmd(int(cap))}
+            self.records.append(record)
+            return record
+
+    steps = gpu_table_steps.run_steps(args, ["eager", "nimble", "autograph_export"], steps=Crashing(args))
+    retry = [r for r in steps.records if r["step"] == "bert_base retry"]
+    assert len(retry) == 1
+    cmd = retry[0]["cmd"]
+    assert cmd[cmd.index("--methods") + 1:cmd.index("--rows")] == ["autograph_export"]
+    assert cmd[cmd.index("--anchor") + 1] == "eager"
+    # Its rows are merged beside the main step's.
+    retried = tmp_path / "steps" / "bert_base" / "retry" / "rows"
+    retried.mkdir(parents=True)
+    (retried / "autograph_export.json").write_text(json.dumps(row("bert_base", "autograph_export")))
+    merged, _ = gpu_table.merge(args)
+    assert [r["method"] for r in merged] == ["eager", "jit", "nimble", "autograph_export"]

@@ -23,7 +23,7 @@ class Block(torch.nn.Module):
         self.head = torch.nn.Linear(16, 10)
 
     def forward(self, x):
-        y = torch.relu(self.conv(x)) + torch.ones(1, 16, 1, 1)
+        y = torch.relu(self.conv(x)) + torch.ones(1, 16, 1, 1, device=x.device)
         return self.head(y.mean((2, 3)))
 
 

@@ -238,7 +238,8 @@ TEST(CudaStageBackend, TwoProgramsCaptureAndRunSideBySide) {
   AUTOGRAPH_REQUIRE_CUDA();
   // Two models served in one process on one GPU: one captures a graph for each new batch size while the
   // other runs eagerly on its side streams all the while. Neither's work may land in the other's capture
-  // (a failed capture falls back to eager and says so: counted here) or change its outputs.
+  // (a failed capture falls back to eager and says so: counted here) or change its outputs. Inputs are drawn
+  // on the CPU: torch's CUDA generator refuses draws from another thread while a capture registered it.
   torch::NoGradGuard no_grad;
   Branchy b = MakeBranchy();
   const autograph::Schedule schedule = MultiStream(b.graph);
@@ -258,7 +259,7 @@ TEST(CudaStageBackend, TwoProgramsCaptureAndRunSideBySide) {
     c10::cuda::CUDAStreamGuard guard(stream);
     for (int round = 0; round < 2; ++round) {
       for (int batch = 1; batch <= 6; ++batch) {
-        std::vector<c10::IValue> inputs = {BranchyInput(batch, torch::kCUDA)};
+        std::vector<c10::IValue> inputs = {BranchyInput(batch, torch::kCPU).to(torch::kCUDA)};
         const auto want = b.Reference(inputs);
         const auto got = Flatten(captured.Run(inputs));
         stream.synchronize();
@@ -274,7 +275,7 @@ TEST(CudaStageBackend, TwoProgramsCaptureAndRunSideBySide) {
     c10::cuda::CUDAStream stream = c10::cuda::getStreamFromPool(false);
     c10::cuda::CUDAStreamGuard guard(stream);
     while (!done || eager_runs < 4) {
-      std::vector<c10::IValue> inputs = {BranchyInput(2, torch::kCUDA)};
+      std::vector<c10::IValue> inputs = {BranchyInput(2, torch::kCPU).to(torch::kCUDA)};
       const auto want = b.Reference(inputs);
       const auto got = Flatten(eager.Run(inputs));
       stream.synchronize();
