@@ -39,7 +39,9 @@ the others. Per model, while the budget lasts:
                 at a time with all that is left but the least the later ones need; eager timed beside it
                 as an anchor.
 Each method's row is written as soon as it is timed alone, then replaced by the side-by-side timing, so a
-step killed halfway keeps what it finished. A method the CLI built that Python cannot load keeps the CLI's
+step killed halfway keeps what it finished; DIR/results.csv is written anew as each step ends, so a kill of
+the whole run leaves the rows of every step that ended (a TERM also stops the step under way and writes the
+summary). A method the CLI built that Python cannot load keeps the CLI's
 own row (timed = autograph bench). Inductor's, Triton's and autograph's caches live in --cache-dir (default
 DIR/cache) and are shared by all steps: later compiles reuse earlier kernels and autotuning results, and a
 cache carried from an earlier run makes max-autotune warm.
@@ -200,6 +202,7 @@ def main(argv: Optional[List[str]] = None) -> int:
               file=sys.stderr)
         return 2
     shutil.rmtree(args.out / "steps", ignore_errors=True)  # an earlier run's rows must not pass for this one's
+    (args.out / "results.csv").unlink(missing_ok=True)
     (args.out / "logs").mkdir(parents=True, exist_ok=True)
     skips = dict(REHEARSAL_SKIPS if args.rehearse else {}, **(CPU_SKIPS if args.device == "cpu" else {}))
     skipped = {m: why for m, why in skips.items() if m in args.methods}

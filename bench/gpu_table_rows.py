@@ -78,7 +78,9 @@ def merge(args) -> Tuple[List[dict], Dict[Tuple[str, str], str]]:
 
 
 def write_csv(path: Path, rows: List[dict]) -> None:
-    with path.open("w", newline="") as f:
+    """Atomically: written after every step, a kill while writing leaves the previous version."""
+    tmp = path.with_name(path.name + ".tmp")
+    with tmp.open("w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=FIELDS, extrasaction="ignore", lineterminator="\n")
         writer.writeheader()
         for row in rows:
@@ -87,6 +89,7 @@ def write_csv(path: Path, rows: List[dict]) -> None:
                 if cells.get(k) in (None, ""):
                     cells[k] = "nan"
             writer.writerow(cells)
+    tmp.replace(path)
 
 
 def check_table(csv_path: Path, models: List[str], methods: List[str]) -> List[str]:

@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 from typing import Callable, List, Optional
 
-from gpu_table_rows import CAPTURE_FAILED, CLI_METHODS, PRECISION_METHODS, PROG
+from gpu_table_rows import CAPTURE_FAILED, CLI_METHODS, PRECISION_METHODS, PROG, merge, write_csv
 
 ROOT = Path(__file__).resolve().parents[1]
 DRIVER = ROOT / "bench" / "gpu_table.py"  # the steps' processes run the driver with --worker / --warm-only
@@ -97,6 +97,8 @@ class Steps:
         record = {"step": label, "result": result, "seconds": seconds, "cap": cap, "note": note}
         self.records.append(record)
         print(f"{PROG}: {label}: {result} in {seconds} s{(': ' + note) if note else ''}", flush=True)
+        # results.csv as of every step that ended: a kill of the whole run (no TERM first) leaves it.
+        write_csv(self.args.out / "results.csv", merge(self.args)[0])
         return record
 
 

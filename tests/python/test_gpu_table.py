@@ -217,3 +217,18 @@ def test_a_main_step_that_crashed_gets_its_lost_methods_retried_in_a_process_of_
     (retried / "autograph_export.json").write_text(json.dumps(row("bert_base", "autograph_export")))
     merged, _ = gpu_table.merge(args)
     assert [r["method"] for r in merged] == ["eager", "jit", "nimble", "autograph_export"]
+
+
+def test_results_csv_holds_every_ended_steps_rows_before_the_run_ends(tmp_path):
+    """A kill of the whole run (no TERM first) must still leave the rows of the steps that ended."""
+    import gpu_table_steps
+    args = gpu_table.parse_args(["--out", str(tmp_path), "--models", "resnet50", "--device", "cuda",
+                                 "--methods", "eager", "--no-warm", "--budget", "100"])
+    (tmp_path / "logs").mkdir()
+    rows = tmp_path / "steps" / "resnet50" / "main" / "rows"
+    rows.mkdir(parents=True)
+    (rows / "eager.json").write_text(json.dumps(row("resnet50", "eager", 4.5)))
+    record = gpu_table_steps.Steps(args).run("resnet50 main", "main", lambda cap: ["true"], 60)
+    assert record["result"] == "passed"
+    written = list(csv.DictReader((tmp_path / "results.csv").open()))
+    assert [(r["model"], r["method"], r["median_ms"]) for r in written] == [("resnet50", "eager", "4.5")]
