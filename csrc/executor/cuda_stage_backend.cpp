@@ -21,6 +21,7 @@
 #ifdef AUTOGRAPH_WITH_CUDA
 
 #include <ATen/core/CachingHostAllocator.h>
+#include <ATen/cuda/CUDAContextLight.h>
 #include <ATen/cuda/CUDAEvent.h>
 #include <ATen/cuda/CUDAGeneratorImpl.h>
 #include <ATen/cuda/CUDAGraph.h>
@@ -277,8 +278,8 @@ class CudaStageBackend : public StageBackend {
     c->static_inputs = std::move(static_inputs);
     const CUDAStream caller = c10::cuda::getCurrentCUDAStream(device_.index());
     // Capture on a side stream (never the legacy default stream), after one eager warm-up run that
-    // initializes cuBLAS/cuDNN workspaces outside the capture. Thread-local capture mode: other
-    // threads may keep calling cudaMalloc meanwhile.
+    // initializes cuDNN and cuBLAS outside the capture. Thread-local capture mode: other threads may keep
+    // calling cudaMalloc meanwhile.
     CUDAStream side = c10::cuda::getStreamFromPool(false, device_.index());
     // One capture at a time in the process, on side streams no eager run uses (stream_pool.h).
     std::lock_guard<std::recursive_mutex> one_capture(StreamPool::CaptureMutex());
@@ -293,6 +294,12 @@ class CudaStageBackend : public StageBackend {
       auto graph = std::make_unique<AbandonableGraph>();
       const at::cuda::MempoolId_t pool = at::cuda::graph_pool_handle();
       bool began = false;
+      // cuBLAS keeps a workspace per handle and stream, which torch frees whenever the process clears
+      // them (torch.compile's CUDA Graph trees do, around each recording): a graph whose matmuls write a
+      // freed workspace corrupts what got that memory next. Cleared now, the capture's matmuls get their
+      // workspace from the graph's own pool, which lives as long as the graph; cleared again after, no
+      // eager run writes into it.
+      at::cuda::clearCublasWorkspaces();
       try {
         graph->capture_begin(pool, cudaStreamCaptureModeThreadLocal);
         began = true;
@@ -300,8 +307,10 @@ class CudaStageBackend : public StageBackend {
         c->static_outputs = RunEager(c->static_inputs, StreamPool::Use::kCapture);
         graph->capture_end();
         c->graph = std::move(graph);
+        at::cuda::clearCublasWorkspaces();
       } catch (const std::exception& e) {
         c->static_outputs.clear();  // partial results live in the graph's pool: free them first
+        at::cuda::clearCublasWorkspaces();  // and the workspaces made in it, before the pool goes
         if (began) AbandonCapture(side, pool, /*release_pool=*/!graph->ReleasesPoolItself());
         graph->EndGeneratorCaptures();  // capture_begin may have put them in capture mode before it threw
         graph.reset();
