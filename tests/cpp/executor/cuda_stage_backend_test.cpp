@@ -1,11 +1,11 @@
 // The CUDA backend's contracts, on small scripted modules (seconds, no zoo model): multi-stream runs
 // with events and CUDA Graph replays (the two runs compute-sanitizer checks in
 // scripts/gpu_check.sh: CudaSanitizer.*), outputs inside tuples and lists that outlive the next
-// replay, callers on two streams, two programs capturing and running side by side, backends made and
-// dropped while the tensors they touched live
-// on, a capture that fails, Merge stages, stitched kernels in the executor and in a graph, and the
-// measured cost model with the ios and autograph methods end to end. Each test skips without a CUDA
-// device; scripts/gpu_check.sh fails when any test is skipped on a GPU.
+// replay, callers on two streams, two programs capturing and running side by side, a graph's matmuls
+// after the process cleared cuBLAS's workspaces, backends made and dropped while the tensors they
+// touched live on, a capture that fails, Merge stages, stitched kernels in the executor and in a
+// graph, and the measured cost model with the ios and autograph methods end to end. Each test skips
+// without a CUDA device; scripts/gpu_check.sh fails when any test is skipped on a GPU.
 #include <gtest/gtest.h>
 #include <torch/cuda.h>
 #include <torch/script.h>
@@ -29,6 +29,7 @@
 #include "zoo_test_util.h"
 
 #ifdef AUTOGRAPH_WITH_CUDA
+#include <ATen/cuda/CUDAContextLight.h>
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAFunctions.h>
 #include <c10/cuda/CUDAGuard.h>
@@ -286,6 +287,43 @@ TEST(CudaStageBackend, TwoProgramsCaptureAndRunSideBySide) {
   running.join();
   for (const std::string& w : capture_warnings)
     EXPECT_EQ(w.find("capturing a CUDA Graph failed"), std::string::npos) << w;
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+}
+
+TEST(CudaStageBackend, AGraphsMatmulsKeepTheirWorkspaceWhenTheProcessClearsCublas) {
+  AUTOGRAPH_REQUIRE_CUDA();
+  // torch.compile's CUDA Graph trees clear cuBLAS's workspaces around every recording. A captured graph
+  // whose matmuls wrote the shared workspace would then write memory the allocator hands to others:
+  // here, filler tensors made right after the clear, which must keep their values, while the graph's
+  // outputs stay right.
+  torch::NoGradGuard no_grad;
+  torch::jit::Module m("__torch__.autograph_test.Matmuls");
+  m.register_attribute("training", c10::BoolType::get(), false);
+  m.define(R"JIT(
+def forward(self, x, w):
+    return torch.relu(torch.mm(x, w)) + torch.sigmoid(torch.mm(w.t(), x.t()).t())
+)JIT");
+  auto make = [] {
+    return std::vector<c10::IValue>{torch::randn({256, 512}).to(torch::kCUDA),
+                                    torch::randn({512, 256}).to(torch::kCUDA)};
+  };
+  std::vector<c10::IValue> inputs = make();
+  const autograph::OpGraph graph = autograph::ImportOpGraph(autograph::LowerModule(m), inputs);
+  autograph::StageExecutor executor(graph, autograph::GreedySchedule(graph, 4), {torch::Device(torch::kCUDA, 0), true});
+  c10::cuda::CUDAStream stream = c10::cuda::getStreamFromPool(false);
+  c10::cuda::CUDAStreamGuard guard(stream);
+  executor.Run(inputs);  // captured
+  at::cuda::clearCublasWorkspaces();
+  std::vector<at::Tensor> fillers;
+  for (int i = 0; i < 32; ++i) fillers.push_back(torch::full({1 << 19}, 7.0f, torch::kCUDA));  // 2 MiB each
+  for (int run = 0; run < 3; ++run) {
+    inputs = make();
+    const auto want = Flatten(autograph::SequentialExecutor(graph).Run(inputs));
+    const auto got = Flatten(executor.Run(inputs));
+    stream.synchronize();
+    ExpectClose(got, want, kSameKernels, "replay " + std::to_string(run) + " after the workspaces were cleared");
+  }
+  for (const at::Tensor& f : fillers) EXPECT_TRUE(f.eq(7.0f).all().item<bool>()) << "a replay wrote freed memory";
   EXPECT_EQ(cudaGetLastError(), cudaSuccess);
 }
 
