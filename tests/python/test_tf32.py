@@ -131,7 +131,9 @@ def test_the_torchscript_path_judges_its_tf32_twin_on_cuda():
     optimized, report = autograph.optimize(model, [x], method="greedy", precision="tf32", tolerance=0.01)
     decision = report["precision"]
     assert 1e-5 < decision["error"] <= 0.01  # TF32's rounding: an error, within the bound
-    assert decision["kept"] == ("tf32" if decision["lowered_ms"] < decision["fp32_ms"] else "fp32")
+    # Kept where it measured at least 2 % faster (choose_precision.cpp's least gain), as the note says otherwise.
+    faster = decision["lowered_ms"] < (1 - 0.02) * decision["fp32_ms"]
+    assert decision["kept"] == ("tf32" if faster else "fp32"), decision
     with torch.no_grad():
         got = optimized(x)
     assert _error(got, want) <= 0.01
