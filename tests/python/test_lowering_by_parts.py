@@ -17,8 +17,12 @@ import torch
 import autograph
 from autograph._library import openvino_missing
 from autograph.export import lowering
+from autograph.export.compilers.inductor import cpu_has_bf16
 
 needs_openvino = pytest.mark.skipif(openvino_missing() is not None, reason=f"no OpenVINO parts: {openvino_missing()}")
+# OpenVINO computes a bf16 hint in bf16 only on a CPU with bf16 instructions; elsewhere in float32, and
+# nothing misses the tolerance.
+needs_bf16_cpu = pytest.mark.skipif(not cpu_has_bf16(), reason="this CPU has no bf16 instructions")
 
 
 def _chain(flops, reads):
@@ -144,6 +148,7 @@ def _error(got, want):
 
 
 @needs_openvino
+@needs_bf16_cpu
 def test_a_part_that_misses_the_tolerance_stays_fp32_and_the_report_says_so(monkeypatch, tmp_path):
     from autograph import export as export_module
     monkeypatch.setattr(lowering, "PARTS", 2)
@@ -181,6 +186,7 @@ def test_a_part_that_misses_the_tolerance_stays_fp32_and_the_report_says_so(monk
 
 
 @needs_openvino
+@needs_bf16_cpu
 def test_where_no_part_meets_the_tolerance_the_program_stays_fp32(monkeypatch):
     from autograph import export as export_module
     monkeypatch.setattr(lowering, "PARTS", 2)
@@ -206,6 +212,7 @@ def test_where_no_part_meets_the_tolerance_the_program_stays_fp32(monkeypatch):
 
 
 @needs_openvino
+@needs_bf16_cpu
 def test_where_the_whole_graph_in_bf16_ran_slower_than_float32_no_part_is_lowered(monkeypatch):
     from autograph import export as export_module
     monkeypatch.setattr(lowering, "PARTS", 2)
