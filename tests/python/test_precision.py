@@ -19,6 +19,9 @@ from precision_models import Cancelling
 from stand_in_timing import timed as _timed
 
 needs_openvino = pytest.mark.skipif(openvino_missing() is not None, reason=f"no OpenVINO parts: {openvino_missing()}")
+# OpenVINO computes its bf16 candidates in bf16 only on a CPU with bf16 instructions (elsewhere they are
+# float32 or not offered): the tests that judge a bf16 error need one.
+needs_bf16_cpu = pytest.mark.skipif(not cpu_has_bf16(), reason="this CPU has no bf16 instructions")
 
 
 class Block(torch.nn.Module):
@@ -122,6 +125,7 @@ def test_inductors_bf16_whole_graph_competes_beside_openvinos_and_is_packaged_wh
 
 
 @needs_openvino
+@needs_bf16_cpu
 def test_a_bf16_candidate_beyond_the_tolerance_stays_out_and_the_program_keeps_fp32(block, monkeypatch):
     _, x, want, ep = block
     _timed(monkeypatch, {"whole_openvino_bf16": 0.5, "whole_openvino": 1.0})  # lowered: fastest, but wrong
@@ -147,6 +151,7 @@ def test_where_no_compiler_lowers_the_report_says_so(block, monkeypatch):
 
 
 @needs_openvino
+@needs_bf16_cpu
 def test_a_saved_bf16_program_keeps_its_precision_in_a_fresh_process(block, monkeypatch, tmp_path, fresh_python):
     model, x, want, ep = block
     _timed(monkeypatch, {"whole_openvino_bf16": 1.0})
@@ -205,6 +210,7 @@ def test_bad_calibration_inputs_on_the_torchscript_path_are_input_errors_before_
 
 
 @needs_openvino
+@needs_bf16_cpu
 def test_a_bf16_candidate_within_the_tolerance_on_the_example_but_not_on_a_calibration_input_stays_out(monkeypatch):
     torch.manual_seed(0)
     model = Cancelling().eval()
