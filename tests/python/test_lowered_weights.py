@@ -12,8 +12,7 @@ import torch
 import autograph
 from autograph.export.compilers import inductor
 from autograph.export.compilers.lowered_module import lowered_module
-
-needs_bf16_cpu = pytest.mark.skipif(not inductor.cpu_has_bf16(), reason="this CPU has no bf16 instructions")
+from cpu_features import needs_bf16_cpu
 
 
 class Block(torch.nn.Module):

@@ -16,13 +16,10 @@ import torch
 
 import autograph
 from autograph._library import openvino_missing
+from cpu_features import needs_bf16_cpu
 from autograph.export import lowering
-from autograph.export.compilers.inductor import cpu_has_bf16
 
 needs_openvino = pytest.mark.skipif(openvino_missing() is not None, reason=f"no OpenVINO parts: {openvino_missing()}")
-# OpenVINO computes a bf16 hint in bf16 only on a CPU with bf16 instructions; elsewhere in float32, and
-# nothing misses the tolerance.
-needs_bf16_cpu = pytest.mark.skipif(not cpu_has_bf16(), reason="this CPU has no bf16 instructions")
 
 
 def _chain(flops, reads):

@@ -14,14 +14,12 @@ import torch
 
 import autograph
 from autograph._library import openvino_missing
+from cpu_features import needs_bf16_cpu
 from autograph.export.compilers.inductor import cpu_has_bf16
 from precision_models import Cancelling
 from stand_in_timing import timed as _timed
 
 needs_openvino = pytest.mark.skipif(openvino_missing() is not None, reason=f"no OpenVINO parts: {openvino_missing()}")
-# OpenVINO computes its bf16 candidates in bf16 only on a CPU with bf16 instructions (elsewhere they are
-# float32 or not offered): the tests that judge a bf16 error need one.
-needs_bf16_cpu = pytest.mark.skipif(not cpu_has_bf16(), reason="this CPU has no bf16 instructions")
 
 
 class Block(torch.nn.Module):

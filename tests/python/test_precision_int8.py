@@ -16,24 +16,11 @@ from autograph.export.calibration import INT8_CALIBRATION_INPUTS
 from autograph.export.compilers.onnxruntime import int8_missing as onnxruntime_int8_missing
 from autograph.export.compilers.openvino import int8_missing
 from autograph._library import openvino_missing
+from cpu_features import needs_vnni
 from precision_models import Classifier
 from stand_in_timing import timed as _timed
 
 needs_int8 = pytest.mark.skipif(int8_missing() is not None, reason=f"no int8 parts: {int8_missing()}")
-
-
-def _cpu_has_vnni() -> bool:
-    try:
-        with open("/proc/cpuinfo") as f:
-            flags = f.read()
-    except OSError:
-        return True  # not Linux: let the test say
-    return any(f in flags.split() for f in ("avx512_vnni", "avx_vnni", "amx_int8"))
-
-
-# OpenVINO's INT8 parts of _Outliers meet the test's bound on a CPU with VNNI (about 0.1 of the outputs'
-# scale left); measured on one without (AVX2 only), the part quantized lost 0.27, beyond it.
-needs_vnni = pytest.mark.skipif(not _cpu_has_vnni(), reason="this CPU has no VNNI instructions")
 
 
 @pytest.fixture(scope="module")
@@ -469,7 +456,7 @@ def test_the_quantized_whole_graph_with_operations_turned_back_computes_as_eithe
 
 
 @needs_int8
-@needs_vnni
+@needs_vnni  # its parts meet the bound with VNNI (about 0.1 left); measured on AVX2 alone, one lost 0.27
 @pytest.mark.parametrize("reverts", [True, False])
 def test_openvinos_int8_parts_are_its_whole_graph_with_the_parts_beyond_the_bound_turned_back(monkeypatch, reverts):
     from autograph.export import lowering

@@ -98,6 +98,14 @@ autograph::Schedule MultiStream(const autograph::OpGraph& graph) {
   return schedule;
 }
 
+// A scripted module of `source` (a forward), in eval mode.
+torch::jit::Module Scripted(const std::string& name, const std::string& source) {
+  torch::jit::Module m("__torch__.autograph_test." + name);
+  m.register_attribute("training", c10::BoolType::get(), false);
+  m.define(source);
+  return m;
+}
+
 // Run from a non-default stream, as user code often does; the caller's stream is group 0's.
 void RunAndCheck(bool cuda_graph, int runs) {
   torch::NoGradGuard no_grad;
@@ -297,9 +305,7 @@ TEST(CudaStageBackend, AGraphsMatmulsKeepTheirWorkspaceWhenTheProcessClearsCubla
   // here, filler tensors made right after the clear, which must keep their values, while the graph's
   // outputs stay right.
   torch::NoGradGuard no_grad;
-  torch::jit::Module m("__torch__.autograph_test.Matmuls");
-  m.register_attribute("training", c10::BoolType::get(), false);
-  m.define(R"JIT(
+  const torch::jit::Module m = Scripted("Matmuls", R"JIT(
 def forward(self, x, w):
     return torch.relu(torch.mm(x, w)) + torch.sigmoid(torch.mm(w.t(), x.t()).t())
 )JIT");
@@ -331,9 +337,7 @@ TEST(CudaStageBackend, FailedCaptureEndsTheCaptureAndRunsEagerly) {
   AUTOGRAPH_REQUIRE_CUDA();
   torch::NoGradGuard no_grad;
   // nonzero must read its result's size on the host: it cannot be captured.
-  torch::jit::Module m("__torch__.autograph_test.Synchronizing");
-  m.register_attribute("training", c10::BoolType::get(), false);
-  m.define(R"JIT(
+  const torch::jit::Module m = Scripted("Synchronizing", R"JIT(
 def forward(self, x):
     y = torch.relu(x)
     z = torch.sigmoid(x)
