@@ -13,9 +13,12 @@ from pathlib import Path
 from typing import Callable, Dict, List, Optional, Tuple
 
 import torch_compile_bench as tcb
+from gpu_table_profile import profile_replays
 from gpu_table_rows import CAPTURE_FAILED, CLI_METHODS, COMPILE_MODES, PRECISION_METHODS, PROG
 
 ROOT = Path(__file__).resolve().parents[1]
+# The least time left in the main step for the profiles after the rows (bench/gpu_table_profile.py).
+LEAST_PROFILE_S = 15
 # The least time left in the main step for building one more method (else it is skipped and said so).
 LEAST_BUILD_S = {"torch_compile_default": 15, "torch_compile_reduce_overhead": 10, "torch_compile_max_autotune": 30,
                  "autograph_export": 20, "autograph_export_tf32": 20, "autograph_export_bf16": 20, "autograph_export_fp16": 20,
@@ -297,6 +300,9 @@ def worker(args) -> int:
                 print(f"{PROG}: {ctx['name']} {args.anchor} (anchor): failed: {one_line(e)}", flush=True)
         time_built(ctx, args, runs, rows, rows_dir)
         check_outputs(ctx, runs, new, rows_dir)
+    # Last, so that a profile never costs a row: where the replays spend their time.
+    profile_replays(ctx, runs, rows, rows_dir, lambda line: print(f"{PROG}: {ctx['name']} {line}", flush=True),
+                    lambda: left_s(args.deadline), LEAST_PROFILE_S)
     return 0 if rows else 1
 
 

@@ -460,16 +460,17 @@ std::vector<at::Tensor> AtenProgram::Run(const std::vector<at::Tensor>& inputs) 
   for (size_t i = 0; i < aten.inputs.size(); ++i) {
     const at::Tensor& t = inputs[i];
     const TensorMeta& meta = aten.values[aten.inputs[i]].meta;
-    const std::string where = "tensor " + std::to_string(i) + (aten.input_is_weight[i] ? " (a weight)" : " (an input)");
-    if (!t.defined()) throw InputError(where + " is undefined");
+    // Made only for an error: every call checks every weight, and a string apiece costs per call.
+    auto where = [&] { return "tensor " + std::to_string(i) + (aten.input_is_weight[i] ? " (a weight)" : " (an input)"); };
+    if (!t.defined()) throw InputError(where() + " is undefined");
     const c10::Device& device = options_.device;
     if (is_package_[i]) {
-      if (!t.is_cpu()) throw InputError(where + " is a compiled part's package on " + t.device().str() + "; packages stay on the CPU");
+      if (!t.is_cpu()) throw InputError(where() + " is a compiled part's package on " + t.device().str() + "; packages stay on the CPU");
     } else if (t.device().type() != device.type() || (device.has_index() && t.device().index() != device.index()))
-      throw InputError(where + " is on " + t.device().str() + ", but the program was optimized for " + device.str() +
+      throw InputError(where() + " is on " + t.device().str() + ", but the program was optimized for " + device.str() +
                        "; move the inputs with .to(\"" + device.str() + "\") or re-optimize for that device");
     if (t.dim() != static_cast<int64_t>(meta.shape.size()) || t.scalar_type() != meta.dtype)
-      throw InputError(where + " is " + ShapeString(t.sizes()) + " " + c10::toString(t.scalar_type()) +
+      throw InputError(where() + " is " + ShapeString(t.sizes()) + " " + c10::toString(t.scalar_type()) +
                        ", but the program was optimized for " + ShapeAndType(meta));
     other_shape |= t.sizes() != at::IntArrayRef(meta.shape);
   }

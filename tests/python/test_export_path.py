@@ -186,7 +186,7 @@ def test_bad_options_and_inputs(inception):
         autograph.optimize(model, (x,), ir="onnx", inductor=False, openvino=False, onnxruntime=False)
     optimized, _ = autograph.optimize(ep, method="sequential", inductor=False, openvino=False, onnxruntime=False)
     program, weights = _program_and_weights(optimized)
-    with pytest.raises(ValueError, match="optimized for"):
+    with pytest.raises(ValueError, match=rf"tensor {len(weights)} \(an input\) is \[8,12,12\] Float, but the program was optimized for"):
         torch.ops.autograph.execute(weights + [torch.randn(8, 12, 12)], program)
     with pytest.raises(ValueError, match="takes .* tensors"):
         torch.ops.autograph.execute(weights, program)
@@ -390,8 +390,13 @@ def test_export_path_on_cuda_merges_rewrites_in_place_and_runs_on_streams(induct
             optimized, report = autograph.optimize(model, inputs, ir="export", method=method, inductor=inductor,
                                                    **options)
             assert report["device"].startswith("cuda"), report
-            if method == "ios":
+            # With Inductor's candidates beside it, a compiled part may win the contest (measured faster:
+            # Inductor fused the siblings itself): then the kept schedule has the part, not the merge.
+            kept = (report.get("contest") or {}).get("kept", "aten")
+            if method == "ios" and kept.startswith("aten"):
                 assert any(s["strategy"] == "merge" for s in report["schedule"]["stages"]), report["schedule"]
+            if method == "ios" and not inductor:
+                assert kept.startswith("aten"), report.get("contest")
             if method == "nimble":
                 assert report["streams"] >= 1
             got = optimized.module()(*inputs)

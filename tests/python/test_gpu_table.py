@@ -232,3 +232,37 @@ def test_results_csv_holds_every_ended_steps_rows_before_the_run_ends(tmp_path):
     assert record["result"] == "passed"
     written = list(csv.DictReader((tmp_path / "results.csv").open()))
     assert [(r["model"], r["method"], r["median_ms"]) for r in written] == [("resnet50", "eager", "4.5")]
+
+
+def test_a_replay_profile_says_host_and_waited_time_and_writes_its_table_and_trace(tmp_path):
+    """bench/gpu_table_profile.py on CPU (the CUDA activity is added on a GPU): both files written, the
+    host and waited medians in the first line, the profiled operator in the table; a method that fails
+    while profiled is logged and costs nothing else."""
+    import gzip
+    import torch
+    import gpu_table_profile
+    x = torch.randn(64, 64)
+    ctx = {"x1": [x], "device": torch.device("cpu"), "sync": lambda: None}
+
+    def failing(xs):
+        raise RuntimeError("replay broke")
+    lines = []
+    gpu_table_profile.profile_replays(ctx, {"autograph_export": lambda xs: torch.mm(xs[0], xs[0]),
+                                            "autograph_graph": failing, "eager": lambda xs: xs[0]},
+                                      ["autograph_export", "autograph_graph", "eager"], tmp_path, lines.append)
+    text = (tmp_path / "autograph_export.profile.txt").read_text()
+    assert text.startswith("autograph_export: host time of a call ") and "waited for" in text
+    assert "aten::mm" in text
+    assert b"aten::mm" in gzip.open(tmp_path / "autograph_export.trace.json.gz").read()
+    assert lines[0].startswith("autograph_export: host time") and lines[1] == "autograph_graph: profile failed: RuntimeError: replay broke"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["autograph_export.profile.txt", "autograph_export.trace.json.gz"]
+
+
+def test_no_replay_is_profiled_when_the_steps_cap_is_too_near(tmp_path):
+    import torch
+    import gpu_table_profile
+    lines = []
+    gpu_table_profile.profile_replays({"x1": [torch.ones(2)], "device": torch.device("cpu"), "sync": lambda: None},
+                                      {"autograph_export": lambda xs: xs[0] + 1}, ["autograph_export"], tmp_path,
+                                      lines.append, lambda: 9.0, 15.0)
+    assert lines == ["autograph_export: no profile: 9 s left of the step's cap"] and not list(tmp_path.iterdir())
