@@ -45,8 +45,8 @@ gtest_summary=$(grep -E 'tests passed|tests failed' "$BUILD_DIR/ctest.log" | tai
 gtest_skipped=$(grep -cE '\(Skipped\)$' "$BUILD_DIR/ctest.log")
 
 echo "== pytest =="
-# -rs lists each skipped test with its reason.
-"$PYTHON" -m pytest -q -rs tests/python 2>&1 | tee "$BUILD_DIR/pytest.log"
+# -rs lists each skipped test with its reason; --durations the slowest tests (CI's time is watched).
+"$PYTHON" -m pytest -q -rs --durations=40 --durations-min=15 tests/python 2>&1 | tee "$BUILD_DIR/pytest.log"
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 pytest_summary=$(grep -E '[0-9]+ (passed|failed|error|skipped)' "$BUILD_DIR/pytest.log" | tail -n 1 | tr -d '=' | sed 's/^ *//; s/ *$//')
 # Skips that --no-skips counts: not those of a missing optional package (pytest.importorskip's "could not
