@@ -56,6 +56,7 @@ LAYERS = [
     "export.parts.rewrite",              # the program rewritten to call compiled parts, of any compiler
     "export.parts",                      # (package __init__)
     "export.candidate",                  # one candidate of the contest: what runs, its report entry, why it is out
+    "export.compilers.cpu_features",     # what this CPU computes below float32 (bf16), for every compiler
     "export.compilers.toolchain",        # Inductor's toolchain settings
     "export.compilers.base",             # the compilers' protocol, typed on the parts layer's types
     "export.compilers.converter_process", # a part converted in a process of its own (OpenVINO's, ONNX Runtime's)

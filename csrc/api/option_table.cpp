@@ -186,9 +186,9 @@ std::vector<OptionSpec> MakeTable() {
       "precision", "all",
       "the lowest precision a candidate may compute in: fp32 (float32 as the process's switches say), tf32 (each "
       "candidate once more with float32 matmuls and convolutions in TF32, on CUDA), bf16 (OpenVINO's candidate "
-      "with bfloat16 inference precision on CPU, lowered part by part where its whole graph misses the tolerance; "
-      "Inductor's whole graph with its matmuls and convolutions in bfloat16, as autocast, on CUDA or a CPU with bf16 "
-      "instructions; the plan on ATen's kernels in bfloat16 on CUDA), fp16 (the same two in float16, on CUDA) or int8 "
+      "with bfloat16 inference precision on a CPU that computes bf16 (AVX-512 or bf16 instructions), lowered part "
+      "by part where its whole graph misses the tolerance; Inductor's whole graph with its matmuls and convolutions "
+      "in bfloat16, as autocast, on CUDA or such a CPU; the plan on ATen's kernels in bfloat16 on CUDA), fp16 (the same two in float16, on CUDA) or int8 "
       "(export path, CPU: OpenVINO's candidates quantized by NNCF on the calibration inputs, at least 8 of them, "
       "aimed at option accuracy, lowered part by part (int8, else bf16) where the whole graph misses the tolerance; "
       "ONNX Runtime's whole graph by its static quantization, aimed at option accuracy too; bf16's candidates "

@@ -48,3 +48,11 @@ def fresh_python():
         r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=timeout, env=env)
         assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stderr[-2000:]
     return run
+
+
+@pytest.fixture
+def offers_bf16(monkeypatch):
+    """OpenVINO offers its bf16 candidates as on a CPU that computes bf16, for a test whose subject is what
+    the contest does with them (timings stood in): on a CPU without AVX-512 they would compute float32."""
+    from autograph.export.compilers import openvino
+    monkeypatch.setattr(openvino, "cpu_has_bf16", lambda: True)

@@ -123,16 +123,21 @@ def test_the_cli_called_in_process_leaves_the_callers_warning_filters_as_they_we
 
 
 @pytest.mark.parametrize("measure", ["max_error", "cosine"])
-def test_calibration_inputs_from_a_file_reach_the_accuracy_gate(program, tmp_path, measure):
+def test_calibration_inputs_from_a_file_reach_the_accuracy_gate(program, tmp_path, measure, capsys, offers_bf16):
+    # In this process (export_cli.main), so that OpenVINO's bf16 candidate is offered on any CPU (offers_bf16).
+    from autograph import export_cli
     from autograph._library import openvino_missing
     if openvino_missing():
         pytest.skip(f"no OpenVINO parts: {openvino_missing()}")
     inputs = tmp_path / "calibration.pt"
     torch.save([(torch.randn(1, 4, 8, 8),), (torch.randn(1, 4, 8, 8),)], inputs)
-    r = _autograph("optimize", program, "-o", tmp_path / "o.pt2", "--method", "sequential", "--precision", "bf16",
-                   "--tolerance", "0.1", "--calibration", inputs, "--accuracy", measure, "--json")
-    assert r.returncode == 0, r.stderr
-    contest = json.loads(r.stdout)["inductor"]
+    capsys.readouterr()
+    status = export_cli.main(["optimize", str(program), "-o", str(tmp_path / "o.pt2"), "--method", "sequential",
+                              "--precision", "bf16", "--tolerance", "0.1", "--calibration", str(inputs), "--accuracy",
+                              measure, "--json"])
+    out = capsys.readouterr()
+    assert status == 0, out.err
+    contest = json.loads(out.out)["inductor"]
     assert contest["precision"]["asked"] == "bf16" and contest["precision"]["tolerance"] == 0.1
     assert contest["precision"]["accuracy"] == measure
     assert len(contest["candidates"]["whole_openvino_bf16"]["measured"]) == 3  # the example's and two more

@@ -12,7 +12,7 @@ import torch
 import autograph
 from autograph.export.compilers import inductor
 from autograph.export.compilers.lowered_module import lowered_module
-from cpu_features import needs_bf16_cpu
+from cpu_features import cpu_has_bf16, needs_bf16_cpu
 
 
 class Block(torch.nn.Module):
@@ -86,7 +86,7 @@ def test_inductor_lowers_its_whole_graph_alone_to_what_the_device_computes_fast(
     assert inductor.COMPILER.lowered(cuda, "bf16", "whole") == ["bf16"]
     assert inductor.COMPILER.lowered(cuda, "bf16", "plan") == [] == inductor.COMPILER.lowered(cuda, "fp32", "whole")
     assert inductor.COMPILER.lowered(cpu, "fp16", "whole") == []
-    assert inductor.COMPILER.lowered(cpu, "bf16", "whole") == (["bf16"] if inductor.cpu_has_bf16() else [])
+    assert inductor.COMPILER.lowered(cpu, "bf16", "whole") == (["bf16"] if cpu_has_bf16() else [])
 
 
 def test_fp16_on_cpu_lowers_nothing_and_the_report_says_so():

@@ -15,7 +15,7 @@ import torch
 import autograph
 from autograph._library import openvino_missing
 from cpu_features import needs_bf16_cpu
-from autograph.export.compilers.inductor import cpu_has_bf16
+from autograph.export.compilers.cpu_features import cpu_has_bf16
 from precision_models import Cancelling
 from stand_in_timing import timed as _timed
 
@@ -78,7 +78,7 @@ def test_fp32_by_default_offers_nothing_lowered(block):
 
 
 @needs_openvino
-def test_a_bf16_candidate_within_the_tolerance_and_faster_is_kept_and_reported(block, monkeypatch):
+def test_a_bf16_candidate_within_the_tolerance_and_faster_is_kept_and_reported(block, monkeypatch, offers_bf16):
     _, x, want, ep = block
     _timed(monkeypatch, {"whole_openvino_bf16": 1.0})
     optimized, report = autograph.optimize(ep, method="sequential", precision="bf16", tolerance=0.1)
@@ -228,3 +228,16 @@ def test_a_bf16_candidate_within_the_tolerance_on_the_example_but_not_on_a_calib
     with torch.no_grad():
         got, want = optimized.module()(*calibration[0]), model(*calibration[0])
     assert _error(got, want) <= 1e-3  # float32's floor (check.py), on an output that is a small difference
+
+
+def test_openvino_offers_bf16_only_on_a_cpu_that_computes_it(monkeypatch):
+    """Elsewhere OpenVINO computes float32 under a bf16 hint: such a candidate would be float32 labelled bf16."""
+    from autograph.export.compilers import openvino
+    cpu = torch.device("cpu")
+    monkeypatch.setattr(openvino, "cpu_has_bf16", lambda: False)
+    assert openvino.COMPILER.lowered(cpu, "bf16", "whole_openvino") == []
+    assert "bf16" not in openvino.COMPILER.lowered(cpu, "int8", "whole_openvino")
+    assert "bf16 on a CPU that computes it (not this one)" in openvino.COMPILER.lowering()
+    monkeypatch.setattr(openvino, "cpu_has_bf16", lambda: True)
+    assert openvino.COMPILER.lowered(cpu, "bf16", "whole_openvino") == ["bf16"]
+    assert openvino.COMPILER.lowered(torch.device("cuda"), "bf16", "whole_openvino") == []

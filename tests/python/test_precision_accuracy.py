@@ -96,7 +96,7 @@ def test_labels_not_one_per_calibration_input_are_an_input_error_before_any_work
 
 
 @needs_openvino
-def test_a_labelled_measure_judges_the_candidates_on_the_calibration_inputs_alone(classifier, monkeypatch):
+def test_a_labelled_measure_judges_the_candidates_on_the_calibration_inputs_alone(classifier, monkeypatch, offers_bf16):
     model, x, calibration, ep = classifier
     seen = []
 
@@ -155,7 +155,7 @@ def test_a_bf16_candidate_beyond_max_error_but_within_top1_is_kept_and_each_judg
 
 
 @needs_openvino
-def test_a_function_measure_judges_the_candidates_and_names_itself_in_the_report(classifier, monkeypatch):
+def test_a_function_measure_judges_the_candidates_and_names_itself_in_the_report(classifier, monkeypatch, offers_bf16):
     model, x, calibration, ep = classifier
     calls = []
 

@@ -95,7 +95,8 @@ def test_the_calibration_inputs_of_several_parts_are_read_in_one_run_of_the_grap
 
 @needs_int8
 def test_an_int8_candidate_within_the_accuracy_asked_is_kept_and_reloads_in_a_fresh_process(classifier, monkeypatch,
-                                                                                          tmp_path, fresh_python):
+                                                                                          tmp_path, fresh_python,
+                                                                                          offers_bf16):
     model, x, calibration, ep = classifier
     _timed(monkeypatch, {"whole_openvino_int8": 0.5, "whole_openvino_bf16": 1.0})
     optimized, report = autograph.optimize(ep, method="sequential", precision="int8", accuracy="top1", tolerance=0.0,

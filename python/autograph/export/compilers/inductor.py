@@ -32,6 +32,7 @@ from ..lowered_graph import DTYPES as LOWERED_DTYPES
 from ..parts import NOT_PROFILED, CompiledPart, NodeTimes, PartBuilder, closed, every_node, part_digest, parts_of_plan, values_read, \
     whole_graph_part
 from ..program_format import DTYPE_NAMES
+from .cpu_features import cpu_has_bf16
 from .toolchain import aoti_configs, compile_graph_module, compile_package, vec_isa_checks_remembered
 from .lowered_module import lowered_module
 
@@ -268,11 +269,6 @@ def package_graph(package: bytes, specs: List[Dict[str, Any]], input_values: Lis
             "nodes": nodes, "outputs": outputs}
 
 
-def cpu_has_bf16() -> bool:
-    """Whether this CPU has bfloat16 instructions (AVX-512 BF16 or AMX), which oneDNN's kernels use."""
-    return bool(torch.backends.mkldnn.is_available() and torch.ops.mkldnn._is_mkldnn_bf16_supported())
-
-
 class InductorCompiler:
     """Inductor's candidates (compilers/base.Compiler): "whole" (the graph as one part), "plan" (the
     plan's parts, where it runs groups side by side and was verified), "whole_unfrozen" (the whole graph
@@ -369,5 +365,5 @@ COMPILER = InductorCompiler()
 
 
 __all__ = ["COMPILER", "InductorCompiler", "MAX_PARTS", "PART_OP", "cache_dir", "compile_for_every_shape",
-           "compile_in_background", "compile_just_in_time", "compile_part", "cpu_has_bf16", "is_cached",
+           "compile_in_background", "compile_just_in_time", "compile_part", "is_cached",
            "module_of", "package_graph", "packs_linear_at_run_time", "shares_weights"]

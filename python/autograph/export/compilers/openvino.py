@@ -26,6 +26,7 @@ from ...settings import Settings
 from .. import cache as part_cache
 from ..parts import CompiledPart, NodeTimes, PartBuilder, every_node, part_digest, run_profiled, whole_graph_part
 from . import converter_process
+from .cpu_features import cpu_has_bf16
 from . import onnx_export
 from . import onnx_profile
 from . import openvino_convert as _openvino_convert
@@ -304,16 +305,18 @@ class OpenVinoCompiler:
         return {"whole_openvino": whole_graph_part(body)} if builder.device.type == "cpu" else {}
 
     def lowered(self, device: torch.device, precision: str, candidate: str) -> List[str]:
-        # bf16: the same IR compiled with bf16 inference precision: OpenVINO's CPU plugin runs bf16 where the
-        # CPU has bf16 instructions and emulates it elsewhere (slower: the timing keeps it out). int8: the IR
+        # bf16: the same IR compiled with bf16 inference precision, where the CPU computes bf16
+        # (cpu_features: elsewhere OpenVINO computes float32, which is no bf16 candidate). int8: the IR
         # quantized by NNCF, where it is installed; bf16's candidates compete beside it.
         if device.type != "cpu" or precision not in ("bf16", "int8"):
             return []
-        return (["int8"] if precision == "int8" and int8_missing() is None else []) + ["bf16"]
+        return ((["int8"] if precision == "int8" and int8_missing() is None else [])
+                + (["bf16"] if cpu_has_bf16() else []))
 
     def lowering(self) -> str:
         why = int8_missing()
-        return "OpenVINO's candidates to bf16 on CPU, and to int8 by NNCF" + (f" (not here: {why})" if why else "")
+        bf16 = "bf16 on CPU" if cpu_has_bf16() else "bf16 on a CPU that computes it (not this one)"
+        return f"OpenVINO's candidates to {bf16}, and to int8 by NNCF" + (f" (not here: {why})" if why else "")
 
     def variants(self, builder: PartBuilder, parts: List[List[int]], precision: str) -> Tuple[str, ...]:
         # A transformer's whole graph in INT8 as any model and as NNCF quantizes transformers, timed side by
