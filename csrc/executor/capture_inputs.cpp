@@ -11,7 +11,7 @@ int64_t VersionOf(const at::Tensor& t) { return t.is_inference() ? 0 : static_ca
 
 std::optional<CaptureKey> CaptureInputs::KeyOf(const std::vector<c10::IValue>& inputs) const {
   CaptureKey key;
-  key.numbers.reserve(inputs.size() * 8);
+  key.numbers.reserve(inputs.size() * 16);  // a 4-D weight: 4 numbers, 4 sizes, 4 strides, address, version
   for (size_t i = 0; i < inputs.size(); ++i) {
     const c10::IValue& v = inputs[i];
     if (v.isTensor()) {

@@ -17,6 +17,9 @@ class RecentlyUsed {
   // Marks a use of `key` (new or known). Returns the keys that fall out: the least recently used
   // beyond the limit, oldest first; never `key` itself.
   std::vector<Key> Use(const Key& key) {
+    // The common case, the latest key again (a replay's key on every call of a served model): one compare,
+    // no copy. A capture's key holds every weight's numbers: thousands of them.
+    if (!order_.empty() && order_.front() == key) return {};
     auto found = where_.find(key);
     if (found != where_.end()) order_.erase(found->second);
     order_.push_front(key);

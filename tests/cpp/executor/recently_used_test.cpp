@@ -32,4 +32,35 @@ TEST(RecentlyUsed, ALimitOfOneKeepsTheLatestAndZeroMeansOne) {
   EXPECT_EQ(zero.Use("b"), Keys{"a"});
 }
 
+// A key that counts its copies.
+struct CountedKey {
+  std::string name;
+  static int copies;
+  explicit CountedKey(std::string n) : name(std::move(n)) {}
+  CountedKey(const CountedKey& other) : name(other.name) { ++copies; }
+  CountedKey& operator=(const CountedKey& other) {
+    name = other.name;
+    ++copies;
+    return *this;
+  }
+  bool operator==(const CountedKey& other) const { return name == other.name; }
+  bool operator<(const CountedKey& other) const { return name < other.name; }
+};
+int CountedKey::copies = 0;
+
+TEST(RecentlyUsed, TheLatestKeyUsedAgainIsNeitherCopiedNorReordered) {
+  autograph::RecentlyUsed<CountedKey> recent(2);
+  const CountedKey a("a"), b("b"), c("c");
+  recent.Use(a);
+  recent.Use(b);
+  CountedKey::copies = 0;
+  EXPECT_TRUE(recent.Use(b).empty());
+  EXPECT_TRUE(recent.Use(b).empty());
+  EXPECT_EQ(CountedKey::copies, 0);
+  // Still b the most recent and a the least: c evicts a.
+  std::vector<CountedKey> evicted = recent.Use(c);
+  ASSERT_EQ(evicted.size(), 1u);
+  EXPECT_EQ(evicted[0].name, "a");
+}
+
 }  // namespace
