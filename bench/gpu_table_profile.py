@@ -52,7 +52,7 @@ def profile_method(method: str, call: Callable[[], object], device, sync: Callab
             for _ in range(PROFILE_CALLS):
                 call()
             sync()
-    sort = "self_cuda_time_total" if device.type == "cuda" else "self_cpu_time_total"
+    sort = "self_device_time_total" if device.type == "cuda" else "self_cpu_time_total"
     table = prof.key_averages().table(sort_by=sort, row_limit=TABLE_ROWS, max_name_column_width=80)
     head = (f"{method}: host time of a call {host_ms:.4g} ms (returns without waiting), {waited_ms:.4g} ms "
             f"waited for; medians of {PROFILE_CALLS} calls each; the profiler's {PROFILE_CALLS} calls below")
