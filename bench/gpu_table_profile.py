@@ -19,6 +19,8 @@ import time
 from pathlib import Path
 from typing import Callable, Dict, List
 
+import torch_compile_bench as tcb
+
 # The methods whose replays are profiled: the two paths the table compares.
 PROFILED = ("autograph_export", "autograph_graph")
 PROFILE_CALLS = 10
@@ -75,8 +77,8 @@ def profile_replays(ctx: dict, runs: Dict[str, Callable[[list], object]], method
         if time_left() < least_s:
             log(f"{method}: no profile: {max(time_left(), 0):.0f} s left of the step's cap")
             continue
+        run = runs[method]
         try:
-            log(profile_method(method, (lambda r: lambda: r(x1))(runs[method]), ctx["device"], ctx["sync"],
-                               rows_dir))
+            log(profile_method(method, lambda: run(x1), ctx["device"], ctx["sync"], rows_dir))
         except Exception as e:  # noqa: BLE001 - a profile is an extra, never the step's failure
-            log(f"{method}: profile failed: {type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}")
+            log(f"{method}: profile failed: {tcb.one_line(e)}")

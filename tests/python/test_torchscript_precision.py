@@ -17,10 +17,8 @@ import pytest
 import torch
 
 import autograph
+from cpu_features import needs_bf16_cpu
 from precision_models import Cancelling
-
-HAS_BF16_CPU = torch.backends.mkldnn.is_available() and torch.ops.mkldnn._is_mkldnn_bf16_supported()
-needs_bf16_cpu = pytest.mark.skipif(not HAS_BF16_CPU, reason="this CPU has no bf16 instructions")
 
 
 class Mlp(torch.nn.Module):
