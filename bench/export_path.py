@@ -6,7 +6,7 @@
 For each zoo model (models/registry.py): the eval-mode module, exported with torch.export (strict=False)
 and traced for TorchScript; both optimized by autograph with the same method (the export path also with
 option inductor off); torch.compile (Inductor, default settings and with freezing; --no-compile skips
-them and AOTInductor alone) as the rivals a user would pick; outputs of all compared
+them and AOTInductor alone, --no-aoti the latter only) as the rivals a user would pick; outputs of all compared
 with eager (relative to the output's scale); the optimized models, torch.compile and eager timed in alternation
 (warm-up, then `repeats` rounds, each method once per round) on this machine's CPU. Writes
 DIR/results.csv and DIR/README.md (a table with medians, p10/p90, the ratio export / TorchScript and
@@ -291,7 +291,8 @@ def measure(name: str, args, device, sync):
             runs["export_without"] = run_without
     if not args.no_compile:
         runs.update(compile_runs(model, inputs, want, device, row))
-        runs.update(aoti_run(model, inputs, want, row))
+        if not args.no_aoti:
+            runs.update(aoti_run(model, inputs, want, row))
     if not args.no_rivals and device.type == "cpu":  # (ONNX Runtime's CUDA provider: not installed here)
         runs.update(rival_runs(model, inputs, want, row))
     if run_export is not None:
@@ -332,6 +333,8 @@ def main() -> int:
     p.add_argument("--repeats", type=int, default=20)
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--no-compile", action="store_true", help="leave torch.compile out")
+    p.add_argument("--no-aoti", action="store_true", help="leave AOTInductor alone out (it unrolls recurrent "
+                   "layers step by step: minutes of compile on a GRU over a few hundred frames)")
     p.add_argument("--warm-cache", action="store_true", help="reuse Inductor's and autograph's compile caches")
     p.add_argument("--no-rivals", action="store_true", help="leave ONNX Runtime and OpenVINO out")
     p.add_argument("--cost-of", default="", help="a compiler's option (onnxruntime, openvino): the export path "
@@ -383,7 +386,8 @@ def speed_table(args, rows):
     """The timing table: each method's median ms, the kept candidate, and the export path's speedups."""
     command = (f"python bench/export_path.py --models {args.models}"
                + (f" --unseen {','.join(args.unseen)}" if args.unseen else "") + f" --repeats {args.repeats}"
-               + (" --no-compile" if args.no_compile else "") + (" --no-rivals" if args.no_rivals else "")
+               + (" --no-compile" if args.no_compile else "") + (" --no-aoti" if args.no_aoti else "")
+               + (" --no-rivals" if args.no_rivals else "")
                + (f" --cost-of {args.cost_of}" if args.cost_of else ""))
     lines = [f"# Export path vs TorchScript path and the rivals ({args.method}), {args.device}", "",
              f"`{command}` on "

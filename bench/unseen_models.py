@@ -1,7 +1,7 @@
 """Models the zoo (models/registry.py) lacks, for the benchmarks' --unseen: what a user would bring.
 
 build(name) returns (eval-mode model, example inputs tuple). Names of ARCHITECTURES are written here from
-their published descriptions (audio front ends, recurrent taggers, a transformer encoder: shapes of work
+their published descriptions (audio front ends, recurrent taggers, a transformer encoder, convolutions before recurrent layers: shapes of work
 the zoo's vision models and bert_base do not cover); any other name is a torchvision model. Weights are
 random (speed does not depend on them) and seeded, inputs too, so every run measures the same model.
 """
@@ -114,6 +114,47 @@ class GRUSpeech(nn.Module):
         return self.out(self.gru(frames)[0])
 
 
+class DeepSpeech2(nn.Module):
+    """DeepSpeech 2 (Amodei et al. 2016), its English model's shape: two 2-D convolutions over a 161-bin
+    spectrogram (41x11 and 21x11 kernels, batch norm, clipped ReLU), three bidirectional GRU layers, a
+    character score vector per frame. Convolutions and recurrent layers in one graph."""
+
+    def __init__(self, bins: int = 161, hidden: int = 512, layers: int = 3, characters: int = 29):
+        super().__init__()
+        self.conv = nn.Sequential(nn.Conv2d(1, 32, (41, 11), (2, 2), (20, 5)), nn.BatchNorm2d(32), nn.Hardtanh(0, 20),
+                                  nn.Conv2d(32, 32, (21, 11), (2, 1), (10, 5)), nn.BatchNorm2d(32), nn.Hardtanh(0, 20))
+        rows = ((bins + 1) // 2 + 1) // 2
+        self.rnn = nn.GRU(32 * rows, hidden, num_layers=layers, batch_first=True, bidirectional=True)
+        self.out = nn.Linear(2 * hidden, characters)
+
+    def forward(self, spectrogram: torch.Tensor) -> torch.Tensor:
+        y = self.conv(spectrogram)
+        return self.out(self.rnn(y.flatten(1, 2).transpose(1, 2))[0])
+
+
+class CRNN(nn.Module):
+    """CRNN for scene text recognition (Shi, Bai and Yao 2015): seven VGG-style convolutions over a 32-pixel
+    high grey image (batch norm after the 5th, 6th and 7th), two bidirectional LSTM layers of 256 over
+    the image's columns, a character score vector per column."""
+
+    def __init__(self, characters: int = 37, hidden: int = 256):
+        super().__init__()
+
+        def conv(cin: int, cout: int, kernel: int = 3, norm: bool = False, padding: int = 1):
+            return [nn.Conv2d(cin, cout, kernel, padding=padding)] + ([nn.BatchNorm2d(cout)] if norm else []) + [nn.ReLU()]
+        self.features = nn.Sequential(
+            *conv(1, 64), nn.MaxPool2d(2), *conv(64, 128), nn.MaxPool2d(2),
+            *conv(128, 256), *conv(256, 256), nn.MaxPool2d((2, 1)),
+            *conv(256, 512, norm=True), *conv(512, 512, norm=True), nn.MaxPool2d((2, 1)),
+            *conv(512, 512, 2, norm=True, padding=0))
+        self.rnn = nn.LSTM(512, hidden, num_layers=2, batch_first=True, bidirectional=True)
+        self.out = nn.Linear(2 * hidden, characters)
+
+    def forward(self, image: torch.Tensor) -> torch.Tensor:
+        columns = self.features(image).squeeze(2).transpose(1, 2)  # (batch, width, 512)
+        return self.out(self.rnn(columns)[0])
+
+
 def _randn(*shape: int) -> torch.Tensor:
     return torch.randn(*shape, generator=torch.Generator().manual_seed(SEED))
 
@@ -138,6 +179,14 @@ def _gru_speech():
     return GRUSpeech(), (_randn(1, 200, 80),)
 
 
+def _deepspeech2():
+    return DeepSpeech2(), (_randn(1, 1, 161, 300),)  # three seconds of 10 ms frames
+
+
+def _crnn():
+    return CRNN(), (_randn(1, 1, 32, 100),)  # the paper's input: 32x100, 24 columns after the convolutions
+
+
 def _transformer_encoder():
     layer = nn.TransformerEncoderLayer(512, 8, 2048, dropout=0.0, batch_first=True)
     # enable_nested_tensor only matters with a padding mask, which this input has none of
@@ -151,6 +200,8 @@ ARCHITECTURES: Dict[str, Callable[[], Tuple[nn.Module, Tuple[torch.Tensor, ...]]
     "lstm_tagger": _lstm_tagger,
     "gru_speech": _gru_speech,
     "transformer_encoder": _transformer_encoder,
+    "deepspeech2": _deepspeech2,
+    "crnn": _crnn,
 }
 
 

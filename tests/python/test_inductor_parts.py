@@ -220,6 +220,53 @@ def test_a_candidate_whose_outputs_differ_is_never_kept(block, monkeypatch):
     _close(optimized.module()(x), want, tol=1e-5)
 
 
+class Recurrent(torch.nn.Module):
+    """A convolution over frames, a bidirectional GRU, a linear per frame: the GRU between two parts."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv1d(6, 8, 3, padding=1)
+        self.gru = torch.nn.GRU(8, 8, batch_first=True, bidirectional=True)
+        self.out = torch.nn.Linear(16, 4)
+
+    def forward(self, x):
+        y = torch.relu(self.conv(x)).transpose(1, 2)
+        return self.out(self.gru(y)[0])
+
+
+def test_a_recurrent_layer_stays_on_aten_between_inductor_s_parts():
+    """Inductor would unroll the GRU step by step (a compile that grows with the sequence): its whole
+    candidate is the graph around the GRU, two parts, with the GRU left on ATen's kernel between them."""
+    torch.manual_seed(0)
+    model, x = Recurrent().eval(), torch.randn(1, 6, 12)
+    with torch.no_grad():
+        want = model(x)
+    _, graph, weights, _, builder = _builder(torch.export.export(model, (x,)))
+    gru = [i for i, n in enumerate(graph["nodes"]) if n["op"] in inductor_parts.RECURRENT_OPS]
+    assert len(gru) == 1
+    settings = export_module.plans.resolved({"openvino": False, "onnxruntime": False}, "sequential", torch.device("cpu"))
+    program, _ = export_module.plans.plan(graph, weights + [x], settings)
+    built, errors = _built(builder, graph, program, weights, [x], settings)
+    assert not errors and built["whole"][3] == 2
+    text, kept_weights = built["whole"][0], built["whole"][1]
+    ops = [n["op"] for n in json.loads(text[text.index("\n") + 1:])["graph"]["nodes"]]
+    assert ops.count(inductor_parts.PART_OP) == 2 and ops.count("aten::gru") == 1
+    assert ops.index(inductor_parts.PART_OP) < ops.index("aten::gru") < len(ops) - 1 - ops[::-1].index(inductor_parts.PART_OP)
+    (got,) = torch.ops.autograph.execute(kept_weights + [x], text)
+    _close(got, want)
+
+
+def test_a_graph_of_a_recurrent_layer_alone_gets_no_inductor_candidate():
+    torch.manual_seed(0)
+    gru = torch.nn.GRU(8, 8, batch_first=True).eval()
+    x = torch.randn(1, 5, 8)
+    _, graph, weights, _, builder = _builder(torch.export.export(gru, (x,)))
+    settings = export_module.plans.resolved({"openvino": False, "onnxruntime": False}, "sequential", torch.device("cpu"))
+    program, _ = export_module.plans.plan(graph, weights + [x], settings)
+    built, errors = _built(builder, graph, program, weights, [x], settings)
+    assert not built and not errors
+
+
 def test_inductor_off_compiles_nothing(block):
     _, x, want, ep = block
     optimized, report = autograph.optimize(ep, method="nimble", inductor=False, openvino=False, onnxruntime=False)

@@ -30,7 +30,7 @@ from .. import cache as part_cache
 from ..candidate import JustInTime
 from ..lowered_graph import DTYPES as LOWERED_DTYPES
 from ..parts import NOT_PROFILED, CompiledPart, NodeTimes, PartBuilder, closed, every_node, part_digest, parts_of_plan, values_read, \
-    whole_graph_part
+    whole_graph_part, without_ops
 from ..program_format import DTYPE_NAMES
 from .cpu_features import cpu_has_bf16
 from .toolchain import aoti_configs, compile_graph_module, compile_package, vec_isa_checks_remembered
@@ -40,6 +40,11 @@ PART_OP = "autograph::run_inductor_part"
 _FORMAT = "autograph-inductor-part"
 # A plan cut into more parts than this is compiled as the whole graph only (each part costs a compile).
 MAX_PARTS = 8
+# Recurrent layers stay on ATen's kernels between Inductor's parts: Inductor unrolls them step by step, so
+# its compile grows with the sequence (gru_speech's 200 frames: 290 s) and its unrolled steps ran 2.3x
+# slower than ATen's fused layer (bench/results/export-path-2026-11-28-cpu); torch.compile leaves them
+# to eager by default too (torch._dynamo.config.allow_rnn).
+RECURRENT_OPS = frozenset({"aten::gru", "aten::lstm", "aten::rnn_tanh", "aten::rnn_relu"})
 
 
 cache_dir = part_cache.cache_dir
@@ -269,10 +274,16 @@ def package_graph(package: bytes, specs: List[Dict[str, Any]], input_values: Lis
             "nodes": nodes, "outputs": outputs}
 
 
+def _recurrent(graph: Dict[str, Any]) -> bool:
+    """Whether the graph runs a recurrent layer (RECURRENT_OPS), which Inductor's parts leave out."""
+    return any(node["op"] in RECURRENT_OPS for node in graph["nodes"])
+
+
 class InductorCompiler:
     """Inductor's candidates (compilers/base.Compiler): "whole" (the graph as one part), "plan" (the
     plan's parts, where it runs groups side by side and was verified), "whole_unfrozen" (the whole graph
-    without freezing, where a weight feeds several compute-bound operators: shares_weights)."""
+    without freezing, where a weight feeds several compute-bound operators: shares_weights). Recurrent
+    layers (RECURRENT_OPS) are left out of every part: the graph around them is its parts."""
     name = "Inductor"
     option = "inductor"
     label = "inductor"
@@ -289,8 +300,11 @@ class InductorCompiler:
 
     def offers(self, builder: PartBuilder, graph: Dict[str, Any], body: Dict[str, Any], settings: Settings,
                plan_unverified: bool) -> Dict[str, List[List[int]]]:
-        cuts = {"whole": whole_graph_part(body)}
-        plan_parts = closed(graph, parts_of_plan(body))
+        whole = without_ops(graph, whole_graph_part(body), RECURRENT_OPS)
+        if not whole:
+            return {}
+        cuts = {"whole": whole}
+        plan_parts = without_ops(graph, closed(graph, parts_of_plan(body)), RECURRENT_OPS)
         # Not from a plan that is to be verified later: its concurrency is the analytical model's guess.
         # resnext50's unverified plan had several parts, each a long compile, and ran no faster than the
         # whole graph's; the verified plan left no parts to compile.
@@ -337,13 +351,16 @@ class InductorCompiler:
         return NOT_PROFILED  # its parts do not mix with others' (mixes_parts)
 
     def beside_search(self, builder: PartBuilder, graph: Dict[str, Any], settings: Settings) -> None:
-        compile_in_background(builder, every_node(graph), "whole part 1/1")
+        if not _recurrent(graph):  # else the whole graph is cut around them once a plan is there (offers)
+            compile_in_background(builder, every_node(graph), "whole part 1/1")
 
     def before_search(self, builder: PartBuilder, graph: Dict[str, Any], settings: Settings) -> Dict[str, Any]:
         # The whole graph compiled just in time (a JustInTime; none where its package is in the disk cache),
         # and lowered to each precision Inductor lowers it to under option precision ("whole_bf16").
         part = every_node(graph)
         ready: Dict[str, Any] = {}
+        if _recurrent(graph):  # its parts around them are compiled ahead of time (offers, start)
+            return ready
         for precision in ["fp32"] + self.lowered(builder.device, settings.precision, "whole"):
             name = "whole" if precision == "fp32" else f"whole_{precision}"
             if is_cached(builder, part, precision=precision):
@@ -364,6 +381,6 @@ class InductorCompiler:
 COMPILER = InductorCompiler()
 
 
-__all__ = ["COMPILER", "InductorCompiler", "MAX_PARTS", "PART_OP", "cache_dir", "compile_for_every_shape",
+__all__ = ["COMPILER", "InductorCompiler", "MAX_PARTS", "PART_OP", "RECURRENT_OPS", "cache_dir", "compile_for_every_shape",
            "compile_in_background", "compile_just_in_time", "compile_part", "is_cached",
            "module_of", "package_graph", "packs_linear_at_run_time", "shares_weights"]

@@ -1,7 +1,7 @@
 """Where a graph is cut into parts: the kept plan's parts (parts_of_plan), parts of about equal FLOPs cut
-where the fewest tensors cross (cut_by_cost), and any cut closed so that only tensors cross a part's
-boundary (closed)."""
-from typing import Any, Dict, List, Optional
+where the fewest tensors cross (cut_by_cost), parts with the operators a compiler leaves to ATen taken out
+(without_ops), and any cut closed so that only tensors cross a part's boundary (closed)."""
+from typing import Any, Collection, Dict, List, Optional
 
 import torch
 
@@ -56,6 +56,38 @@ def closed(graph: Dict[str, Any], parts: List[List[int]]) -> List[List[int]]:
         if any(nodes[i]["op"] != "getitem" and not _is_view(nodes[i]) for i in members):
             result.append(sorted(members))
     return result
+
+
+def without_ops(graph: Dict[str, Any], parts: List[List[int]], ops: Collection[str]) -> List[List[int]]:
+    """`parts` with every node running one of `ops` ("aten::gru") taken out, with the getitems that read
+    its returns: each part split where such a node was, the runs between closed (closed), those that read
+    nothing from outside them dropped. The nodes left out stay on ATen's kernels between the parts."""
+    nodes = graph["nodes"]
+    left_out = {i for i, node in enumerate(nodes) if node["op"] in ops}
+    if not left_out:
+        return parts
+    returns = {v for i in left_out for v in nodes[i]["outputs"]}
+    left_out |= {i for i, node in enumerate(nodes) if node["op"] == "getitem" and node["args"][0].get("value") in returns}
+    runs: List[List[int]] = []
+    for part in parts:
+        run: List[int] = []
+        for i in part:
+            if i in left_out:
+                if run:
+                    runs.append(run)
+                run = []
+            else:
+                run.append(i)
+        if run:
+            runs.append(run)
+    return [run for run in closed(graph, runs) if _reads_input(nodes, run)]
+
+
+def _reads_input(nodes: List[Dict[str, Any]], part: List[int]) -> bool:
+    """Whether a part reads a value made outside it (else it only makes constants, such as a recurrent
+    layer's zero initial state: nothing to compile, left on ATen's kernels)."""
+    made = {v for i in part for v in nodes[i]["outputs"]}
+    return any(v not in made for i in part for v in values_read(nodes[i]))
 
 
 def _is_view(node: Dict[str, Any]) -> bool:
@@ -118,4 +150,4 @@ def cut_by_cost(graph: Dict[str, Any], body: Dict[str, Any], count: Optional[int
     return [order[a:b] for a, b in zip(bounds, bounds[1:]) if b > a]
 
 
-__all__ = ["PARTS", "closed", "cut_by_cost", "parts_of_plan"]
+__all__ = ["PARTS", "closed", "cut_by_cost", "parts_of_plan", "without_ops"]
