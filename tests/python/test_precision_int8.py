@@ -385,6 +385,21 @@ def test_the_aimed_quantization_tries_recipes_then_accuracy_control_within_its_b
         assert nncf.recipes[-1] == {"type": types - 1, "recipe": 1}
 
 
+@pytest.mark.skipif(openvino_missing() is not None, reason=f"no OpenVINO: {openvino_missing()}")
+@pytest.mark.parametrize("layers, quantizers, check_s, quantize_s, ranked", [
+    (21, 48, 0.46, 9.8, False),  # fcpe's: its ranking would cost about 2.3x its quantization
+    (6, 14, 0.1, 2.0, True),  # a small network: ranked within the quantization's time
+    (33, 0, 0.0, 1.0, False),  # too many layers, however cheap
+    (32, 10, 0.1, 1.0, True),  # at both bounds
+    (32, 11, 0.1, 1.0, False),
+])
+def test_the_accuracy_control_ranks_only_where_ranking_costs_no_more_than_the_quantization(layers, quantizers, check_s,
+                                                                                            quantize_s, ranked):
+    from autograph.export.compilers import openvino_quantize
+    assert openvino_quantize.RANKING_BUDGET == 1.0
+    assert openvino_quantize.ranks(layers, quantizers, check_s, quantize_s) is ranked
+
+
 class _Outliers(torch.nn.Module):
     """A linear over inputs whose first feature is 1000 times the others' scale (and weighs 1000 times less),
     then linears over features of one scale: INT8's one scale per tensor rounds the first linear's small

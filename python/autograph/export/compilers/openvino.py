@@ -234,7 +234,7 @@ def start_quantized(builder: PartBuilder, made: CompiledPart, part: Sequence[int
     import openvino as ov
     aim, judged = aim_of(builder, made, part)
     configs = {"compiler": "openvino", "via": "nncf.quantize", "recipes": openvino_quantize.RECIPES,
-               "ranked_at_most": openvino_quantize.RANKED_AT_MOST,
+               "ranked_at_most": openvino_quantize.RANKED_AT_MOST, "ranking_budget": openvino_quantize.RANKING_BUDGET,
                "missed_by_at_most": openvino_quantize.MISSED_BY_AT_MOST,
                "unranked": "the most accurate recipe", "beyond_ranked": "fast bias correction", "nncf": NNCF_VERSION,
                "version": ov.__version__}

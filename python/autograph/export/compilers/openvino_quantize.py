@@ -11,8 +11,8 @@ measure, its bound and autograph's library, which computes it), by the first rec
 model type, whose outputs on the calibration inputs are within the bound of the float32 model's (a model
 type's tries end early where one misses it by far: MISSED_BY_AT_MOST), else by NNCF's accuracy control,
 which returns layers to float32, those that cost the measure most first, until they are (on a model of at
-most RANKED_AT_MOST layers; a larger one, whose layers' biases are each corrected on their own, by the most
-accurate recipe: the quantization its parts are tried in).
+most RANKED_AT_MOST layers whose ranking costs at most RANKING_BUDGET times its quantization: ranks; else by
+the most accurate recipe, the quantization its parts are tried in).
 
 NNCF lives apart from autograph's environment, in the folder named by AUTOGRAPH_NNCF_DIR (scripts/setup.sh
 installs it there), appended to this process's sys.path alone: its dependency tabulate, importable in a
@@ -21,6 +21,7 @@ process that imported torch, turns an unhandled Ctrl-C's exit into status 1 inst
 import os
 import runpy
 import sys
+import time
 from typing import Any, Dict, List
 
 # NNCF's presets tried in order, the fastest first, each with its full bias correction (free at run time:
@@ -51,6 +52,13 @@ RESTORED_AT_MOST = 8
 # returned to float32; a model with more layers than this skips it (resnet50's 71 took over 7 minutes on 2
 # cores, against about a minute for its whole bf16 optimize) and, beyond the bound, is lowered part by part.
 RANKED_AT_MOST = 32
+# The accuracy control ranks by one compile and run of the model per group of quantizers: it runs only
+# where that is expected to cost at most this many times the quantization that missed (the estimate: the
+# quantized model's FakeQuantize operations, at least as many as the groups, times the compile and run of
+# that model just measured). On fcpe (21 layers) its ranking of 36 groups took 22.7 s beside a 9.8-s
+# quantization on 2 cores, and its result still missed the bound, where the parts tried after it met it in
+# 7 s (bench/results/int8-trained-2026-11-30-cpu): the int8 optimize took 2.8x the float one's.
+RANKING_BUDGET = 1.0
 # On a model of more than RANKED_AT_MOST layers every recipe corrects each layer's bias on its own (fast):
 # the full correction runs the model past each layer once per layer, and it makes up in each layer for the
 # quantized layers before it, which a part tried after float32 ones lacks (openvino_revert). On a resnet50
@@ -58,6 +66,14 @@ RANKED_AT_MOST = 32
 
 # The operations NNCF quantizes whose count stands for the layers it ranks.
 _QUANTIZED_OPS = {"Convolution", "GroupConvolution", "MatMul", "ConvolutionBackpropData"}
+
+
+def ranks(layers: int, quantizers: int, check_s: float, quantize_s: float) -> bool:
+    """Whether NNCF's accuracy control runs on a model of `layers` quantized layers whose quantization put in
+    `quantizers` FakeQuantize operations and took `quantize_s`, the quantized model's compile and run on the
+    judged inputs `check_s`: at most RANKED_AT_MOST layers, and its ranking (about a check per quantizer)
+    within RANKING_BUDGET times the quantization's time."""
+    return layers <= RANKED_AT_MOST and quantizers * check_s <= RANKING_BUDGET * quantize_s
 
 
 def _layers(model) -> int:
@@ -103,8 +119,8 @@ def _aimed(nncf, model, calls: List[List["numpy.ndarray"]], judged: List[List["n
            aim: Dict[str, Any], families: List[List[Dict[str, Any]]]):
     """`model` quantized on `calls` by the first recipe of `families` (lists of recipes, the less accurate
     first) within the aim's bound (none after one in its family that missed a bound above 0 by more than
-    MISSED_BY_AT_MOST times), else by NNCF's accuracy control with the last recipe of the last family (on
-    at most RANKED_AT_MOST layers; beyond, by that recipe, for the parts).
+    MISSED_BY_AT_MOST times), else by NNCF's accuracy control with the last recipe of the last family (where
+    it ranks; else by that recipe, for the parts).
     The validation is 1 - the aim's measure (autograph's own, core/output_error, through its library:
     quantize_aim) of the outputs on the `judged` inputs (the example's and the calibration inputs, as the contest judges)
     against the float32 model's."""
@@ -127,15 +143,21 @@ def _aimed(nncf, model, calls: List[List["numpy.ndarray"]], judged: List[List["n
     quantized_by = None
     for recipes in families:
         for recipe in recipes:
+            start = time.perf_counter()
             quantized, quantized_by = nncf.quantize(model, dataset, **recipe), recipe
+            quantize_s, start = time.perf_counter() - start, time.perf_counter()
             loss = 1.0 - validate(core.compile_model(quantized, "CPU", {"INFERENCE_PRECISION_HINT": "f32"}), judged)
+            check_s = time.perf_counter() - start
             if loss <= aim["bound"]:
                 return quantized
             if 0 < aim["bound"] and MISSED_BY_AT_MOST * aim["bound"] < loss:
                 break
     layers = _layers(model)
-    if layers > RANKED_AT_MOST:  # the contest finds it beyond the bound and tries the parts
-        print(f"no accuracy control: {layers} layers to rank, more than {RANKED_AT_MOST}", file=sys.stderr)
+    quantizers = sum(op.get_type_name() == "FakeQuantize" for op in quantized.get_ops())
+    if not ranks(layers, quantizers, check_s, quantize_s):  # the contest finds it beyond the bound and tries the parts
+        print(f"no accuracy control: {layers} layers, {quantizers} quantizers to rank at {check_s:.2f} s each "
+              f"(at most {RANKED_AT_MOST} layers, {RANKING_BUDGET:g} x the quantization's {quantize_s:.1f} s)",
+              file=sys.stderr)
         # The parts are tried in this quantization, turned back to float32 where they miss (openvino_revert):
         # by the most accurate recipe (each layer's bias corrected on its own at this size).
         return quantized if quantized_by is families[-1][-1] else nncf.quantize(model, dataset, **families[-1][-1])
