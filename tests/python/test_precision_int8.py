@@ -385,7 +385,6 @@ def test_the_aimed_quantization_tries_recipes_then_accuracy_control_within_its_b
         assert nncf.recipes[-1] == {"type": types - 1, "recipe": 1}
 
 
-@pytest.mark.skipif(openvino_missing() is not None, reason=f"no OpenVINO: {openvino_missing()}")
 @pytest.mark.parametrize("layers, quantizers, check_s, quantize_s, ranked", [
     (21, 48, 0.46, 9.8, False),  # fcpe's: its ranking would cost about 2.3x its quantization
     (6, 14, 0.1, 2.0, True),  # a small network: ranked within the quantization's time
