@@ -145,9 +145,9 @@ def _aimed(nncf, model, calls: List[List["numpy.ndarray"]], judged: List[List["n
         for recipe in recipes:
             start = time.perf_counter()
             quantized, quantized_by = nncf.quantize(model, dataset, **recipe), recipe
-            quantize_s, start = time.perf_counter() - start, time.perf_counter()
+            quantized_at = time.perf_counter()
             loss = 1.0 - validate(core.compile_model(quantized, "CPU", {"INFERENCE_PRECISION_HINT": "f32"}), judged)
-            check_s = time.perf_counter() - start
+            quantize_s, check_s = quantized_at - start, time.perf_counter() - quantized_at
             if loss <= aim["bound"]:
                 return quantized
             if 0 < aim["bound"] and MISSED_BY_AT_MOST * aim["bound"] < loss:
