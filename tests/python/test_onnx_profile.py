@@ -27,6 +27,47 @@ def test_unnamed_kernels_count_to_the_node_run_before_them_and_the_named_share_i
     assert onnx_profile.attributed([(["ReorderInput"], 1.0)], {"conv"}, {}) == NOT_PROFILED
 
 
+def test_a_node_without_a_kernel_shares_the_kernel_of_the_one_node_reading_it():
+    """ONNX Runtime names a convolution fused with its ReLU after the ReLU's output ("relu_1_nchwc"): the
+    convolution, which no kernel names, shares that kernel's time (a cut between the two would otherwise
+    find the convolution free); a node read by two others, or named by a kernel, keeps its own."""
+    kernels = [(["relu_nchwc"], 4.0), (["node_pool"], 1.0), (["relu_1_nchwc"], 6.0), (["ReorderOutput"], 1.0)]
+    nodes = {"conv", "relu", "pool", "conv_1", "relu_1", "view"}
+    read_from = {"relu": ["conv"], "pool": ["relu"], "conv_1": ["view"], "view": ["pool"], "relu_1": ["conv_1"]}
+    times = onnx_profile.attributed(kernels, nodes, {}, read_from)
+    assert times.us == pytest.approx({"relu": 2.0, "conv": 2.0, "pool": 1.0, "relu_1": 2.0 + 1.0, "conv_1": 2.0,
+                                      "view": 2.0}), times.us
+    assert onnx_profile.attributed(kernels, nodes, {}).us == pytest.approx({"relu": 4.0, "pool": 1.0, "relu_1": 7.0})
+
+
+def test_only_the_producers_a_node_alone_reads_can_be_fused_into_it():
+    class Block(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = torch.nn.Conv1d(2, 4, 3)
+
+        def forward(self, x):
+            y = torch.relu(self.conv(x))
+            return y * 2.0 + y, torch.sigmoid(y)
+
+    from autograph import export as export_module
+    from autograph.export import parts as parts_layer
+    x = torch.randn(1, 2, 16)
+    decomposed = torch.export.export(Block().eval(), (x,)).run_decompositions({})
+    graph, _, imported = export_module.aten_import.import_graph(decomposed)
+    builder = parts_layer.PartBuilder(decomposed, graph, imported.value_of, imported.weights, torch.device("cpu"))
+    targets = {n["name"]: n["op"] for n in graph["nodes"]}
+    read = onnx_profile.read_alone(builder, list(range(len(graph["nodes"]))))
+
+    def named(op):
+        return [name for name, target in targets.items() if target.startswith(f"aten::{op}")]
+    (conv,), (relu,), (mul,), (add,) = named("conv"), named("relu"), named("mul"), named("add")
+    assert read[relu] == [conv] and read[add] == [mul], read  # the ReLU's output is read thrice: fused into none
+    assert all(relu not in producers for producers in read.values()), read
+    assert onnx_profile.read_alone(builder, [graph["nodes"].index(n) for n in graph["nodes"]
+                                             if n["name"] in (conv, relu)]) == {conv: [], relu: [conv]}
+
+
 def test_each_parts_share_of_a_profile_adds_up_to_the_whole():
     times = NodeTimes({"a": 1.0, "b": 3.0, "c": 4.0}, 1.0)
     assert shares(times, [["a", "b"], ["c"]]) == pytest.approx([0.5, 0.5])

@@ -3,10 +3,14 @@ graph nodes. The compilers name the kernels they run after the ONNX nodes or val
 ("node_conv2d_9/WithoutBiases", "relu_9_nchwc", "node_MatMul_1/MatMulAddFusion"), and torch.onnx recorded
 the graph node each ONNX node came from (onnx_export.fx_names_of): a kernel's name leads back to the
 longest ONNX name, or graph node name, it begins with. A kernel named otherwise (a fusion's own name, a
-layout reorder) is counted to the node run just before it (at the start, to the first one named)."""
-from typing import Dict, Iterable, Mapping, Optional, Sequence, Set, Tuple
+layout reorder) is counted to the node run just before it (at the start, to the first one named). A node
+no kernel leads back to, read by one node only, was fused into the kernel of that node: ONNX Runtime names
+a convolution fused with its activation after the activation's output ("relu_1_nchwc"), and the
+convolution shares that kernel's time (counted to the activation alone, a cut between the two would find
+the convolution free and the activation costly)."""
+from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
-from ..parts import PartBuilder
+from ..parts import PartBuilder, values_read
 from ..parts.profile import NOT_PROFILED, NodeTimes
 from .onnx_export import exported_part
 
@@ -28,16 +32,20 @@ def node_of(kernel: str, nodes: Set[str], fx_names: Mapping[str, str]) -> Option
 
 
 def attributed(kernels: Iterable[Tuple[Sequence[str], float]], nodes: Set[str],
-               fx_names: Mapping[str, str]) -> NodeTimes:
+               fx_names: Mapping[str, str], read_from: Optional[Mapping[str, Sequence[str]]] = None) -> NodeTimes:
     """The kernels' times (each kernel: the names it answers to — its own, or the original layers it fused
     — and its time, in the order they ran) counted to the graph's nodes (`nodes`: their names; `fx_names`
-    as node_of's)."""
+    as node_of's), shared evenly by the nodes a kernel answers to and those fused into it (`read_from`:
+    each node's producers in the graph, read by it alone: fused_into)."""
+    kernels = [(names, t, [n for n in (node_of(name, nodes, fx_names) for name in names) if n is not None])
+               for names, t in kernels]
+    fused = fused_into({n for _, _, found in kernels for n in found}, read_from or {})
     us: Dict[str, float] = {}
     named = total = unnamed_before = 0.0
     last: Optional[str] = None
-    for names, t in kernels:
+    for names, t, own in kernels:
         total += t
-        found = [n for n in (node_of(name, nodes, fx_names) for name in names) if n is not None]
+        found = list(dict.fromkeys(m for n in own for m in [n, *fused.get(n, [])]))
         if not found:
             if last is None:
                 unnamed_before += t
@@ -49,17 +57,49 @@ def attributed(kernels: Iterable[Tuple[Sequence[str], float]], nodes: Set[str],
             us[n] = us.get(n, 0.0) + t / len(found)
         if last is None and unnamed_before:
             us[found[0]] += unnamed_before
-        last = found[-1]
+        last = own[-1]
     if not us or total <= 0:
         return NOT_PROFILED
     return NodeTimes(us, named / total)
+
+
+def fused_into(run: Set[str], read_from: Mapping[str, Sequence[str]]) -> Dict[str, List[str]]:
+    """The nodes fused into each node of `run` (those a kernel led back to): its producers (`read_from`:
+    each node's producers read by it alone) that no kernel led back to, and theirs in turn."""
+    out: Dict[str, List[str]] = {}
+    for node in run:
+        stack, seen = [node], []
+        while stack:
+            for producer in read_from.get(stack.pop(), ()):
+                if producer not in run and producer not in seen:
+                    seen.append(producer)
+                    stack.append(producer)
+        if seen:
+            out[node] = seen
+    return out
+
+
+def read_alone(builder: PartBuilder, part: Sequence[int]) -> Dict[str, List[str]]:
+    """Each node of `part` with the nodes of `part` whose outputs it alone reads (in the part and beyond:
+    a value the program reads elsewhere too, or returns, is computed by a kernel of its own)."""
+    graph = builder.graph["nodes"]
+    inside = set(part)
+    producer = {v: graph[i]["name"] for i in part for v in graph[i]["outputs"]}
+    readers: Dict[str, Set[str]] = {producer[v]: {""} for v in builder.graph["outputs"] if v in producer}
+    for i, node in enumerate(graph):
+        for v in values_read(node):
+            if v in producer:
+                readers.setdefault(producer[v], set()).add(node["name"] if i in inside else "")
+    return {graph[i]["name"]: list(dict.fromkeys(
+        producer[v] for v in values_read(graph[i]) if v in producer and readers[producer[v]] == {graph[i]["name"]}))
+        for i in part}
 
 
 def part_times(builder: PartBuilder, part: Sequence[int], kernels: Iterable[Tuple[Sequence[str], float]]) -> NodeTimes:
     """The kernels' times of `part` compiled from its ONNX model (as attributed's) counted to its nodes,
     through the names torch.onnx recorded on that model."""
     nodes = {builder.graph["nodes"][i]["name"] for i in part}
-    return attributed(kernels, nodes, exported_part(builder, part).fx_names())
+    return attributed(kernels, nodes, exported_part(builder, part).fx_names(), read_alone(builder, part))
 
 
-__all__ = ["attributed", "node_of", "part_times"]
+__all__ = ["attributed", "fused_into", "node_of", "part_times", "read_alone"]
