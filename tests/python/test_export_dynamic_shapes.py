@@ -221,3 +221,29 @@ def test_planned_for_the_inputs_given_not_the_exported_example(cnn):
         for n in (6, 4, 1):
             xi = torch.randn(n, 3, 8, 8)
             _close(optimized.module()(xi), model(xi))
+
+
+def test_a_recurrent_program_runs_other_shapes_on_aten_without_a_package_for_every_shape():
+    """Inductor unrolls a recurrent layer step by step (its compile grows with the sequence), so a program
+    with an LSTM gets no package for every shape: the report says why, and other batches run the program's
+    own graph on ATen's kernels, as eager computes them."""
+    class Tagger(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lstm = torch.nn.LSTM(8, 16, batch_first=True)
+            self.head = torch.nn.Linear(16, 4)
+
+        def forward(self, x):
+            return self.head(self.lstm(x)[0])
+
+    torch.manual_seed(0)
+    model, x = Tagger().eval(), torch.randn(2, 12, 8)
+    ep = torch.export.export(model, (x,), dynamic_shapes=({0: torch.export.Dim("batch", min=1, max=64)},))
+    optimized, report = autograph.optimize(ep, method="sequential", check_rewrites=False)
+    dynamic = report["dynamic_shapes"]
+    assert dynamic["other_shapes"] == "aten" and "aten::lstm" in dynamic["error"], dynamic
+    assert "compile_s" not in dynamic, dynamic
+    with torch.no_grad():
+        for batch in (2, 1, 9):
+            xi = torch.randn(batch, 12, 8)
+            _close(optimized.module()(xi), model(xi))

@@ -214,7 +214,14 @@ def _compile_now(builder: PartBuilder, part: Sequence[int], label: str, freezing
 def compile_for_every_shape(ep: torch.export.ExportedProgram, device: torch.device,
                             progress: Callable[[str], None]) -> Tuple[bytes, List[Dict[str, Any]], bool]:
     """One AOTInductor package of a whole program with dynamic shapes (weights frozen), for every shape
-    in its range; the outputs' spec (-1 where a size is symbolic) and whether it came from the disk cache."""
+    in its range; the outputs' spec (-1 where a size is symbolic) and whether it came from the disk cache.
+    Raises where the program runs a recurrent layer (RECURRENT_OPS): such a package unrolls it for the
+    longest sequence in the range, and other shapes run on ATen's kernels instead."""
+    recurrent = sorted({op for op in (_aten_name(n.target) for n in ep.graph.nodes if n.op == "call_function")
+                        if op in RECURRENT_OPS})
+    if recurrent:
+        raise Error(f"the program runs a recurrent layer ({', '.join(recurrent)}), which Inductor unrolls step by "
+                    "step; no package is compiled for every shape, other shapes run on ATen's kernels")
     configs = aoti_configs()
     h = hashlib.sha256()
     h.update(str(ep.graph).encode())
@@ -272,6 +279,12 @@ def package_graph(package: bytes, specs: List[Dict[str, Any]], input_values: Lis
                "kwargs": {}, "outputs": [v]} for j, v in enumerate(outputs)]
     return {"version": 1, "values": values, "inputs": [0] + user, "weights": [True] + [False] * len(user),
             "nodes": nodes, "outputs": outputs}
+
+
+def _aten_name(target: Any) -> str:
+    """An FX node's target as the AtenGraph names its operator ("aten::lstm" for aten.lstm.input)."""
+    parts = str(target).split(".")
+    return "::".join(parts[:2]) if len(parts) >= 2 else str(target)
 
 
 def _recurrent(graph: Dict[str, Any]) -> bool:
