@@ -337,3 +337,25 @@ def test_the_mix_is_timed_beside_a_fastest_compiled_just_in_time(audio, cache, m
     assert summary["candidates"]["mix"]["against"]["candidate"] == "whole" and summary["kept"] == "mix", summary
     with torch.no_grad():
         _close(optimized.module()(x), want)
+
+
+def test_onnx_runtimes_profile_counts_each_convolution_fused_with_its_relu(cache):
+    """ONNX Runtime runs a 2-D convolution fused with its ReLU as one kernel named after the ReLU's output
+    ("relu_1_nchwc"): its profile of the whole graph, read back to the graph's nodes (node_times), counts
+    that kernel's time to the convolution too, so that no convolution looks free to the mix."""
+    from autograph.export import aten_import
+    from autograph.export import parts as parts_layer
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Conv2d(1, 16, 3), torch.nn.ReLU(), torch.nn.Conv2d(16, 32, 3),
+                                torch.nn.ReLU(), torch.nn.BatchNorm2d(32), torch.nn.Flatten(2)).eval()
+    decomposed = torch.export.export(model, (torch.randn(1, 1, 64, 64),)).run_decompositions({})
+    graph, _, imported = aten_import.import_graph(decomposed)
+    builder = parts_layer.PartBuilder(decomposed, graph, imported.value_of, imported.weights, torch.device("cpu"))
+    try:
+        whole = list(range(len(graph["nodes"])))
+        times = ort_parts.node_times(builder, whole, ort_parts.start(builder, whole, "whole", alone=True)())
+    finally:
+        builder.close()
+    convolutions = [n["name"] for n in graph["nodes"] if n["op"].startswith("aten::conv")]
+    assert len(convolutions) == 2 and times.named >= mixing.MIN_NAMED, times
+    assert all(times.us.get(name, 0.0) > 0 for name in convolutions), times.us
