@@ -217,8 +217,8 @@ def compile_for_every_shape(ep: torch.export.ExportedProgram, device: torch.devi
     in its range; the outputs' spec (-1 where a size is symbolic) and whether it came from the disk cache.
     Raises where the program runs a recurrent layer (RECURRENT_OPS): such a package unrolls it for the
     longest sequence in the range, and other shapes run on ATen's kernels instead."""
-    recurrent = sorted({op for op in (_aten_name(n.target) for n in ep.graph.nodes if n.op == "call_function")
-                        if op in RECURRENT_OPS})
+    recurrent = sorted({n.target._schema.name for n in ep.graph.nodes
+                        if isinstance(n.target, torch._ops.OpOverload)} & RECURRENT_OPS)  # AtenGraph's op names
     if recurrent:
         raise Error(f"the program runs a recurrent layer ({', '.join(recurrent)}), which Inductor unrolls step by "
                     "step; no package is compiled for every shape, other shapes run on ATen's kernels")
@@ -279,12 +279,6 @@ def package_graph(package: bytes, specs: List[Dict[str, Any]], input_values: Lis
                "kwargs": {}, "outputs": [v]} for j, v in enumerate(outputs)]
     return {"version": 1, "values": values, "inputs": [0] + user, "weights": [True] + [False] * len(user),
             "nodes": nodes, "outputs": outputs}
-
-
-def _aten_name(target: Any) -> str:
-    """An FX node's target as the AtenGraph names its operator ("aten::lstm" for aten.lstm.input)."""
-    parts = str(target).split(".")
-    return "::".join(parts[:2]) if len(parts) >= 2 else str(target)
 
 
 def _recurrent(graph: Dict[str, Any]) -> bool:

@@ -43,7 +43,7 @@ def attributed(kernels: Iterable[Tuple[Sequence[str], float]], nodes: Set[str],
     us: Dict[str, float] = {}
     named = total = unnamed_before = 0.0
     last: Optional[str] = None
-    for names, t, own in kernels:
+    for _, t, own in kernels:
         total += t
         found = list(dict.fromkeys(m for n in own for m in [n, *fused.get(n, [])]))
         if not found:
