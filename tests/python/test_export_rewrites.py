@@ -1,5 +1,6 @@
-"""Rewrites of an ExportedProgram before import (python/autograph/export_rewrites.py): BatchNorm folded
-into convolutions and linears, and conv2d (+ add) + relu as cuDNN's fused operators.
+"""Rewrites of an ExportedProgram before import (python/autograph/export/rewrites.py): numbers read off the
+weights computed once, BatchNorm folded into convolutions and linears, and conv2d (+ add) + relu as cuDNN's
+fused operators.
 
 Tolerance of the fold: float32 rounds each product and sum to 2^-24 of its size; the folded program
 multiplies the norm's scale into the weight before the convolution's sums instead of after them, so an
@@ -11,7 +12,8 @@ import pytest
 import torch
 
 import autograph
-from autograph.export.rewrites import fold_batchnorm, fuse_conv_relu_cudnn, rewrite_conv_relu_cudnn
+from autograph.export.rewrites import (fold_batchnorm, fold_weight_scalars, fuse_conv_relu_cudnn,
+                                       rewrite_conv_relu_cudnn)
 
 TOL = 1e-5
 aten = torch.ops.aten
@@ -203,6 +205,68 @@ def test_dynamic_shapes_plan_and_run_other_shapes_on_the_folded_program():
     for batch in (2, 5):
         x = torch.randn(batch, 4, 6, 6)
         _close(optimized.module()(x), model(x).detach())
+
+
+class WeightScalars(torch.nn.Module):
+    """Numbers read off its weights, which torch.export leaves to run time: a roll's shift (a pitch
+    model's calibration offset), a scale, and a length with the checks export asks for."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("shift", torch.tensor(0.7))
+        self.register_buffer("length", torch.tensor(5))
+        self.scale = torch.nn.Parameter(torch.tensor(1.5))
+        self.lin = torch.nn.Linear(8, 8)
+
+    def forward(self, x):
+        y = torch.roll(self.lin(x), round(self.shift.item() * 3), -1) * self.scale.item()
+        k = self.length.item()
+        torch._check(k >= 0)
+        torch._check(k <= x.shape[-1])
+        return y.narrow(-1, 0, k) + 1
+
+
+_SYMBOLIC = (torch.SymInt, torch.SymFloat, torch.SymBool)
+
+
+def test_numbers_read_off_the_weights_become_constants():
+    torch.manual_seed(0)
+    model, x = WeightScalars().eval(), torch.randn(2, 8)
+    ep = torch.export.export(model, (x,))
+    graph_before = str(ep.graph)
+    folded = fold_weight_scalars(ep)
+    assert str(ep.graph) == graph_before and ep.range_constraints  # the caller's program stays as it was
+    assert not any(isinstance(n.meta.get("val"), _SYMBOLIC) for n in folded.graph.nodes)
+    assert not folded.range_constraints
+    calls = {n.target: n for n in folded.graph.nodes if n.op == "call_function"}
+    assert aten.item.default not in calls and aten._assert_scalar.default not in calls
+    assert calls[aten.roll.default].args[1] == [2] and calls[aten.narrow.default].args[3] == 5
+    assert calls[aten.mul.Tensor].args[1] == 1.5
+    assert list(calls[aten.add.Tensor].meta["val"].shape) == [2, 5]  # sizes computed again: static now
+    assert {s.target for s in folded.graph_signature.input_specs if s.target} == {"lin.weight", "lin.bias"}
+    _close(folded.module()(x), model(x).detach())
+    assert fold_weight_scalars(folded) is folded
+
+
+def test_the_export_path_plans_a_program_that_reads_numbers_off_its_weights():
+    torch.manual_seed(0)
+    model, x = WeightScalars().eval(), torch.randn(2, 8)
+    ep = torch.export.export(model, (x,), dynamic_shapes=({0: torch.export.Dim("batch", min=1, max=8)},))
+    optimized, report = autograph.optimize(ep, method="sequential", inductor=False, openvino=False, onnxruntime=False)
+    for batch in (2, 5):  # the example's shape (the plan) and another (the program's own graph)
+        x = torch.randn(batch, 8)
+        _close(optimized.module()(x), model(x).detach())
+
+
+def test_a_number_read_off_the_inputs_is_refused_with_what_and_where_to_go():
+    class ScaledByItsMax(torch.nn.Module):
+        def forward(self, x):
+            return x * x.max().item()
+    x = torch.randn(2, 8)
+    ep = torch.export.export(ScaledByItsMax(), (x,))
+    assert fold_weight_scalars(ep) is ep  # not from the weights: stays
+    with pytest.raises(autograph.UnsupportedModelError, match=r"number from its inputs' values.*TorchScript path"):
+        autograph.optimize(ep, method="sequential", inductor=False, openvino=False, onnxruntime=False)
 
 
 class ConvRelus(torch.nn.Module):

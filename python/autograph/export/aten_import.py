@@ -280,14 +280,18 @@ def _value_info(meta, symbolic: bool = False, sizes: Optional[Dict[Any, int]] = 
     if isinstance(meta, torch.Tensor):
         if not symbolic and (any(not isinstance(d, int) for d in meta.shape)
                              or any(not isinstance(s, int) for s in meta.stride())):
-            raise UnsupportedModelError("the exported program has dynamic shapes (internal: imported as static)")
+            raise UnsupportedModelError(f"the exported program makes a tensor whose size depends on its inputs' values "
+                                        f"({list(meta.shape)}: nonzero, masked_select, a size read by .item()); the "
+                                        "export path plans for sizes known from the inputs' shapes" + TORCHSCRIPT_HINT)
         if meta.dtype not in DTYPE_NAMES:
             raise UnsupportedModelError(f"dtype {meta.dtype} is not supported by the export path")
         return {"tensor": True, "shape": [_hint(d, sizes) for d in meta.shape],
                 "stride": [_hint(d, sizes) for d in meta.stride()],
                 "dtype": DTYPE_NAMES[meta.dtype]}
     if not symbolic and isinstance(meta, (torch.SymInt, torch.SymFloat, torch.SymBool)):
-        raise UnsupportedModelError("the exported program computes symbolic sizes (internal: imported as static)")
+        raise UnsupportedModelError(f"the exported program computes a number from its inputs' values ({meta}: "
+                                    ".item(), int() or float() of a tensor that is not a weight); the export path "
+                                    "plans for numbers known from the inputs' shapes and the weights" + TORCHSCRIPT_HINT)
     return {"tensor": False}
 
 

@@ -18,7 +18,7 @@ from .aten_import import TORCHSCRIPT_HINT, functional, has_dynamic_shapes, impor
 from .candidates import other_graphs
 from .contest import plan_and_compile
 from . import plans
-from .rewrites import fold_batchnorm
+from .rewrites import fold_batchnorm, fold_weight_scalars
 from .runtime import ExecuteProgram, register_fake
 from .shapes import (dynamic_shapes_of, larger_shape, resized, shapes_of, specialized, with_graph_for_other_shapes,
                      with_plans_for_shapes)
@@ -44,8 +44,9 @@ def optimize_exported(ep: ExportedProgram, *, method: str, device: Optional[str]
         raise UnsupportedModelError("the export path takes tensor inputs only" + TORCHSCRIPT_HINT)
     # The optimized program holds the weights as its own buffers (frozen), so BatchNorm folds into the
     # convolutions first; from here on every use of `ep` (the plan, each compiled candidate, the graph
-    # and plans for other shapes) reads the folded program. The caller's program stays as it was.
-    ep = fold_batchnorm(ep)
+    # and plans for other shapes) reads the folded program, the numbers it computes from its weights alone
+    # computed already. The caller's program stays as it was.
+    ep = fold_batchnorm(fold_weight_scalars(ep))
     dynamic = has_dynamic_shapes(ep)
     options = dict(options)
     shapes = shapes_of(options.pop("shapes", None), tensors)

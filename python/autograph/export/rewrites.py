@@ -1,8 +1,9 @@
 """Rewrites of a torch.export ExportedProgram before autograph imports it: what the TorchScript path's
 lowering and rewrites do on frozen graphs, done on the program's ATen graph.
 
-`fold_batchnorm` folds eval-mode BatchNorm into the convolution (or linear) that feeds it, with new
-weight tensors; `fuse_conv_relu_cudnn` makes conv2d (+ add) + relu one cuDNN fused operator on CUDA;
+`fold_weight_scalars` computes the numbers a program reads off its own weights (`self.shift.item()`)
+once, as constants; `fold_batchnorm` folds eval-mode BatchNorm into the convolution (or linear) that feeds
+it, with new weight tensors; `fuse_conv_relu_cudnn` makes conv2d (+ add) + relu one cuDNN fused operator on CUDA;
 `lower_precision` makes the matmuls and convolutions compute below float32 (option precision).
 Each returns a new ExportedProgram (the one passed is never changed: its graph, signature and tensors
 stay as they were), or the same program when nothing applies.
@@ -16,6 +17,7 @@ from torch.export import ExportedProgram
 from torch.export.graph_signature import (ExportGraphSignature, InputKind, InputSpec, OutputKind,
                                           TensorArgument)
 from torch.nn.utils.fusion import fuse_conv_bn_weights, fuse_linear_bn_weights
+from torch.utils import _pytree as pytree
 
 from .lowered_graph import DTYPES, lower_operators
 
@@ -39,6 +41,7 @@ _WEIGHT_KINDS = (InputKind.PARAMETER, InputKind.BUFFER, InputKind.CONSTANT_TENSO
 # The dtypes cuDNN's fused convolution + bias + activation kernels take (the TorchScript path's rewrite
 # leaves the others to the unfused operators).
 _CUDNN_FUSED_DTYPES = (torch.float32, torch.float16)
+_SYMBOLIC = (torch.SymInt, torch.SymFloat, torch.SymBool)
 
 
 def _arguments(node: torch.fx.Node) -> Optional[Dict[str, Any]]:
@@ -93,6 +96,7 @@ class _Editable:
                 if isinstance(table.get(spec.target), torch.Tensor):
                     self.weights[node] = table[spec.target]
         self.released: Set[torch.fx.Node] = set()  # weights a rewrite stopped reading
+        self.range_constraints = dict(ep.range_constraints)
         self._fake_mode = torch._guards.detect_fake_mode([n.meta.get("val") for n in self.placeholders])
 
     def _renamed(self, spec: InputSpec) -> InputSpec:
@@ -149,9 +153,72 @@ class _Editable:
         ep = self.ep
         module = torch.fx.GraphModule(ep.graph_module, self.graph)
         return ExportedProgram(root=module, graph=module.graph, graph_signature=signature,
-                               state_dict=self.state_dict, range_constraints=ep.range_constraints,
+                               state_dict=self.state_dict, range_constraints=self.range_constraints,
                                module_call_graph=ep.module_call_graph, example_inputs=ep.example_inputs,
                                constants=self.constants, verifiers=ep.verifiers)
+
+
+def fold_weight_scalars(ep: ExportedProgram) -> ExportedProgram:
+    """`ep` with each number it computes from its own unmutated weights alone (a SymInt, SymFloat or SymBool:
+    `round(self.shift.item() * 3)`, which torch.export leaves to run time as a data-dependent value) computed
+    now, on those weights, and passed as a constant to the nodes that read it; the nodes only it needed go,
+    and so do the range constraints of symbols no node holds any more. The optimized program holds its
+    weights frozen (as BatchNorm folding and Inductor's freezing do), so the number is the one every call
+    would compute. Numbers that depend on the user's inputs stay as they are. Returns `ep` itself when
+    there is none."""
+    edit = _Editable(ep)
+    from_weights: Set[torch.fx.Node] = set(edit.weights)
+    scalars: List[torch.fx.Node] = []
+    for node in edit.graph.nodes:
+        read = _nodes_read(node)
+        if node.op == "call_function" and read and all(r in from_weights for r in read):
+            from_weights.add(node)
+            if isinstance(node.meta.get("val"), _SYMBOLIC):
+                scalars.append(node)
+    if not scalars:
+        return ep
+    values: Dict[torch.fx.Node, Any] = dict(edit.weights)
+
+    def value(node: torch.fx.Node) -> Any:
+        if node not in values:
+            args, kwargs = pytree.tree_map_only(torch.fx.Node, value, (node.args, node.kwargs))
+            values[node] = node.target(*args, **kwargs)
+        return values[node]
+    with torch.no_grad():
+        for node in scalars:
+            number = value(node)
+            for user in list(node.users):
+                user.args, user.kwargs = pytree.tree_map_only(
+                    torch.fx.Node, lambda a, node=node, number=number: number if a is node else a,
+                    (user.args, user.kwargs))
+    for node in [n for n in edit.graph.nodes if n.target is aten._assert_scalar.default and n.args[0] is True]:
+        edit.graph.erase_node(node)  # a check of a number from the weights that holds
+    edit.graph.eliminate_dead_code()
+    edit.release(*edit.weights)
+    _propagate_shapes(edit)
+    held: Set[Any] = set()
+    for node in edit.graph.nodes:
+        for v in pytree.tree_leaves(node.meta.get("val")):
+            if isinstance(v, torch.Tensor):
+                v = [*v.shape, *v.stride()] if v.layout == torch.strided else [*v.shape]
+            for d in v if isinstance(v, list) else [v]:
+                if isinstance(d, _SYMBOLIC):
+                    held |= d.node.expr.free_symbols
+    edit.range_constraints = {s: r for s, r in edit.range_constraints.items() if s in held}
+    return edit.finish()
+
+
+def _propagate_shapes(edit: _Editable) -> None:
+    """Each node's meta["val"] computed again from the placeholders': a size that was a number from the
+    weights (`x.narrow(-1, 0, self.k.item())`) is a plain size now."""
+    from torch.fx.passes.fake_tensor_prop import FakeTensorProp
+    fake_mode = edit._fake_mode or torch._subclasses.fake_tensor.FakeTensorMode()
+    module = torch.fx.GraphModule(edit.ep.graph_module, edit.graph)
+    FakeTensorProp(module, fake_mode).propagate_dont_convert_inputs(*[p.meta["val"] for p in edit.placeholders])
+
+
+def _nodes_read(node: torch.fx.Node) -> List[torch.fx.Node]:
+    return [a for a in pytree.tree_leaves((node.args, node.kwargs)) if isinstance(a, torch.fx.Node)]
 
 
 def fold_batchnorm(ep: ExportedProgram) -> ExportedProgram:
