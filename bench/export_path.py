@@ -11,7 +11,8 @@ with eager (relative to the output's scale); the optimized models, torch.compile
 (warm-up, then `repeats` rounds, each method once per round) on this machine's CPU. Writes
 DIR/results.csv and DIR/README.md (a table with medians, p10/p90, the ratio export / TorchScript and
 both optimize times). --unseen adds models the zoo lacks (bench/unseen_models.py: architectures written
-from their papers by name, else torchvision's; random weights, batch 1), as a user would bring them.
+from their papers by name, else torchvision's; random weights, batch 1), as a user would bring them;
+--trained adds models with trained weights and realistic inputs (bench/trained_models.py).
 Long: a benchmark, never a timed test.
 """
 import argparse
@@ -53,6 +54,7 @@ sys.path.insert(0, str(ROOT / "python"))
 sys.path.insert(0, str(ROOT / "bench"))
 import autograph  # noqa: E402
 import rivals  # noqa: E402  (bench/rivals.py)
+import trained_models  # noqa: E402  (bench/trained_models.py)
 import unseen_models  # noqa: E402  (bench/unseen_models.py)
 from models import registry  # noqa: E402
 
@@ -266,10 +268,12 @@ def torchscript_run(model, inputs, want, args, row):
 
 
 def model_and_inputs(name: str, args, device):
-    """The eval-mode model and its inputs on `device`: a zoo model, or one of --unseen."""
+    """The eval-mode model and its inputs on `device`: a zoo model, or one of --unseen or --trained."""
     torch.manual_seed(0)
     if name in args.unseen:
         model, inputs = unseen_models.build(name)
+    elif name in args.trained:
+        model, inputs, _ = trained_models.build(name, 1)
     else:
         model, inputs = registry.build(name), registry.make_inputs(name)
     return model.to(device), tuple(t.to(device) for t in inputs)
@@ -329,6 +333,8 @@ def main() -> int:
     p.add_argument("--models", default=",".join(DEFAULT_MODELS))
     p.add_argument("--unseen", default="", help="models the zoo lacks (bench/unseen_models.py: "
                    f"{', '.join(unseen_models.ARCHITECTURES)}, or a torchvision model's name)")
+    p.add_argument("--trained", default="", help="models with trained weights (bench/trained_models.py: "
+                   f"{', '.join(trained_models.MODELS)})")
     p.add_argument("--method", default="autograph")
     p.add_argument("--repeats", type=int, default=20)
     p.add_argument("--warmup", type=int, default=3)
@@ -345,7 +351,8 @@ def main() -> int:
     p.add_argument("--append", action="store_true", help="keep DIR/results.csv's rows of the models not run now")
     args = p.parse_args()
     args.unseen = [n for n in args.unseen.split(",") if n]
-    names = [n for n in args.models.split(",") if n] + args.unseen
+    args.trained = [n for n in args.trained.split(",") if n]
+    names = [n for n in args.models.split(",") if n] + args.unseen + args.trained
     args.out.mkdir(parents=True, exist_ok=True)
     device = torch.device(args.device)
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
@@ -385,7 +392,8 @@ def mix_cell(r) -> str:
 def speed_table(args, rows):
     """The timing table: each method's median ms, the kept candidate, and the export path's speedups."""
     command = (f"python bench/export_path.py --models {args.models}"
-               + (f" --unseen {','.join(args.unseen)}" if args.unseen else "") + f" --repeats {args.repeats}"
+               + (f" --unseen {','.join(args.unseen)}" if args.unseen else "")
+               + (f" --trained {','.join(args.trained)}" if args.trained else "") + f" --repeats {args.repeats}"
                + (" --no-compile" if args.no_compile else "") + (" --no-aoti" if args.no_aoti else "")
                + (" --no-rivals" if args.no_rivals else "")
                + (f" --cost-of {args.cost_of}" if args.cost_of else ""))

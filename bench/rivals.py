@@ -1,6 +1,10 @@
 """The tools a user would pick instead of autograph, as runnable callables for the benchmarks: ONNX
 Runtime (CPU execution provider, default sequential executor, all graph optimizations) and OpenVINO
-(latency hint, f32 precision), both from one ONNX export of the model (torch.onnx.export, the dynamo exporter).
+(latency hint, f32 precision), both from one ONNX export of the model (torch.onnx.export, the dynamo exporter;
+where it fails, the TorchScript-based one, as a user would try next: it traces a number read off a tensor,
+`.item()`, as a constant where the dynamo exporter leaves it to run time and fails); where both fail,
+OpenVINO converts the module itself (`openvino.convert_model`, its PyTorch frontend) and ONNX Runtime has
+no row.
 
 Each maker returns (run, compile seconds) where run() takes no arguments and returns the outputs as
 torch tensors (a numpy round trip included: what a user of these runtimes pays too), or raises; the
@@ -10,7 +14,7 @@ openvino onnxscript onnx` and a missing one is reported by the caller, never fak
 import os
 import time
 from pathlib import Path
-from typing import Callable, List, Optional, Sequence, Tuple
+from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 import torch
 
@@ -19,8 +23,23 @@ def export_onnx(model: torch.nn.Module, inputs: Sequence[torch.Tensor], path: Pa
     """Writes `path` (opset the exporter picks, weights inside); returns the seconds it took."""
     start = time.perf_counter()
     with torch.no_grad():
-        torch.onnx.export(model, tuple(inputs), str(path), dynamo=True, external_data=False, verbose=False)
+        try:
+            torch.onnx.export(model, tuple(inputs), str(path), dynamo=True, external_data=False, verbose=False)
+        except Exception as dynamo:  # noqa: BLE001 - the TorchScript-based exporter next
+            try:
+                torch.onnx.export(model, tuple(inputs), str(path), dynamo=False, verbose=False)
+            except Exception as legacy:  # noqa: BLE001 - both exporters' reasons, for the row
+                raise RuntimeError(f"dynamo exporter: {_first_line(dynamo)}; TorchScript-based exporter: "
+                                   f"{_first_line(legacy)}") from None
     return time.perf_counter() - start
+
+
+def _first_line(e: Exception) -> str:
+    """The line that says why: the dynamo exporter's summary ("<class ...DispatchError'>: No ONNX function
+    found for ..."), else the message's first line."""
+    lines = [line for line in str(e).splitlines() if line.strip()]
+    said = [line.split(">: ", 1)[1] for line in lines if line.startswith("<class ") and ">: " in line]
+    return (said[0] if said else lines[0] if lines else type(e).__name__)[:200]
 
 
 def _as_torch(outputs) -> List[torch.Tensor]:
@@ -47,17 +66,19 @@ def onnxruntime_runner(path: Path, inputs: Sequence[torch.Tensor]) -> Tuple[Call
     return (lambda: _as_torch(session.run(None, feeds))), time.perf_counter() - start
 
 
-def openvino_runner(path: Path, inputs: Sequence[torch.Tensor],
+def openvino_runner(path: Any, inputs: Sequence[torch.Tensor],
                     precision: Optional[str] = "f32") -> Tuple[Callable[[], List[torch.Tensor]], float]:
-    """`precision`: OpenVINO's INFERENCE_PRECISION_HINT (f32 by default: on CPUs with bf16 units
-    OpenVINO otherwise computes in bf16); None leaves OpenVINO's own default."""
+    """`path`: the ONNX file, or a model OpenVINO converted already. `precision`: OpenVINO's
+    INFERENCE_PRECISION_HINT (f32 by default: on CPUs with bf16 units OpenVINO otherwise computes in bf16);
+    None leaves OpenVINO's own default."""
     import openvino as ov
     start = time.perf_counter()
     core = ov.Core()
     config = {"PERFORMANCE_HINT": "LATENCY"}
     if precision is not None:
         config["INFERENCE_PRECISION_HINT"] = precision
-    compiled = core.compile_model(core.read_model(str(path)), "CPU", config)
+    model = core.read_model(str(path)) if isinstance(path, Path) else path
+    compiled = core.compile_model(model, "CPU", config)
     request = compiled.create_infer_request()
     feeds = [t.detach().cpu().numpy() for t in inputs]
     request.infer(feeds)
@@ -76,8 +97,19 @@ def rivals(model: torch.nn.Module, inputs: Sequence[torch.Tensor], workdir: Path
     try:
         export_s = export_onnx(model, inputs, onnx_path)
     except Exception as e:  # noqa: BLE001 - the row says why
-        reason = f"ONNX export failed: {str(e).splitlines()[0][:160] if str(e) else type(e).__name__}"
-        return made, {"onnxruntime": reason, "openvino": reason}
+        reason = f"ONNX export failed: {str(e).splitlines()[0][:400] if str(e) else type(e).__name__}"
+        missing["onnxruntime"] = reason
+        # OpenVINO converts the module itself too (its PyTorch frontend, by tracing), as its users do.
+        try:
+            import openvino as ov
+            start = time.perf_counter()
+            with torch.no_grad():
+                converted = ov.convert_model(model, example_input=tuple(inputs))
+            run, ready_s = openvino_runner(converted, inputs)
+            made["openvino"] = (run, time.perf_counter() - start)
+        except Exception as direct:  # noqa: BLE001 - the row says why
+            missing["openvino"] = f"{reason}; its PyTorch frontend: {_first_line(direct)}"
+        return made, missing
     for name, maker in (("onnxruntime", onnxruntime_runner), ("openvino", openvino_runner)):
         try:
             run, ready_s = maker(onnx_path, inputs)

