@@ -186,9 +186,14 @@ def measure(name, args) -> dict:
     row = {"model": name}
     with tempfile.TemporaryDirectory() as workdir:
         path = Path(workdir) / "model.onnx"
-        rivals.export_onnx(model, example, path)
-        read = core.read_model(str(path))
-        runs = _onnxruntime(path, data, row, args)
+        try:
+            rivals.export_onnx(model, example, path)
+        except Exception as e:  # noqa: BLE001 - no ONNX Runtime rows; OpenVINO converts the module itself
+            row["onnxruntime_error"] = f"ONNX export failed: {str(e).splitlines()[0][:300]}"
+            read, runs = rivals.openvino_model(model, example), {}
+        else:
+            read = core.read_model(str(path))
+            runs = _onnxruntime(path, data, row, args)
     try:
         runs.update(_compile_autocast(model, example, fresh, references, row, args))
     except Exception as e:  # noqa: BLE001 - the row says what failed

@@ -90,6 +90,13 @@ def openvino_runner(path: Any, inputs: Sequence[torch.Tensor],
     return run, time.perf_counter() - start
 
 
+def openvino_model(model: torch.nn.Module, inputs: Sequence[torch.Tensor]):
+    """`model` converted by OpenVINO's PyTorch frontend (it traces the module), for where no ONNX export runs."""
+    import openvino as ov
+    with torch.no_grad():
+        return ov.convert_model(model, example_input=tuple(inputs))
+
+
 def rivals(model: torch.nn.Module, inputs: Sequence[torch.Tensor], workdir: Path):
     """{name: (run, seconds to get it ready)} for each rival that runs here, and {name: why not}."""
     made, missing = {}, {}
@@ -101,11 +108,8 @@ def rivals(model: torch.nn.Module, inputs: Sequence[torch.Tensor], workdir: Path
         missing["onnxruntime"] = reason
         # OpenVINO converts the module itself too (its PyTorch frontend, by tracing), as its users do.
         try:
-            import openvino as ov
             start = time.perf_counter()
-            with torch.no_grad():
-                converted = ov.convert_model(model, example_input=tuple(inputs))
-            run, ready_s = openvino_runner(converted, inputs)
+            run, ready_s = openvino_runner(openvino_model(model, inputs), inputs)
             made["openvino"] = (run, time.perf_counter() - start)
         except Exception as direct:  # noqa: BLE001 - the row says why
             missing["openvino"] = f"{reason}; its PyTorch frontend: {_first_line(direct)}"

@@ -280,6 +280,43 @@ def test_onnx_runtimes_int8_keeps_the_operations_float32_that_cost_the_measure_m
     assert 0 < ((got - want).abs().max() / want.abs().max()).item() <= 0.2
 
 
+class _NormThenConv1d(torch.nn.Module):
+    """A layer norm over (1 channel, bins) before a 1-d convolution, as a pitch estimator's encoder starts:
+    ONNX Runtime's quantizer raises on the convolution's bias (its weight-scale adjustment for INT32 biases)
+    and writes per-channel scales for the norm's one-row weight that its own DequantizeLinear refuses."""
+
+    def __init__(self):
+        super().__init__()
+        self.norm = torch.nn.LayerNorm([1, 32])
+        self.conv = torch.nn.Conv1d(1, 4, 5, padding=2)
+
+    def forward(self, x):
+        return torch.softmax(self.conv(self.norm(x)).flatten(1), -1)
+
+
+@pytest.mark.skipif(onnxruntime_int8_missing() is not None, reason=f"no ONNX Runtime int8: {onnxruntime_int8_missing()}")
+def test_onnx_runtimes_int8_is_built_where_its_quantizer_fails_on_the_model_with_its_defaults(monkeypatch):
+    # Without the quantizer's bias adjustment, then with one scale per weight tensor, the model quantizes
+    # and runs; the cosine loss of per-tensor INT8 on these random weights stays below 0.05.
+    import onnx
+    from autograph.export.compilers import onnxruntime_convert
+    torch.manual_seed(0)
+    model, x = _NormThenConv1d().eval(), torch.randn(16, 1, 32)
+    calibration = [(torch.randn(16, 1, 32),) for _ in range(INT8_CALIBRATION_INPUTS)]
+    _timed(monkeypatch, {"whole_onnxruntime_int8": 0.5, "whole_onnxruntime": 1.0})
+    optimized, report = autograph.optimize(torch.export.export(model, (x,)), method="sequential", precision="int8",
+                                           accuracy="cosine", tolerance=0.05, calibration=calibration,
+                                           inductor=False, openvino=False)
+    contest = report["inductor"]
+    assert contest["kept"] == "whole_onnxruntime_int8", contest
+    (package,) = [t for t in optimized.state_dict.values() if t.dtype == torch.uint8]
+    data = package.numpy().tobytes()
+    assert "DequantizeLinear" in [n.op_type for n in onnx.load_from_string(data[len(onnxruntime_convert.MAGIC):]).graph.node]
+    with torch.no_grad():
+        got, want = optimized.module()(x), model(x)
+    assert torch.nn.functional.cosine_similarity(got.flatten(), want.flatten(), dim=0).item() > 0.95
+
+
 
 def test_parts_are_quantized_at_most_at_once_in_flight_and_a_failure_waits_for_those_started():
     from autograph.export.compilers.quantized_part import in_turn

@@ -185,8 +185,11 @@ def fold_weight_scalars(ep: ExportedProgram) -> ExportedProgram:
             values[node] = node.target(*args, **kwargs)
         return values[node]
     with torch.no_grad():
-        for node in scalars:
-            number = value(node)
+        try:
+            numbers = [value(node) for node in scalars]
+        except Exception:  # noqa: BLE001 - left to run time: the import then says what it cannot plan
+            return ep
+        for node, number in zip(scalars, numbers):
             for user in list(node.users):
                 user.args, user.kwargs = pytree.tree_map_only(
                     torch.fx.Node, lambda a, node=node, number=number: number if a is node else a,
@@ -195,7 +198,10 @@ def fold_weight_scalars(ep: ExportedProgram) -> ExportedProgram:
         edit.graph.erase_node(node)  # a check of a number from the weights that holds
     edit.graph.eliminate_dead_code()
     edit.release(*edit.weights)
-    _propagate_shapes(edit)
+    try:
+        _propagate_shapes(edit)
+    except Exception:  # noqa: BLE001 - the program as it was: the import says what it cannot plan
+        return ep
     held: Set[Any] = set()
     for node in edit.graph.nodes:
         for v in pytree.tree_leaves(node.meta.get("val")):

@@ -3,7 +3,9 @@ process of its own that runs this file with the arguments FOLDER PATH (converter
 float32 package, the settings and the inputs from its stdin (quantize_request.py), prepares the model as
 ONNX Runtime's quantization guide asks (quant_pre_process: shapes inferred, the graph optimized; the model
 as it is where that fails), quantizes it on the calibration inputs (RECIPE: QDQ format, weights INT8 per
-channel, activations UINT8, min-max ranges) and writes the package at PATH.
+channel, activations UINT8, min-max ranges) and writes the package at PATH. Where its quantizer fails on
+the model with that recipe, the first quantization settles another (_settle: without its bias adjustment,
+then one scale per weight tensor).
 
 With an aim (a built-in measure, its bound and autograph's library, which computes it: quantize_aim), where
 the quantized model's outputs on the judged inputs (the example's and the calibration inputs) miss the bound
@@ -21,6 +23,9 @@ from typing import Any, Callable, Dict, List, Sequence
 
 # What ONNX Runtime recommends for x86 CPUs (VNNI: unsigned activations, signed weights).
 RECIPE = {"format": "QDQ", "per_channel": True, "activations": "QUInt8", "weights": "QInt8", "ranges": "MinMax"}
+# The option that turns off the quantizer's weight-scale adjustment for INT32 biases: tried where the
+# quantization raises with it on.
+NO_BIAS_ADJUSTMENT = "QDQDisableWeightAdjustForInt32Bias"
 # The quantized operations the aim does not rank: they only move or select their input's values, their
 # outputs quantized as their input is (kept float32 alone, they changed nothing on a CREPE model, while its
 # normalizations, activations and layers did: a batch normalization's INT8 outputs cost most there).
@@ -74,12 +79,20 @@ def main(folder: str, path: str) -> int:
         prepared = model
     quantized, ranges = os.path.join(folder, "quantized.onnx"), os.path.join(folder, "ranges.json")
 
+    recipe: Dict[str, Any] = {"per_channel": RECIPE["per_channel"], "extra": {}, "settled": False}
+
     def quantize(in_float: Sequence[str]) -> str:
-        quantize_static(prepared, quantized, Reader(), quant_format=getattr(QuantFormat, RECIPE["format"]),
-                        per_channel=RECIPE["per_channel"], activation_type=getattr(QuantType, RECIPE["activations"]),
-                        weight_type=getattr(QuantType, RECIPE["weights"]),
-                        calibrate_method=getattr(CalibrationMethod, RECIPE["ranges"]), nodes_to_exclude=list(in_float),
-                        calibration_cache_path=ranges)
+        def run() -> None:
+            quantize_static(prepared, quantized, Reader(), quant_format=getattr(QuantFormat, RECIPE["format"]),
+                            per_channel=recipe["per_channel"], activation_type=getattr(QuantType, RECIPE["activations"]),
+                            weight_type=getattr(QuantType, RECIPE["weights"]),
+                            calibrate_method=getattr(CalibrationMethod, RECIPE["ranges"]),
+                            nodes_to_exclude=list(in_float), calibration_cache_path=ranges,
+                            extra_options=recipe["extra"])
+        if recipe["settled"]:
+            run()
+            return quantized
+        _settle(recipe, run, lambda: _session(quantized).run(None, dict(zip(names, calls[0]))))
         return quantized
     if settings.get("aim") and judged:
         _aimed(prepared, quantize, [dict(zip(names, call)) for call in judged],
@@ -89,6 +102,26 @@ def main(folder: str, path: str) -> int:
     with open(quantized, "rb") as f:
         convert["save_package"](f.read(), path)
     return 0
+
+
+def _settle(recipe: Dict[str, Any], run: Callable[[], None], check: Callable[[], Any]) -> None:
+    """The first quantization (`run`), the recipe changed where ONNX Runtime's quantizer fails on the model:
+    its scale adjustment for INT32 biases raises on a per-channel weight whose bias is computed (a 1-d
+    convolution's in a pitch estimator's exported graph), so it goes (NO_BIAS_ADJUSTMENT); a model it wrote
+    that its own runtime refuses (`check`: per-channel scales of a 2-d weight of one row that its
+    DequantizeLinear will not broadcast) is quantized again with one scale per weight tensor."""
+    try:
+        run()
+    except ValueError:
+        recipe["extra"] = {NO_BIAS_ADJUSTMENT: True}
+        run()
+    try:
+        check()
+    except Exception:  # noqa: BLE001 - ONNX Runtime's own error: the model it wrote does not run
+        recipe["per_channel"] = False
+        run()
+        check()
+    recipe["settled"] = True
 
 
 def _session(model: str):
