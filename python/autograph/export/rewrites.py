@@ -166,6 +166,8 @@ def fold_weight_scalars(ep: ExportedProgram) -> ExportedProgram:
     weights frozen (as BatchNorm folding and Inductor's freezing do), so the number is the one every call
     would compute. Numbers that depend on the user's inputs stay as they are. Returns `ep` itself when
     there is none."""
+    if not any(isinstance(n.meta.get("val"), _SYMBOLIC) for n in ep.graph.nodes):
+        return ep  # no number computed at all: no copy of the graph
     edit = _Editable(ep)
     from_weights: Set[torch.fx.Node] = set(edit.weights)
     scalars: List[torch.fx.Node] = []
