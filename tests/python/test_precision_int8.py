@@ -253,28 +253,33 @@ def test_onnx_runtimes_int8_candidate_is_a_qdq_model_kept_where_faster_and_saved
     with torch.no_grad():
         assert torch.equal(torch.export.load(tmp_path / "int8.pt2").module()(x), got)
 
+def _kept_onnxruntime_int8(monkeypatch, model, x, calibration, accuracy: str, tolerance: float):
+    """`model` optimized at int8 with ONNX Runtime's candidates alone, its INT8 timed faster: (the program,
+    the report, the operator types of the kept QDQ model); asserts that model was kept."""
+    import onnx
+    from autograph.export.compilers import onnxruntime_convert
+    _timed(monkeypatch, {"whole_onnxruntime_int8": 0.5, "whole_onnxruntime": 1.0})
+    optimized, report = autograph.optimize(torch.export.export(model, (x,)), method="sequential", precision="int8",
+                                           accuracy=accuracy, tolerance=tolerance, calibration=calibration,
+                                           inductor=False, openvino=False)
+    assert report["inductor"]["kept"] == "whole_onnxruntime_int8", report["inductor"]
+    (package,) = [t for t in optimized.state_dict.values() if t.dtype == torch.uint8]
+    data = package.numpy().tobytes()
+    return optimized, report, [n.op_type for n in onnx.load_from_string(data[len(onnxruntime_convert.MAGIC):]).graph.node]
+
+
 @pytest.mark.skipif(onnxruntime_int8_missing() is not None, reason=f"no ONNX Runtime int8: {onnxruntime_int8_missing()}")
 def test_onnx_runtimes_int8_keeps_the_operations_float32_that_cost_the_measure_most_until_within_the_bound(monkeypatch):
     # The whole graph in INT8 loses the first linear's outputs (over 0.3 of the outputs' scale); aimed at the
     # built-in measure, the quantization keeps operations float32, the costliest first, until the outputs on
     # the judged inputs are within it (about 0.1 left with the first linear in float32), and the INT8 model is
     # kept: one part, QDQ, some operations still INT8.
-    import onnx
-    from autograph.export.compilers import onnxruntime_convert
     torch.manual_seed(0)
     model, x = _Outliers().eval(), _with_outlier(torch.randn(4, 32))
     calibration = [(_with_outlier(torch.randn(4, 32)),) for _ in range(INT8_CALIBRATION_INPUTS)]
-    _timed(monkeypatch, {"whole_onnxruntime_int8": 0.5, "whole_onnxruntime": 1.0})
-    optimized, report = autograph.optimize(torch.export.export(model, (x,)), method="sequential", precision="int8",
-                                           accuracy="max_error", tolerance=0.2, calibration=calibration,
-                                           inductor=False, openvino=False)
-    contest = report["inductor"]
-    assert contest["kept"] == "whole_onnxruntime_int8", contest
+    optimized, report, ops = _kept_onnxruntime_int8(monkeypatch, model, x, calibration, "max_error", 0.2)
     assert max(report["precision"]["judged"]) <= 0.2
-    (package,) = [t for t in optimized.state_dict.values() if t.dtype == torch.uint8]
-    data = package.numpy().tobytes()
-    nodes = onnx.load_from_string(data[len(onnxruntime_convert.MAGIC):]).graph.node
-    assert "DequantizeLinear" in [n.op_type for n in nodes]  # some operations still INT8
+    assert "DequantizeLinear" in ops  # some operations still INT8
     with torch.no_grad():
         got, want = optimized.module()(x), model(x)
     assert 0 < ((got - want).abs().max() / want.abs().max()).item() <= 0.2
@@ -298,20 +303,11 @@ class _NormThenConv1d(torch.nn.Module):
 def test_onnx_runtimes_int8_is_built_where_its_quantizer_fails_on_the_model_with_its_defaults(monkeypatch):
     # Without the quantizer's bias adjustment, then with one scale per weight tensor, the model quantizes
     # and runs; the cosine loss of per-tensor INT8 on these random weights stays below 0.05.
-    import onnx
-    from autograph.export.compilers import onnxruntime_convert
     torch.manual_seed(0)
     model, x = _NormThenConv1d().eval(), torch.randn(16, 1, 32)
     calibration = [(torch.randn(16, 1, 32),) for _ in range(INT8_CALIBRATION_INPUTS)]
-    _timed(monkeypatch, {"whole_onnxruntime_int8": 0.5, "whole_onnxruntime": 1.0})
-    optimized, report = autograph.optimize(torch.export.export(model, (x,)), method="sequential", precision="int8",
-                                           accuracy="cosine", tolerance=0.05, calibration=calibration,
-                                           inductor=False, openvino=False)
-    contest = report["inductor"]
-    assert contest["kept"] == "whole_onnxruntime_int8", contest
-    (package,) = [t for t in optimized.state_dict.values() if t.dtype == torch.uint8]
-    data = package.numpy().tobytes()
-    assert "DequantizeLinear" in [n.op_type for n in onnx.load_from_string(data[len(onnxruntime_convert.MAGIC):]).graph.node]
+    optimized, _, ops = _kept_onnxruntime_int8(monkeypatch, model, x, calibration, "cosine", 0.05)
+    assert "DequantizeLinear" in ops
     with torch.no_grad():
         got, want = optimized.module()(x), model(x)
     assert torch.nn.functional.cosine_similarity(got.flatten(), want.flatten(), dim=0).item() > 0.95
