@@ -129,11 +129,20 @@ class _Absent:
         pass
 
 
+_PLAIN = {"builtins": {"set", "frozenset", "slice", "complex", "bytearray", "int", "float", "str", "list", "dict",
+                       "tuple", "bool"},
+          "collections": {"OrderedDict"}, "_codecs": {"encode"}}
+
+
 class _Checkpoint(pickle.Unpickler):
-    """A Lightning checkpoint's tensors and plain values, its other classes loaded as _Absent."""
+    """A Lightning checkpoint's tensors and plain values; any other class or function it names (its
+    hyperparameters' omegaconf classes, or anything that would run code) loads as _Absent."""
 
     def find_class(self, module: str, name: str) -> Any:
-        if module.split(".")[0] in ("torch", "collections", "builtins", "_codecs") and module != "builtins.eval":
+        tensor_part = module.startswith("torch") and (name.startswith("_rebuild_") or name.endswith("Storage")
+                                                      or name in ("Size", "device", "dtype"))
+        dtype = module == "torch" and isinstance(getattr(torch, name, None), torch.dtype)
+        if tensor_part or dtype or name in _PLAIN.get(module, ()):
             return super().find_class(module, name)
         return _Absent
 
