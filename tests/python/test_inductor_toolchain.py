@@ -1,5 +1,6 @@
 """How autograph drives Inductor's C++ toolchain (python/autograph/inductor_toolchain.py): the C++
-runtime linked by its shared name, and the vector-ISA check kept per machine instead of per process."""
+runtime linked by its shared name, the vector-ISA check kept per machine instead of per process, and the
+fake tensors' error logs dropped from a thread while it compiles for autograph."""
 import json
 import os
 import stat
@@ -98,3 +99,29 @@ def test_an_unwritable_cache_keeps_the_answers_of_this_process_only(tmp_path, mo
     monkeypatch.setattr(cpu_vec_isa.VecISA, "check_build", lambda self, code: True)
     with inductor_toolchain.vec_isa_checks_remembered():
         assert cpu_vec_isa.VecISA.check_build(cpu_vec_isa.VecAVX2(), "int main() {}") is True
+
+
+def test_fake_tensor_errors_are_quiet_only_in_the_compiling_thread_and_only_while_it_compiles():
+    import logging
+    import threading
+    from autograph.export.compilers.toolchain import fake_tensor_errors_quiet
+    logger = logging.getLogger("torch._subclasses.fake_tensor")
+    seen = []
+
+    class Kept(logging.Handler):
+        def emit(self, record):
+            seen.append(record.getMessage())
+    handler = Kept()
+    logger.addHandler(handler)
+    try:
+        with fake_tensor_errors_quiet():
+            with fake_tensor_errors_quiet():  # nested: still quiet after the inner one leaves
+                pass
+            logger.error("inside")
+            other = threading.Thread(target=lambda: logger.error("another thread"))
+            other.start()
+            other.join()
+        logger.error("after")
+    finally:
+        logger.removeHandler(handler)
+    assert seen == ["another thread", "after"]

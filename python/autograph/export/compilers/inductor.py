@@ -33,7 +33,8 @@ from ..parts import NOT_PROFILED, CompiledPart, NodeTimes, PartBuilder, closed, 
     whole_graph_part, without_ops
 from ..program_format import DTYPE_NAMES
 from .cpu_features import cpu_has_bf16
-from .toolchain import aoti_configs, compile_graph_module, compile_package, vec_isa_checks_remembered
+from .toolchain import (aoti_configs, compile_graph_module, compile_package, fake_tensor_errors_quiet,
+                        vec_isa_checks_remembered)
 from .lowered_module import lowered_module
 
 PART_OP = "autograph::run_inductor_part"
@@ -179,7 +180,8 @@ def compile_just_in_time(builder: PartBuilder, part: Sequence[int], label: str, 
     from torch._inductor.compile_fx import compile_fx
     gm, input_ids, output_ids = module_of(builder, part, precision)
     builder.progress(f"compiling {label} with Inductor just in time ({len(part)} operators)")
-    with torch.no_grad(), torch._inductor.config.patch(freezing=freezing), vec_isa_checks_remembered():
+    with (torch.no_grad(), torch._inductor.config.patch(freezing=freezing), vec_isa_checks_remembered(),
+          fake_tensor_errors_quiet()):
         compiled = compile_fx(gm, list(builder.examples(input_ids)))
     return compiled, input_ids, output_ids
 

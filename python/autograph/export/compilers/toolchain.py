@@ -7,11 +7,16 @@ Two facts of the machine, not of the model, that Inductor leaves to its defaults
 - which vector instruction sets the compiler can build for and the CPU can run is checked once per
   machine, compiler and torch, not in every process (Inductor's own check is slow, and paid again in
   every process: bench/results/fresh-process-compile-2026-11-26-cpu).
+
+And one fact of autograph: a compile that fails drops its candidate with the reason in the report, so the
+traceback torch's fake tensors log before raising is not shown from autograph's compiles.
 """
+import collections
 import contextlib
 import functools
 import hashlib
 import json
+import logging
 import os
 import platform
 import subprocess
@@ -61,6 +66,32 @@ def _read_answers(path: str) -> Dict[str, bool]:
         return answers if isinstance(answers, dict) else {}
     except (OSError, ValueError):
         return {}
+
+
+# The threads inside fake_tensor_errors_quiet now, how many times each.
+_QUIET: "collections.Counter[int]" = collections.Counter()
+
+
+class _InsideQuiet(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return _QUIET[record.thread] == 0
+
+
+@contextlib.contextmanager
+def fake_tensor_errors_quiet() -> Iterator[None]:
+    """While this thread compiles for autograph: the errors torch's fake tensors log from this thread
+    (a traceback for an operator whose meta kernel fails, e.g. `view_as_complex` of a tensor whose last
+    dimension is not contiguous) are dropped. The compile raises after them, and its candidate is dropped
+    with the reason in the report. Other threads' logs, and this one's after, are untouched."""
+    logger = logging.getLogger("torch._subclasses.fake_tensor")
+    if not any(isinstance(f, _InsideQuiet) for f in logger.filters):
+        logger.addFilter(_InsideQuiet())
+    thread = threading.get_ident()
+    _QUIET[thread] += 1
+    try:
+        yield
+    finally:
+        _QUIET[thread] -= 1
 
 
 # Who is inside vec_isa_checks_remembered now, and Inductor's own check while they are.
@@ -142,6 +173,6 @@ def compile_graph_module(gm: torch.fx.GraphModule, examples: Tuple[torch.Tensor,
     (aot_autograd), so this hands it the graph as it is: exporting it first, which
     aoti_compile_and_package requires, would trace it twice."""
     from torch._inductor.package import package_aoti
-    with vec_isa_checks_remembered():
+    with vec_isa_checks_remembered(), fake_tensor_errors_quiet():
         files = torch._inductor.aot_compile(gm, examples, options=dict(configs, **{"aot_inductor.package": True}))
     return package_aoti(path, files)
