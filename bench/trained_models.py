@@ -42,7 +42,7 @@ from typing import Callable, Dict, List, Tuple
 import torch
 from torch import nn
 
-import trained_pesto  # noqa: E402  (bench/trained_pesto.py, beside this file)
+import trained_pesto  # bench/trained_pesto.py, beside this file
 
 # Each wheel by its pinned release: the weights do not change under the benchmark.
 WHEELS = {"resemblyzer": "Resemblyzer==0.1.4", "facenet-pytorch": "facenet-pytorch==2.6.0",

@@ -7,8 +7,10 @@ with leaky ReLU, a Toeplitz linear layer (one 1-d convolution) and a softmax ove
 by the checkpoint's calibration shift (read off its buffer with `.item()`, as the package does). The
 architecture is written here from the paper and checked against the checkpoint's names and shapes as it
 loads; the weights are read from the wheel (trained_models)."""
+import io
 import math
 import pickle
+import types
 from typing import Any, Dict, List, Tuple
 
 import torch
@@ -46,10 +48,9 @@ def cqt_kernels(sample_rate: int, fmin: float) -> Tuple[torch.Tensor, torch.Tens
 class ConstantQ(nn.Module):
     def __init__(self):
         super().__init__()
-        hop = int(HOP_MS * SAMPLE_RATE / 1000 + 0.5)
+        self.hop = int(HOP_MS * SAMPLE_RATE / 1000 + 0.5)
         fmin = FMIN / 2 ** ((BINS_PER_SEMITONE - 1) / (24 * BINS_PER_SEMITONE))  # bins centred on the notes
         weight, sqrt_lengths = cqt_kernels(SAMPLE_RATE, fmin)
-        self.hop = hop
         self.register_buffer("kernels", weight, persistent=False)  # computed, as the package does: not in the checkpoint
         self.register_buffer("sqrt_lengths", sqrt_lengths, persistent=False)
 
@@ -149,8 +150,6 @@ class _Checkpoint(pickle.Unpickler):
 
 def state_dict(checkpoint: bytes) -> Dict[str, torch.Tensor]:
     """The model's state dict in pesto-pitch's checkpoint (its names are Pesto's)."""
-    import io
-    import types
     pickle_module = types.SimpleNamespace(Unpickler=_Checkpoint, __name__="pickle")
     loaded = torch.load(io.BytesIO(checkpoint), map_location="cpu", weights_only=False, pickle_module=pickle_module)
     return dict(loaded["state_dict"])

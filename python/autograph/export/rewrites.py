@@ -16,6 +16,7 @@ import torch
 from torch.export import ExportedProgram
 from torch.export.graph_signature import (ExportGraphSignature, InputKind, InputSpec, OutputKind,
                                           TensorArgument)
+from torch.fx.experimental.symbolic_shapes import free_symbols
 from torch.nn.utils.fusion import fuse_conv_bn_weights, fuse_linear_bn_weights
 from torch.utils import _pytree as pytree
 
@@ -206,12 +207,7 @@ def fold_weight_scalars(ep: ExportedProgram) -> ExportedProgram:
         return ep
     held: Set[Any] = set()
     for node in edit.graph.nodes:
-        for v in pytree.tree_leaves(node.meta.get("val")):
-            if isinstance(v, torch.Tensor):
-                v = [*v.shape, *v.stride()] if v.layout == torch.strided else [*v.shape]
-            for d in v if isinstance(v, list) else [v]:
-                if isinstance(d, _SYMBOLIC):
-                    held |= d.node.expr.free_symbols
+        held.update(free_symbols(node.meta.get("val")))
     edit.range_constraints = {s: r for s, r in edit.range_constraints.items() if s in held}
     return edit.finish()
 

@@ -92,6 +92,8 @@ def fake_tensor_errors_quiet() -> Iterator[None]:
         yield
     finally:
         _QUIET[thread] -= 1
+        if not _QUIET[thread]:
+            del _QUIET[thread]  # no entry kept per thread that ever compiled
 
 
 # Who is inside vec_isa_checks_remembered now, and Inductor's own check while they are.
