@@ -18,6 +18,7 @@ import autograph
 from autograph._library import openvino_missing
 from cpu_features import needs_bf16_cpu
 from autograph.export import lowering
+from stand_in_timing import unprofiled
 
 needs_openvino = pytest.mark.skipif(openvino_missing() is not None, reason=f"no OpenVINO parts: {openvino_missing()}")
 
@@ -62,16 +63,22 @@ class _Ladder:
         return ["int8", "bf16"] if precision == "int8" else [precision]
 
 
-def test_a_part_beyond_int8_is_tried_in_bf16_before_it_stays_fp32():
-    # Four parts, the costliest first: part 0 meets the bound in int8, part 1 only in bf16, part 2 in
-    # neither, part 3 in int8. The judge sees each trial's precisions (the stand-in candidate).
+def _four_parts(compiled):
+    """A stand-in for lowered_by_parts' parts: four operators of 4, 3, 2 and 1 FLOPs, one per part, on a
+    _Ladder; its candidates are their trials' precisions (what the judges below read); `compiled` is called
+    where parts are made in a precision."""
     graph, body = _chain([4.0, 3.0, 2.0, 1.0], {})
     for op in body["operators"]:
         op["kind"] = "compute"
-    made = types.SimpleNamespace(body=body, compiler=_Ladder(), builder=types.SimpleNamespace(device=torch.device("cpu")),
-                                 candidate=lambda parts, trial, settings, precision: list(trial),
-                                 compiled=lambda parts, precisions: lowered_first.append(list(precisions)))
+    return types.SimpleNamespace(body=body, compiler=_Ladder(), builder=types.SimpleNamespace(device=torch.device("cpu")),
+                                 candidate=lambda parts, trial, settings, precision: list(trial), compiled=compiled)
+
+
+def test_a_part_beyond_int8_is_tried_in_bf16_before_it_stays_fp32():
+    # Four parts, the costliest first: part 0 meets the bound in int8, part 1 only in bf16, part 2 in
+    # neither, part 3 in int8. The judge sees each trial's precisions (the stand-in candidate).
     lowered_first = []
+    made = _four_parts(lambda parts, precisions: lowered_first.append(list(precisions)))
     beyond = {1: {"int8"}, 2: {"int8", "bf16"}}
     tried = []
 
@@ -105,11 +112,81 @@ def test_a_precision_whose_whole_graph_ran_slower_than_float32_is_left_off_the_l
     made["int8"].drop("beyond tolerance", "missed")
     made["bf16"].drop("beyond tolerance", "missed")
     ms = {"whole_fp32": 20.0, "whole_bf16": bf16_ms, "whole_int8": int8_ms}
-    steps, timed = lowering.faster_ladder({c.name: c for c in made.values()}, made["int8"], torch.device("cpu"),
-                                          lambda timed: {name: ms[name] for name in timed})
-    assert steps == ladder
-    assert timed == {"int8": {"whole_ms": int8_ms, "fp32_ms": 20.0, "tried": int8_ms < 20.0},
-                     "bf16": {"whole_ms": bf16_ms, "fp32_ms": 20.0, "tried": bf16_ms < 20.0}}
+    cpu = types.SimpleNamespace(device=torch.device("cpu"))
+    steps, timed, estimates = lowering.faster_ladder({c.name: c for c in made.values()}, made["int8"], cpu,
+                                                     lambda timed: {name: ms[name] for name in timed})
+    assert steps == ladder and estimates == {}  # no compiled part to profile: the whole graphs' times decide
+    why = "not one compiled part"
+    assert timed == {"int8": {"whole_ms": int8_ms, "fp32_ms": 20.0, "tried": int8_ms < 20.0, "profile": why},
+                     "bf16": {"whole_ms": bf16_ms, "fp32_ms": 20.0, "tried": bf16_ms < 20.0, "profile": why}}
+
+
+class _Profiled:
+    """A compiler whose parts lower to int8 alone, its profiles of its whole graphs saying each node's
+    microseconds (`us`, by precision), with `named` of each run led back to the graph's nodes."""
+
+    def __init__(self, us, named=1.0):
+        self.us, self.named = us, named
+
+    def lowered(self, device, precision, candidate):
+        return [precision]
+
+    def node_times(self, builder, part, made):
+        from autograph.export.parts import NodeTimes
+        return NodeTimes(dict(self.us[made]), self.named)
+
+
+def _wholes(compiler, precisions=("fp32", "int8")):
+    """One-part whole-graph candidates of `compiler` in `precisions`, the lowered ones beyond the bound; each
+    holds its precision as its compiled part (what _Profiled reads)."""
+    from autograph.export.candidate import Candidate
+    from autograph.export.plans import Program
+    made = {p: Candidate(f"whole_{p}", built=Program("", [], {}, 1), precision=p, compiler=compiler, kind="whole")
+            for p in precisions}
+    for p, c in made.items():
+        c.parts, c.compiled = [[0, 1]], [p]
+        if p != "fp32":
+            c.drop("beyond tolerance", "missed")
+    return made
+
+
+def test_a_precision_whose_whole_graph_ran_slower_is_tried_on_the_parts_its_profile_says_run_faster():
+    # int8's whole graph runs slower (25 ms against 20) because of one kernel: node "a" takes 80% of its run
+    # (20 ms) against 50% of float32's (10 ms), while node "b" takes 5 ms against 10. Each node's estimate is
+    # its share of its profiled run times its whole graph's measured time.
+    compiler = _Profiled({"fp32": {"a": 50.0, "b": 50.0}, "int8": {"a": 800.0, "b": 200.0}})
+    made = _wholes(compiler)
+    ms = {"whole_fp32": 20.0, "whole_int8": 25.0}
+    cpu = types.SimpleNamespace(device=torch.device("cpu"))
+    steps, timed, estimates = lowering.faster_ladder({c.name: c for c in made.values()}, made["int8"], cpu,
+                                                     lambda timed: {name: ms[name] for name in timed})
+    assert steps == ["int8"]
+    assert timed == {"int8": {"whole_ms": 25.0, "fp32_ms": 20.0, "tried": False, "by_part": True}}
+    assert estimates == {"int8": {"a": 20.0, "b": 5.0}, "fp32": {"a": 10.0, "b": 10.0}}
+    # A profile that leads too little of its run back to the graph says nothing: the whole graphs decide.
+    compiler.named = 0.5
+    steps, timed, estimates = lowering.faster_ladder({c.name: c for c in made.values()}, made["int8"], cpu,
+                                                     lambda timed: {name: ms[name] for name in timed})
+    assert steps == [] and estimates == {} and timed["int8"]["profile"] == "50% of its profiled run named, not 80%"
+
+
+def test_a_part_estimated_no_faster_below_float32_is_not_tried_there():
+    # Four parts, the costliest first; by the estimates part 1 runs slower in int8 and part 3 no faster:
+    # neither is lowered (nor judged), the others are tried as ever, and each part's entry says its estimates.
+    lowered_first, tried = [], []
+    made = _four_parts(lambda parts, precisions: lowered_first.append(list(parts)))
+
+    def judge(trial):
+        tried.append(list(trial))
+        return 0.01, None, 0.1
+
+    part_ms = {"int8": [1.0, 3.0, 1.0, 2.0], "fp32": [2.0, 2.0, 2.0, 2.0]}
+    precisions, listed = lowering._lowered_one_by_one(made, [[0], [1], [2], [3]], ["int8"], None, judge, part_ms)
+    assert precisions == ["int8", "fp32", "int8", "fp32"]
+    assert lowered_first == [[[0], [2]]]  # only the parts tried in int8 are made in it
+    assert tried == [["int8", "fp32", "fp32", "fp32"], ["int8", "fp32", "int8", "fp32"]]
+    assert [p.get("not_tried") is not None for p in listed] == [False, True, False, True]
+    assert listed[1]["ms"] == {"int8": 3.0, "fp32": 2.0} and "error" not in listed[1]
 
 
 class Sensitive(torch.nn.Module):
@@ -150,6 +227,7 @@ def test_a_part_that_misses_the_tolerance_stays_fp32_and_the_report_says_so(monk
     from autograph import export as export_module
     monkeypatch.setattr(lowering, "PARTS", 2)
     ms = {"parts_openvino_bf16": 1.0, "whole_openvino_bf16": 1.5}  # bf16 faster than float32 (2.0) here
+    unprofiled(monkeypatch)  # every part as fast as its whole graph: each is tried
     monkeypatch.setattr(export_module.contest, "_time_candidates",
                         lambda candidates, tensors, graph, rounds=10, **_: {n: ms.get(n, 2.0) for n in candidates})
     torch.manual_seed(0)
@@ -190,6 +268,7 @@ def test_where_no_part_meets_the_tolerance_the_program_stays_fp32(monkeypatch):
     monkeypatch.setattr(export_module.contest, "_time_candidates",  # bf16's whole graph faster: parts are tried
                         lambda candidates, tensors, graph, rounds=10, **_:
                         {n: 1.5 if n == "whole_openvino_bf16" else 2.0 for n in candidates})
+    unprofiled(monkeypatch)
     torch.manual_seed(1)  # other weights than the test above's: other packages
     model = Sensitive().eval()
     x = torch.randn(1, 8, 16, 16)
@@ -218,6 +297,7 @@ def test_where_the_whole_graph_in_bf16_ran_slower_than_float32_no_part_is_lowere
                         {n: 3.0 if n == "whole_openvino_bf16" else 2.0 for n in candidates})
     tried = []
     monkeypatch.setattr(lowering, "lowered_by_parts", lambda *args, **kwargs: tried.append(args))
+    unprofiled(monkeypatch)  # without profiles that say which parts run faster in bf16, its whole graph decides
     torch.manual_seed(0)
     model = Sensitive().eval()
     x = torch.randn(1, 8, 16, 16)
@@ -227,7 +307,8 @@ def test_where_the_whole_graph_in_bf16_ran_slower_than_float32_no_part_is_lowere
     assert contest["dropped"]["whole_openvino_bf16"]["why"] == "beyond tolerance"
     dropped = contest["dropped"]["parts_openvino_bf16"]
     assert dropped["why"] == "not faster" and not tried
-    assert dropped["ladder"] == {"bf16": {"whole_ms": 3.0, "fp32_ms": 2.0, "tried": False}}
+    assert dropped["ladder"] == {"bf16": {"whole_ms": 3.0, "fp32_ms": 2.0, "tried": False,
+                                         "profile": "0% of its profiled run named, not 80%"}}
     assert contest["precision"]["kept"] == "fp32"
 
 

@@ -18,7 +18,7 @@ from autograph.export.compilers.openvino import int8_missing
 from autograph._library import openvino_missing
 from cpu_features import needs_vnni
 from precision_models import Classifier
-from stand_in_timing import timed as _timed
+from stand_in_timing import timed as _timed, unprofiled
 
 needs_int8 = pytest.mark.skipif(int8_missing() is not None, reason=f"no int8 parts: {int8_missing()}")
 
@@ -521,6 +521,7 @@ def test_openvinos_int8_parts_are_its_whole_graph_with_the_parts_beyond_the_boun
     model, x = _Outliers().eval(), _with_outlier(torch.randn(4, 32))
     calibration = [(_with_outlier(torch.randn(4, 32)),) for _ in range(INT8_CALIBRATION_INPUTS)]
     _timed(monkeypatch, {"whole_openvino_int8": 0.5, "whole_openvino_bf16": 3.0, "parts_openvino_int8": 1.0})
+    unprofiled(monkeypatch)  # every part as fast in INT8 as its whole graph: each is tried
     monkeypatch.setattr(lowering, "PARTS", 2)  # its 7 operators: two parts (the first linear's, the others')
 
     def drop(outputs, references):  # a user's function: NNCF's quantization is not aimed at it
@@ -538,3 +539,49 @@ def test_openvinos_int8_parts_are_its_whole_graph_with_the_parts_beyond_the_boun
     with torch.no_grad():
         got, want = optimized.module()(x), model(x)
     assert 0 < ((got - want).abs().max() / want.abs().max()).item() <= 0.2
+
+
+class _LongKernel(torch.nn.Module):
+    """A strided convolution with a long kernel (a filter bank over a raw signal, as audio front ends have),
+    then a chain of ordinary convolutions: parts whose INT8 kernels differ in what they gain."""
+
+    def __init__(self):
+        super().__init__()
+        self.front = torch.nn.Conv1d(1, 32, 512, stride=32, padding=256)
+        self.body = torch.nn.Sequential(*[m for _ in range(6) for m in (torch.nn.Conv1d(32, 32, 5, padding=2),
+                                                                         torch.nn.ReLU())])
+
+    def forward(self, x):
+        return self.body(self.front(x).abs())
+
+
+@needs_int8
+def test_openvinos_int8_parts_are_tried_where_its_profiles_say_they_run_faster_than_float32(monkeypatch):
+    from autograph.export import lowering
+    # The whole graph in INT8 misses the bound (0.1% of the outputs' scale; INT8 rounds about 1%): the graph is
+    # lowered part by part. Each part's time in INT8 and in float32 is read off OpenVINO's profiles of its two
+    # whole graphs, scaled to their measured times; a part is tried in INT8 only where it is estimated faster.
+    monkeypatch.setattr(lowering, "PARTS", 4)
+    torch.manual_seed(0)
+    model, x = _LongKernel().eval(), torch.randn(1, 1, 8192)
+    calibration = [(torch.randn(1, 1, 8192),) for _ in range(INT8_CALIBRATION_INPUTS)]
+
+
+    def drop(outputs, references):  # a user's function: NNCF's quantization is not aimed at it
+        return -max(((o[0] - r[0]).abs().max() / r[0].abs().max()).item() for o, r in zip(outputs, references))
+    _, report = autograph.optimize(torch.export.export(model, (x,)), method="sequential", precision="int8",
+                                   accuracy=drop, tolerance=1e-3, calibration=calibration, inductor=False,
+                                   onnxruntime=False)
+    contest = report["inductor"]
+    assert contest["dropped"]["whole_openvino_int8"]["why"] == "beyond tolerance", contest["dropped"]
+    entry = contest["candidates"].get("parts_openvino_int8") or contest["dropped"]["parts_openvino_int8"]
+    ladder = entry["ladder"]["int8"]
+    assert ladder["by_part"] and "profile" not in ladder, ladder  # its profiles led back to the graph's nodes
+    listed = entry["parts_precision"]
+    assert len(listed) >= 2
+    for part in listed:
+        assert part["ms"]["int8"] >= 0 and part["ms"]["fp32"] >= 0
+        assert ("not_tried" in part) == (part["ms"]["int8"] >= part["ms"]["fp32"]), part
+        assert ("not_tried" in part) <= (part["precision"] == "fp32")
+    # The estimates share out the float32 whole graph's measured time (a little goes to nodes no part holds).
+    assert 0.8 * ladder["fp32_ms"] <= sum(p["ms"]["fp32"] for p in listed) <= 1.001 * ladder["fp32_ms"]

@@ -358,21 +358,25 @@ class Contest:
             start = time.perf_counter()
             # Unraced: raced against a much faster int8 program, float32's whole graph would leave after its
             # first, coldest run (an 81 ms sample where its median is 42 ms on a resnet50).
-            steps, timed = lowering.faster_ladder(candidates, c, self.builder.device,
-                                                  lambda timed: self._time(timed, race=False))
+            steps, timed, estimates = lowering.faster_ladder(candidates, c, self.builder,
+                                                             lambda timed: self._time(timed, race=False))
             if steps:
                 made[by_parts] = lowering.lowered_by_parts(by_parts, c.compiler, c.precision, self.builder,
                                                            self.graph, self._aten, self.tensors, self.settings,
                                                            self.judged, steps=steps,
-                                                           whole=lowering.whole_pair(candidates, c))
+                                                           whole=lowering.whole_pair(candidates, c),
+                                                           estimates=estimates)
             else:
                 made[by_parts] = Candidate(by_parts, precision=c.precision, compiler=c.compiler, kind="parts")
                 made[by_parts].drop("not faster", f"no precision of {c.compiler.name}'s below float32 ran its whole "
-                                    "graph faster than float32: its parts would not either", ladder=timed)
+                                    "graph faster than float32, and its profiles could not say which parts "
+                                    "would", ladder=timed)
             spent = time.perf_counter() - start
             made[by_parts].entry["lowered_s"] = round(spent, 3)
-            if timed:
+            if timed:  # in its entry, and where it is out, in the report's word on why
                 made[by_parts].entry["ladder"] = timed
+                if made[by_parts].out is not None:
+                    made[by_parts].out.setdefault("ladder", timed)
             self.compile_s += spent
         return made
 

@@ -5,8 +5,12 @@ tolerance (lowered_by_parts), at the lowest precision of its ladder that keeps i
 Where the compiler can turn its lowered whole graph back to float32 operation by operation
 (Compiler.reverts) and the ladder is that one precision, the parts are never cut out and compiled on their
 own: each trial is its whole graph with the operations of the parts in float32 turned back (no cut costs a
-call or a fusion, no part is quantized on its own). The user gets the most of the graph in the lower
-precision that the bound allows; the candidate then competes on time like any other."""
+call or a fusion, no part is quantized on its own). A part is tried in a precision only where it runs
+faster there than in float32, by the compiler's profiles of its whole graph in both (Compiler.node_times):
+one slow kernel (an INT8 convolution with a long kernel on a CPU without INT8 dot products) can make the
+whole graph slower while every other part is faster. Where there are no such profiles, a precision is
+tried only where its whole graph ran faster. The user gets the most of the graph in the lower precision
+that the bound allows; the candidate then competes on time like any other."""
 from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 import torch
@@ -17,7 +21,7 @@ from .candidate import Candidate, why_of
 from .candidates import program_with_parts
 from .check import rounded
 from .compilers import Compiler
-from .parts import PARTS, CompiledPart, PartBuilder, closed, cut_by_cost, part_costs
+from .parts import MIN_NAMED, PARTS, CompiledPart, PartBuilder, closed, cut_by_cost, node_ms, part_costs
 from .plans import Program, replaced
 from .program_format import body_of
 
@@ -29,7 +33,8 @@ Judge = Callable[[Candidate], Tuple[float, Optional[str], Optional[float]]]
 def lowered_by_parts(name: str, compiler: Compiler, precision: str, builder: PartBuilder, graph: Dict[str, Any],
                      aten: Program, tensors: List[torch.Tensor], settings: Settings, judge: Judge,
                      count: Optional[int] = None, steps: Optional[List[str]] = None,
-                     whole: Optional[Tuple[Candidate, Candidate]] = None) -> Candidate:
+                     whole: Optional[Tuple[Candidate, Candidate]] = None,
+                     estimates: Optional[Dict[str, Dict[str, float]]] = None) -> Candidate:
     """Candidate `name`: the graph cut into parts (cut_by_cost), each compiled by `compiler`, and lowered
     part by part, the most costly first, to `precision` or else the next precision of its ladder (ladder),
     each part kept lowered only where `judge` finds the whole program within the tolerance (the error
@@ -43,29 +48,34 @@ def lowered_by_parts(name: str, compiler: Compiler, precision: str, builder: Par
     `tried` names the packages its trials loaded, for the contest to release those the kept program does
     not call. `whole`: the compiler's whole graph in `precision` and in float32 (whole_pair), which the
     trials turn back part by part where the compiler reverts `precision` and `steps` is that one (module
-    docstring); where that fails, the parts are cut and compiled as elsewhere."""
+    docstring); where that fails, the parts are cut and compiled as elsewhere. `estimates`: each graph
+    node's ms in each precision, float32's among them (faster_ladder's): a part is tried only in the
+    precisions it is estimated faster in than in float32."""
     body = body_of(aten.text)
     count = PARTS if count is None else count
     steps = ladder(compiler, builder.device, precision) if steps is None else steps
     parts = closed(graph, cut_by_cost(graph, body, count))
+    part_ms = {precision: [sum(ms.get(graph["nodes"][i]["name"], 0.0) for i in part) for part in parts]
+               for precision, ms in (estimates or {}).items()}
     tried: Set[str] = set()
     if whole is not None and steps == [precision] and precision in compiler.reverts:
         reverted = _Reverted(name, compiler, builder, graph, body, aten, tensors, whole)
-        candidate = _lowered(reverted, steps, settings, judge, parts)
+        candidate = _lowered(reverted, steps, settings, judge, parts, part_ms)
         tried = reverted.digests
         if candidate.error is None:  # built: kept, or out for the tolerance
             candidate.tried = tried
             return candidate
         # Its whole graph could not be turned back (an operation it could not read back): the parts are cut.
     made = _Parts(name, compiler, builder, graph, body, aten, tensors)
-    candidate = _lowered(made, steps, settings, judge, parts)
+    candidate = _lowered(made, steps, settings, judge, parts, part_ms)
     candidate.tried = tried | made.digests
     return candidate
 
 
 def _lowered(made: "_Parts | _Reverted", steps: List[str], settings: Settings, judge: Judge,
-             parts: List[List[int]]) -> Candidate:
-    """lowered_by_parts' candidate, its parts made by `made`, tried in the precisions `steps`."""
+             parts: List[List[int]], part_ms: Dict[str, List[float]]) -> Candidate:
+    """lowered_by_parts' candidate, its parts made by `made`, tried in the precisions `steps` where
+    `part_ms` (each part's estimated ms by precision) does not say they run slower than in float32."""
     name, body, precision = made.name, made.body, steps[0]
     out = Candidate(name, precision=precision, compiler=made.compiler, kind="parts")
     if len(parts) < 2:  # one part is the whole graph, which missed the tolerance already
@@ -73,7 +83,12 @@ def _lowered(made: "_Parts | _Reverted", steps: List[str], settings: Settings, j
                  "operators)")
         return out
     try:
-        precisions, listed = _lowered_one_by_one(made, parts, steps, replaced(settings, method="sequential"), judge)
+        precisions, listed = _lowered_one_by_one(made, parts, steps, replaced(settings, method="sequential"), judge,
+                                                 part_ms)
+        if all("not_tried" in p for p in listed):
+            out.drop("not faster", f"by {made.compiler.name}'s profiles of its whole graph, no part ran faster "
+                     f"below float32 than in it", parts_precision=listed)
+            return out
         if all(p == "fp32" for p in precisions):
             out.drop("no part within tolerance", f"none of {len(parts)} parts met the tolerance in {precision}",
                      parts_precision=listed)
@@ -177,28 +192,41 @@ class _Reverted:
 
 
 def _lowered_one_by_one(made: "_Parts | _Reverted", parts: List[List[int]], steps: List[str], trial_settings: Settings,
-                        judge: Judge) -> Tuple[List[str], List[Dict[str, Any]]]:
+                        judge: Judge, part_ms: Optional[Dict[str, List[float]]] = None
+                        ) -> Tuple[List[str], List[Dict[str, Any]]]:
     """Each part lowered in turn, the most costly first, to the lowest precision of `steps` (its ladder)
     at which the program meets the tolerance, else left in float32: the parts' precisions, and the
     report's list of them with the error each trial measured ("error": in the precision asked, the
-    first step; "tried": every precision of a longer ladder tried, with its error)."""
+    first step; "tried": every precision of a longer ladder tried, with its error). A precision that
+    `part_ms` (each part's estimated ms by precision, float32's among them) says runs a part no faster
+    than float32 is not tried on it ("ms": the estimates; "not_tried": where no precision was)."""
+    part_ms = part_ms if part_ms and "fp32" in part_ms else {}
+    allowed = [[s for s in steps if s not in part_ms or part_ms[s][k] < part_ms["fp32"][k]] for k in range(len(parts))]
     precision = steps[0]
-    made.compiled(parts, [precision] * len(parts))  # every part is tried in it first: lowered side by side
+    first = [part for k, part in enumerate(parts) if precision in allowed[k]]
+    if first:  # every part tried in it is tried in it first: lowered side by side
+        made.compiled(first, [precision] * len(first))
     costs = [part_costs(made.body, part)[0] for part in parts]
     precisions = ["fp32"] * len(parts)
     listed: List[Dict[str, Any]] = [{"nodes": len(part), "flops": costs[k], "precision": "fp32"}
                                     for k, part in enumerate(parts)]
+    for k, entry in enumerate(listed):
+        if part_ms:
+            entry["ms"] = {s: round(ms[k], 4) for s, ms in part_ms.items()}
+        if not allowed[k]:
+            entry["not_tried"] = "estimated no faster below float32 than in it"
     for k in sorted(range(len(parts)), key=lambda k: -costs[k]):
         tried: Dict[str, float] = {}
-        for step in steps:
+        for step in allowed[k]:
             trial = precisions[:k] + [step] + precisions[k + 1:]
             error, why, _ = judge(made.candidate(parts, trial, trial_settings, precision))
             tried[step] = rounded(error)
             if not why:
                 precisions, listed[k]["precision"] = trial, step
                 break
-        listed[k]["error"] = tried[precision]
-        if len(steps) > 1:
+        if precision in tried:
+            listed[k]["error"] = tried[precision]
+        if len(steps) > 1 and tried:
             listed[k]["tried"] = tried
     return precisions, listed
 
@@ -229,23 +257,51 @@ def whole_pair(candidates: Dict[str, Candidate], missed: Candidate) -> Optional[
     return missed, fp32
 
 
-def faster_ladder(candidates: Dict[str, Candidate], missed: Candidate, device: torch.device,
-                  time: Callable[[Dict[str, Candidate]], Dict[str, float]]) -> Tuple[List[str], Dict[str, Any]]:
-    """The ladder `missed`'s parts are tried in (ladder), less each precision whose whole graph from the
-    same compiler among `candidates` (`missed` itself for the precision asked) did not run faster than its
-    float32 whole graph, timed side by side by `time`: a part kept in a precision slower than float32 makes
-    the program slower (bf16 on a CPU without bf16 matrix units). And the report's word on those timings,
-    by precision."""
-    steps = ladder(missed.compiler, device, missed.precision)
+def faster_ladder(candidates: Dict[str, Candidate], missed: Candidate, builder: PartBuilder,
+                  time: Callable[[Dict[str, Candidate]], Dict[str, float]]
+                  ) -> Tuple[List[str], Dict[str, Any], Dict[str, Dict[str, float]]]:
+    """The ladder `missed`'s parts are tried in (ladder), and the estimates that say which parts are worth
+    trying in each precision: each graph node's ms in each precision, float32's among them, read off the
+    compiler's profiles of its whole graphs among `candidates` (`missed` itself for the precision asked),
+    timed side by side by `time` (empty where a profile cannot say: _node_ms). Without estimates for a
+    precision, it is left off the ladder where its whole graph did not run faster than float32's: a part
+    kept in a precision slower than float32 makes the program slower (bf16 on a CPU without bf16 matrix
+    units). And the report's word on those timings and profiles, by precision."""
+    steps = ladder(missed.compiler, builder.device, missed.precision)
     fp32 = sibling(candidates, missed, "fp32")
     lowered = {step: missed if step == missed.precision else sibling(candidates, missed, step) for step in steps}
     lowered = {step: c for step, c in lowered.items() if c is not None and c.package is not None}
     if fp32 is None or not lowered:
-        return steps, {}
+        return steps, {}, {}
     times = time(dict({fp32.name: fp32}, **{c.name: c for c in lowered.values()}))
-    timed = {step: {"whole_ms": round(times[c.name], 4), "fp32_ms": round(times[fp32.name], 4),
-                    "tried": times[c.name] < times[fp32.name]} for step, c in lowered.items()}
-    return [s for s in steps if s not in timed or timed[s]["tried"]], timed
+    timed: Dict[str, Any] = {step: {"whole_ms": round(times[c.name], 4), "fp32_ms": round(times[fp32.name], 4),
+                                    "tried": times[c.name] < times[fp32.name]} for step, c in lowered.items()}
+    estimates: Dict[str, Dict[str, float]] = {}
+    float32 = _node_ms(builder, fp32, times[fp32.name])
+    for step, c in lowered.items():
+        ms = _node_ms(builder, c, times[c.name]) if isinstance(float32, dict) else float32
+        if isinstance(ms, dict):
+            estimates[step] = ms
+            timed[step]["by_part"] = True  # tried where a part is estimated faster, whatever the whole's time
+        else:
+            timed[step]["profile"] = ms
+    if estimates:
+        estimates["fp32"] = float32
+    return [s for s in steps if s not in timed or timed[s]["tried"] or s in estimates], timed, estimates
+
+
+def _node_ms(builder: PartBuilder, whole: Candidate, ms: float) -> "Dict[str, float] | str":
+    """Each graph node's ms in `whole` (a one-part candidate that holds its compiled part), measured at `ms`,
+    by its compiler's profile of it; or why the profile cannot say (none, or too little of its run named)."""
+    if len(whole.compiled) != 1 or len(whole.parts) != 1:
+        return "not one compiled part"
+    try:
+        times = whole.compiler.node_times(builder, whole.parts[0], whole.compiled[0])
+    except Exception as e:  # noqa: BLE001 - the whole graphs' times decide instead
+        return why_of(e, f"{whole.name}'s profile")
+    if times.named < MIN_NAMED:
+        return f"{times.named:.0%} of its profiled run named, not {MIN_NAMED:.0%}"
+    return node_ms(times, ms)
 
 
 def _merged_runs(parts: List[List[int]], precisions: List[str]) -> Tuple[List[List[int]], List[str]]:

@@ -18,7 +18,7 @@ from ..settings import Settings
 from .candidate import Candidate, why_of
 from .candidates import program_with_parts
 from .compilers import COMPILERS, Compiler, compiler_on
-from .parts import CompiledPart, PartBuilder, closed, cut_by_cost, part_costs, part_spec, shares
+from .parts import MIN_NAMED, CompiledPart, PartBuilder, closed, cut_by_cost, part_costs, part_spec, shares
 from .plans import Program
 from .program_format import body_of
 from .timing import time_callables
@@ -35,9 +35,6 @@ MIX_GAP = 2.0
 # timed alone added 14-23% to their compiler's whole graph on the models of
 # bench/results/export-path-2026-11-28-cpu; half of the smallest of those is asked for.
 MIX_MARGIN = 0.07
-# The share of a profiled run whose kernels must lead back to the graph's nodes by name for the profile to
-# stand for the parts' times (below it, the parts are compiled and timed alone).
-MIN_NAMED = 0.8
 # Rounds per part and compiler where parts are timed alone (one part at a time, alternating compilers).
 _ROUNDS = 5
 

@@ -1,6 +1,7 @@
 """How one run of a compiled part spent its time node by node, as its compiler's own profiler measured it
 (Compiler.node_times), and what that says of each piece of a cut: the estimate the mix of compilers is
-decided on (mixing.py) before any piece is compiled on its own."""
+decided on (mixing.py) before any piece is compiled on its own, and the one that says which parts are
+worth lowering below float32 (lowering.py)."""
 import time
 from typing import Any, Callable, Dict, List, NamedTuple, Sequence
 
@@ -8,6 +9,9 @@ from typing import Any, Callable, Dict, List, NamedTuple, Sequence
 # packs), and from fewer where they take PROFILE_BUDGET_S: shares settle within a run of a large graph,
 # whose runs are long.
 PROFILED_RUNS, PROFILE_BUDGET_S = 5, 0.25
+# The share of a profiled run whose kernels must lead back to the graph's nodes by name for the profile to
+# stand for the parts' times.
+MIN_NAMED = 0.8
 
 
 class NodeTimes(NamedTuple):
@@ -40,4 +44,10 @@ def shares(times: NodeTimes, parts: Sequence[Sequence[str]]) -> List[float]:
     return [sum(times.us.get(name, 0.0) for name in part) / total for part in parts]
 
 
-__all__ = ["NOT_PROFILED", "PROFILED_RUNS", "NodeTimes", "run_profiled", "shares"]
+def node_ms(times: NodeTimes, ms: float) -> Dict[str, float]:
+    """Each node's ms in a run measured at `ms` as a whole: its share of the profiled run times `ms`."""
+    total = sum(times.us.values())
+    return {name: us / total * ms for name, us in times.us.items()} if total > 0 else {}
+
+
+__all__ = ["MIN_NAMED", "NOT_PROFILED", "PROFILED_RUNS", "NodeTimes", "node_ms", "run_profiled", "shares"]
