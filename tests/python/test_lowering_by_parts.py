@@ -15,6 +15,7 @@ import pytest
 import torch
 
 import autograph
+from autograph.settings import Settings
 from autograph._library import openvino_missing
 from cpu_features import needs_bf16_cpu
 from autograph.export import lowering
@@ -187,6 +188,28 @@ def test_a_part_estimated_no_faster_below_float32_is_not_tried_there():
     assert tried == [["int8", "fp32", "fp32", "fp32"], ["int8", "fp32", "int8", "fp32"]]
     assert [p.get("not_tried") is not None for p in listed] == [False, True, False, True]
     assert listed[1]["ms"] == {"int8": 3.0, "fp32": 2.0} and "error" not in listed[1]
+
+
+@pytest.mark.parametrize("int8_ms, kept", [([1.99, 3.0, 2.0, 2.0], False), ([1.5, 3.0, 2.0, 2.0], True)])
+def test_no_part_is_tried_where_the_parts_estimated_faster_would_save_too_little(int8_ms, kept):
+    # Part 0 alone is estimated faster in int8: by 0.01 ms of the graph's 8 (below MIN_SAVING, 2%: the contest's
+    # timing could not tell it), or by 0.5. Only then is anything made or judged.
+    made = _four_parts(lambda parts, precisions: calls.append(parts))
+    made.name, made.compiler.name, made.merges = "parts_stand_in_int8", "Stand-in", False
+    calls = []
+
+    def judge(trial):
+        calls.append(trial)
+        return 0.01, None, 0.1
+
+    part_ms = {"int8": int8_ms, "fp32": [2.0] * 4}
+    out = lowering._lowered(made, ["int8"], Settings.of(), judge, [[0], [1], [2], [3]], part_ms)
+    if kept:  # tried (the stand-in's trials are no programs: what comes of them is the tests' above)
+        assert calls[:2] == [[[0]], ["int8", "fp32", "fp32", "fp32"]]
+    else:
+        assert out.out["why"] == "not faster" and not calls
+        assert "would save 0.01 ms of 8, less than 2%" in out.out["detail"]
+        assert out.out["parts_ms"][0] == {"int8": 1.99, "fp32": 2.0}
 
 
 class Sensitive(torch.nn.Module):

@@ -577,11 +577,15 @@ def test_openvinos_int8_parts_are_tried_where_its_profiles_say_they_run_faster_t
     entry = contest["candidates"].get("parts_openvino_int8") or contest["dropped"]["parts_openvino_int8"]
     ladder = entry["ladder"]["int8"]
     assert ladder["by_part"] and "profile" not in ladder, ladder  # its profiles led back to the graph's nodes
-    listed = entry["parts_precision"]
-    assert len(listed) >= 2
-    for part in listed:
-        assert part["ms"]["int8"] >= 0 and part["ms"]["fp32"] >= 0
-        assert ("not_tried" in part) == (part["ms"]["int8"] >= part["ms"]["fp32"]), part
-        assert ("not_tried" in part) <= (part["precision"] == "fp32")
+    if entry.get("why") == "not faster":  # a CPU whose INT8 kernels gain too little on these parts: none tried
+        estimates = entry["parts_ms"]
+        saving = sum(max(0.0, p["fp32"] - p["int8"]) for p in estimates)
+        assert saving < lowering.MIN_SAVING * sum(p["fp32"] for p in estimates), entry
+    else:
+        estimates = [part["ms"] for part in entry["parts_precision"]]
+        for part in entry["parts_precision"]:
+            assert ("not_tried" in part) == (part["ms"]["int8"] >= part["ms"]["fp32"]), part
+            assert ("not_tried" in part) <= (part["precision"] == "fp32")
+    assert len(estimates) >= 2 and all(p["int8"] >= 0 and p["fp32"] >= 0 for p in estimates)
     # The estimates share out the float32 whole graph's measured time (a little goes to nodes no part holds).
-    assert 0.8 * ladder["fp32_ms"] <= sum(p["ms"]["fp32"] for p in listed) <= 1.001 * ladder["fp32_ms"]
+    assert 0.8 * ladder["fp32_ms"] <= sum(p["fp32"] for p in estimates) <= 1.001 * ladder["fp32_ms"]

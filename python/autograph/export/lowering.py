@@ -8,7 +8,8 @@ own: each trial is its whole graph with the operations of the parts in float32 t
 call or a fusion, no part is quantized on its own). A part is tried in a precision only where it runs
 faster there than in float32, by the compiler's profiles of its whole graph in both (Compiler.node_times):
 one slow kernel (an INT8 convolution with a long kernel on a CPU without INT8 dot products) can make the
-whole graph slower while every other part is faster. Where there are no such profiles, a precision is
+whole graph slower while every other part is faster; where the parts estimated faster would save too little
+(MIN_SAVING), none is tried. Where there are no such profiles, a precision is
 tried only where its whole graph ran faster. The user gets the most of the graph in the lower precision
 that the bound allows; the candidate then competes on time like any other."""
 from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
@@ -24,6 +25,11 @@ from .compilers import Compiler
 from .parts import MIN_NAMED, PARTS, CompiledPart, PartBuilder, closed, cut_by_cost, node_ms, part_costs
 from .plans import Program, replaced
 from .program_format import body_of
+
+# Where the parts estimated faster below float32 would save less than this share of the float32 whole graph's
+# time, no part is tried: the trials cost a compile and a judgment each for a gain the contest's timing cannot
+# tell from its noise.
+MIN_SAVING = 0.02
 
 # A judge of a candidate on the example (and calibration) inputs: (its error, why it misses the bound or
 # None, the bound), as Contest.judged.
@@ -83,12 +89,15 @@ def _lowered(made: "_Parts | _Reverted", steps: List[str], settings: Settings, j
                  "operators)")
         return out
     try:
+        saving = _saving(steps, part_ms)
+        if saving is not None and saving < MIN_SAVING * sum(part_ms["fp32"]):
+            out.drop("not faster", f"by {made.compiler.name}'s profiles of its whole graphs, the parts that ran "
+                     f"faster below float32 would save {saving:.3g} ms of {sum(part_ms['fp32']):.4g}, less than "
+                     f"{MIN_SAVING:.0%}", parts_ms=[{s: round(ms[k], 4) for s, ms in part_ms.items()}
+                                                    for k in range(len(parts))])
+            return out
         precisions, listed = _lowered_one_by_one(made, parts, steps, replaced(settings, method="sequential"), judge,
                                                  part_ms)
-        if all("not_tried" in p for p in listed):
-            out.drop("not faster", f"by {made.compiler.name}'s profiles of its whole graph, no part ran faster "
-                     f"below float32 than in it", parts_precision=listed)
-            return out
         if all(p == "fp32" for p in precisions):
             out.drop("no part within tolerance", f"none of {len(parts)} parts met the tolerance in {precision}",
                      parts_precision=listed)
@@ -201,7 +210,7 @@ def _lowered_one_by_one(made: "_Parts | _Reverted", parts: List[List[int]], step
     `part_ms` (each part's estimated ms by precision, float32's among them) says runs a part no faster
     than float32 is not tried on it ("ms": the estimates; "not_tried": where no precision was)."""
     part_ms = part_ms if part_ms and "fp32" in part_ms else {}
-    allowed = [[s for s in steps if s not in part_ms or part_ms[s][k] < part_ms["fp32"][k]] for k in range(len(parts))]
+    allowed = _allowed(steps, part_ms, len(parts))
     precision = steps[0]
     first = [part for k, part in enumerate(parts) if precision in allowed[k]]
     if first:  # every part tried in it is tried in it first: lowered side by side
@@ -229,6 +238,22 @@ def _lowered_one_by_one(made: "_Parts | _Reverted", parts: List[List[int]], step
         if len(steps) > 1 and tried:
             listed[k]["tried"] = tried
     return precisions, listed
+
+
+def _allowed(steps: List[str], part_ms: Dict[str, List[float]], count: int) -> List[List[str]]:
+    """The precisions of `steps` each of `count` parts is tried in: those `part_ms` (each part's estimated
+    ms by precision, float32's among them; or empty) does not say run it no faster than float32."""
+    return [[s for s in steps if s not in part_ms or "fp32" not in part_ms or part_ms[s][k] < part_ms["fp32"][k]]
+            for k in range(count)]
+
+
+def _saving(steps: List[str], part_ms: Dict[str, List[float]]) -> Optional[float]:
+    """The ms the parts would save at most, each in its fastest precision of `steps` by `part_ms`; None where
+    `part_ms` does not estimate every precision of `steps` and float32."""
+    if not part_ms or any(s not in part_ms for s in steps + ["fp32"]):
+        return None
+    fp32 = part_ms["fp32"]
+    return sum(max(0.0, fp32[k] - min(part_ms[s][k] for s in steps)) for k in range(len(fp32)))
 
 
 def ladder(compiler: Compiler, device: torch.device, precision: str) -> List[str]:
@@ -326,4 +351,4 @@ def _within(candidate: Candidate, judge: Judge) -> Optional[Candidate]:
     return candidate
 
 
-__all__ = ["PARTS", "cut_by_cost", "faster_ladder", "ladder", "lowered_by_parts", "sibling", "whole_pair"]
+__all__ = ["MIN_SAVING", "PARTS", "cut_by_cost", "faster_ladder", "ladder", "lowered_by_parts", "sibling", "whole_pair"]
