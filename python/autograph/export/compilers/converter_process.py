@@ -2,7 +2,8 @@
 other compilers' work in this one: the process is started, handed the part, waited for with a timeout,
 killed with whatever it started when it hangs or is no longer wanted, and what it wrote becomes a cache
 entry only when it is a whole package. Where the process cannot start or fails, the conversion runs in
-this process instead (`here`)."""
+this process instead (`here`). A converter whose file reads its package's path from its stdin may start
+before its part is known (Spare): it imports its compiler meanwhile."""
 import contextlib
 import importlib
 import logging
@@ -37,17 +38,22 @@ _RUN_FILE = ("import os, runpy, sys, threading, time\n"
              "runpy.run_path(sys.argv[0], run_name='__main__')\n")
 
 
+# The PATH argument of a converter started before its part is known (Spare): it reads the path from the
+# first line of its stdin, after importing its compiler.
+PATH_ON_STDIN = "-"
+
+
 class Converter:
     """What one compiler's conversion is: its name (messages), its converter's file (run as the process,
     with the arguments FOLDER PATH), its packages' magic bytes and cache suffix, and how long the process
     may take (a hung one must not hang optimize). `sized`: its packages' magic is followed by the first
     section's byte count (8 bytes, little-endian), which a whole package holds at least. `env`: more
-    environment for the process."""
+    environment for the process. `early`: its file takes PATH_ON_STDIN for PATH (it may be a Spare)."""
 
     def __init__(self, name: str, script: str, magic: bytes, suffix: str, timeout_s: float, sized: bool = True,
-                 env: Optional[Dict[str, str]] = None):
+                 env: Optional[Dict[str, str]] = None, early: bool = False):
         self.name, self.script, self.magic, self.suffix, self.timeout_s = name, script, magic, suffix, timeout_s
-        self.sized, self.env = sized, dict(env or {})
+        self.sized, self.env, self.early = sized, dict(env or {}), early
 
 
 class PendingPackage:
@@ -64,11 +70,18 @@ class PendingPackage:
         self._converter = converter
         self._path, self._here, self._process, self._folder, self._sender = path, here, process, folder, sender
         self._entry, self._package = entry, package
+        self._head: List[bytes] = []  # sent before the part: the path, to a process started without it (bind)
 
     @property
     def path(self) -> str:
         """Where the package is written (the cache entry's partial file), by the process or here."""
         return self._path
+
+    def bind(self, entry: str) -> None:
+        """The cache's entry `entry` for a process started without one (start_process): its package's path
+        goes to the process first."""
+        self._entry, self._path = entry, part_cache.partial_path(entry, self._converter.suffix)
+        self._head = [self._path.encode() + b"\n"]
 
     def converts_here(self, here) -> None:
         """`here` converts the part in this process where the converter process is missing or fails."""
@@ -79,8 +92,8 @@ class PendingPackage:
         thread, so that this one goes on at once; only the thread keeps them. Nothing where no process runs."""
         if self._process is None:
             return
-        self._sender = threading.Thread(target=tell, args=(self._process, *chunks), name="autograph-converter-sender",
-                                        daemon=True)
+        self._sender = threading.Thread(target=tell, args=(self._process, *self._head, *chunks),
+                                        name="autograph-converter-sender", daemon=True)
         self._sender.start()
 
     def result(self) -> bytes:
@@ -149,24 +162,53 @@ def converter_command(script: str, folder: str, path: str) -> List[str]:
     return [python, "-c", _RUN_FILE, script, folder, path]
 
 
-def start_process(converter: Converter, entry: str) -> PendingPackage:
+def start_process(converter: Converter, entry: Optional[str]) -> PendingPackage:
     """The converter's process started for the cache's entry `entry` (it imports its compiler while this
     one exports the part; it writes the package at the entry's partial path), with its folder, or a
     PendingPackage with no process where it cannot start (converted here then). One thread for its own
-    torch ops: the other cores are this process's compiles'."""
-    path = part_cache.partial_path(entry, converter.suffix)
+    torch ops: the other cores are this process's compiles'. `entry` None (an early converter's): the
+    process starts without its path, which bind() gives it."""
+    if entry is None and not converter.early:
+        raise ValueError(f"{converter.name}'s converter cannot start before its part is known")
+    path = part_cache.partial_path(entry, converter.suffix) if entry is not None else ""
     folder = tempfile.TemporaryDirectory(prefix=f"autograph-{converter.suffix.strip('.')}-")
     process = None
     try:
         env = dict(os.environ, OMP_NUM_THREADS="1", **converter.env, **{PARENT_ENV: str(os.getpid())})
         with open(os.path.join(folder.name, "stderr.txt"), "wb") as stderr:
             # A session of its own: closing it kills what it started too (OpenVINO's telemetry forks).
-            process = subprocess.Popen(converter_command(converter.script, folder.name, path), env=env,
+            process = subprocess.Popen(converter_command(converter.script, folder.name, path or PATH_ON_STDIN), env=env,
                                        cwd=folder.name, start_new_session=True,
                                        stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=stderr)
     except OSError as e:  # no interpreter to run: converted here
         logger.info("autograph: %s's converter process did not start (%s); converting here", converter.name, e)
-    return PendingPackage(converter, path, process=process, folder=folder, entry=entry)
+    return PendingPackage(converter, path, process=process, folder=folder, entry=entry or "")
+
+
+class Spare:
+    """An early converter's process (Converter.early) started before its first part is known, so that it
+    imports its compiler (NNCF takes seconds) while this one works: take() hands it the first part's
+    entry, once; close() stops it where nobody took it."""
+
+    def __init__(self, converter: Converter):
+        self._pending: Optional[PendingPackage] = start_process(converter, None)
+
+    def take(self, entry: str) -> Optional[PendingPackage]:
+        """The spare process bound to `entry` (PendingPackage.bind), or None where it was taken, closed, never
+        started or has ended (the caller starts a process of its own)."""
+        pending, self._pending = self._pending, None
+        if pending is None:
+            return None
+        if pending._process is None or pending._process.poll() is not None:
+            pending.close()
+            return None
+        pending.bind(entry)
+        return pending
+
+    def close(self) -> None:
+        if self._pending is not None:
+            self._pending.close()
+            self._pending = None
 
 
 def kill_group(process: subprocess.Popen) -> None:
@@ -234,5 +276,5 @@ def exporter_imported() -> None:
                 importlib.import_module(module)
 
 
-__all__ = ["Converter", "PendingPackage", "check_package", "converter_command", "exporter_imported",
+__all__ = ["PATH_ON_STDIN", "Converter", "PendingPackage", "Spare", "check_package", "converter_command", "exporter_imported",
            "interrupts_held", "kill_group", "start_process", "tell"]

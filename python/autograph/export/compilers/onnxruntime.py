@@ -34,7 +34,7 @@ from . import onnx_profile
 from . import onnxruntime_convert as _convert
 from . import onnxruntime_quantize
 from .converter_process import Converter, PendingPackage
-from .quantized_part import aim_of, in_turn, start_quantized_package
+from .quantized_part import aim_of, in_turn, start_quantized_package, warm
 
 PART_OP = "autograph::run_onnxruntime_part"
 FORMAT = "autograph-onnxruntime-part"
@@ -126,7 +126,7 @@ def int8_missing() -> Optional[str]:
 def quantizer() -> Converter:
     """ONNX Runtime's quantizing process (onnxruntime_quantize.py), its packages ONNX Runtime's."""
     return Converter("ONNX Runtime quantizer", onnxruntime_quantize.__file__, _convert.MAGIC, _SUFFIX,
-                     QUANTIZE_TIMEOUT_S, sized=False)
+                     QUANTIZE_TIMEOUT_S, sized=False, early=True)
 
 
 def start_quantized(builder: PartBuilder, made: CompiledPart, part: Sequence[int],
@@ -244,9 +244,10 @@ class OnnxRuntimeCompiler:
         return None  # its compiles run before the search, in a process of their own (CPU only)
 
     def before_search(self, builder: PartBuilder, graph: Dict[str, Any], settings: Settings) -> Dict[str, Any]:
+        if settings.precision == "int8" and int8_missing() is None:
+            warm(builder, quantizer())  # its quantizer imported while the float32 package it quantizes is made
         try:
-            return {"whole_onnxruntime": start(builder, every_node(graph),
-                                               "whole_onnxruntime part 1/1", alone=True)}
+            return {"whole_onnxruntime": start(builder, every_node(graph), "whole_onnxruntime part 1/1", alone=True)}
         except Exception as e:  # noqa: BLE001 - the candidate is dropped and the report says why
             return {"whole_onnxruntime": e}
 

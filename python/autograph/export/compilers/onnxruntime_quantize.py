@@ -3,7 +3,9 @@ process of its own that runs this file with the arguments FOLDER PATH (converter
 float32 package, the settings and the inputs from its stdin (quantize_request.py), prepares the model as
 ONNX Runtime's quantization guide asks (quant_pre_process: shapes inferred, the graph optimized; the model
 as it is where that fails), quantizes it on the calibration inputs (RECIPE: QDQ format, weights INT8 per
-channel, activations UINT8, min-max ranges) and writes the package at PATH. Where its quantizer fails on
+channel, activations UINT8, min-max ranges) and writes the package at PATH. With PATH "-"
+(converter_process.Spare: started before its part is known) it imports its quantizer first, then reads the
+path from its stdin's first line. Where its quantizer fails on
 the model with that recipe, the first quantization settles another (_settle: without its bias adjustment,
 then one scale per weight tensor).
 
@@ -48,8 +50,17 @@ def _beside(name: str) -> Dict[str, Any]:
 def main(folder: str, path: str) -> int:
     import warnings
     warnings.simplefilter("ignore")
+    # First: a process started before its part is known imports them meanwhile.
+    from onnxruntime.quantization import CalibrationDataReader, CalibrationMethod, QuantFormat, QuantType, quantize_static
+    from onnxruntime.quantization.shape_inference import quant_pre_process
+    try:  # what quant_pre_process imports at its first call (torch among them: seconds)
+        from onnxruntime.tools.symbolic_shape_infer import SymbolicShapeInference  # noqa: F401
+    except ImportError:
+        pass
+    if path == "-":
+        path = sys.stdin.buffer.readline().decode().rstrip("\n")
     read = _beside("quantize_request")["read"](sys.stdin.buffer.read())
-    if read is None:
+    if read is None or not path:
         print("the package was cut short", file=sys.stderr)
         return 1
     package, settings, judged, calls = read
@@ -58,8 +69,6 @@ def main(folder: str, path: str) -> int:
     if not package.startswith(magic):
         print("not an autograph ONNX Runtime package", file=sys.stderr)
         return 1
-    from onnxruntime.quantization import CalibrationDataReader, CalibrationMethod, QuantFormat, QuantType, quantize_static
-    from onnxruntime.quantization.shape_inference import quant_pre_process
     model = os.path.join(folder, "model.onnx")
     with open(model, "wb") as f:
         f.write(package[len(magic):])

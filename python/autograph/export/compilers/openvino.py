@@ -33,7 +33,7 @@ from . import openvino_convert as _openvino_convert
 from . import openvino_quantize
 from . import openvino_revert
 from .converter_process import Converter, PendingPackage
-from .quantized_part import aim_of, in_turn, start_quantized_package, whole
+from .quantized_part import aim_of, in_turn, start_quantized_package, warm, whole
 
 _SUFFIX = ".ovpart"
 # How long the converter process may take: a hung one must not hang optimize (the candidate is then
@@ -216,7 +216,7 @@ def int8_missing() -> Optional[str]:
 def quantizer() -> Converter:
     """NNCF's quantizing process (openvino_quantize.py), its packages OpenVINO's."""
     return Converter("NNCF", openvino_quantize.__file__, _openvino_convert.MAGIC, _SUFFIX, QUANTIZE_TIMEOUT_S,
-                     env={"AUTOGRAPH_NNCF_DIR": nncf_dir()})
+                     env={"AUTOGRAPH_NNCF_DIR": nncf_dir()}, early=True)
 
 
 def start_quantized(builder: PartBuilder, made: CompiledPart, part: Sequence[int],
@@ -348,6 +348,8 @@ class OpenVinoCompiler:
         return None  # its compiles run before the search, in a process of their own (CPU only)
 
     def before_search(self, builder: PartBuilder, graph: Dict[str, Any], settings: Settings) -> Dict[str, Any]:
+        if settings.precision == "int8" and int8_missing() is None:
+            warm(builder, quantizer())  # NNCF imported while the float32 package it quantizes is made
         # The conversion in its process of its own: the longest step of an optimize on CPU (bert_base's).
         try:
             return {"whole_openvino": start(builder, every_node(graph), "whole_openvino part 1/1")}

@@ -2,7 +2,8 @@
 its own that runs this file with the arguments FOLDER PATH (converter_process): it reads the float32
 package, the settings and the inputs from its stdin (quantize_request.py), quantizes the model on the
 calibration inputs (activations and weights of the convolutions and matmuls to INT8, the
-rest float32) and writes the package at PATH.
+rest float32) and writes the package at PATH. With PATH "-" (converter_process.Spare: started before its part
+is known) it imports NNCF first, then reads the path from its stdin's first line.
 
 NNCF's model types (settings["model_types"], None: as any model; "TRANSFORMER": its softmax and
 normalizations patterns, fewer operations in INT8) are tried in turn. Without an aim, by the most accurate
@@ -92,15 +93,17 @@ def main(folder: str, path: str) -> int:
     where = os.environ.get("AUTOGRAPH_NNCF_DIR", "")
     if where:
         sys.path.append(where)  # after autograph's environment: its numpy and OpenVINO stay the ones used
+    import nncf  # first: a process started before its part is known imports it meanwhile
+    import openvino as ov
+    if path == "-":
+        path = sys.stdin.buffer.readline().decode().rstrip("\n")
     read = _beside("quantize_request")["read"](sys.stdin.buffer.read())
-    if read is None:
+    if read is None or not path:
         print("the package was cut short", file=sys.stderr)
         return 1
     package, settings, judged, calls = read
     convert = _beside("openvino_convert")
     xml, weights = convert["read_package"](package)
-    import nncf
-    import openvino as ov
     model = ov.Core().read_model(model=xml, weights=ov.Tensor(weights))
     kinds = [{"model_type": getattr(nncf.ModelType, t)} if t else {} for t in settings["model_types"]]
     fast = _layers(model) > RANKED_AT_MOST  # each layer's bias corrected on its own (above RANKED_AT_MOST)

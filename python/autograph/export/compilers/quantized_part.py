@@ -1,7 +1,10 @@
 """A part's float32 package quantized to INT8 by a quantizing process (OpenVINO's by NNCF,
 openvino_quantize.py; ONNX Runtime's by its static quantization, onnxruntime_quantize.py): the part's
 inputs at each calibration input sent to it (quantize_request.py), the package cached on disk like any
-other, keyed by the float32 package, the inputs, the quantizer's configuration and the request's settings."""
+other, keyed by the float32 package, the inputs, the quantizer's configuration and the request's settings.
+A quantizer's process may be started at the optimize's start (warm), so that it imports its libraries while
+the float32 package is made; the first part it quantizes takes it, and the contest stops it before any
+timing where nobody did (PartBuilder.before_timing)."""
 import hashlib
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, TypeVar
 
@@ -21,6 +24,38 @@ T = TypeVar("T")
 # How many quantizing processes run at once where several parts are quantized (a lowering by parts
 # quantizes every part first): each spends seconds importing its libraries on one core before it computes.
 AT_ONCE = 2
+
+
+class _Spares:
+    """The quantizers' processes started early for one optimize (converter_process.Spare), by quantizer
+    name: each taken by the first part its quantizer quantizes, stopped before the contest times anything
+    where nobody took it, and with the builder."""
+
+    def __init__(self):
+        self.by_name: Dict[str, converter_process.Spare] = {}
+
+    def before_timing(self) -> None:
+        self.close()
+
+    def close(self) -> None:
+        for spare in self.by_name.values():
+            spare.close()
+        self.by_name = {}
+
+
+def warm(builder: PartBuilder, quantizer: Converter) -> None:
+    """Starts `quantizer`'s process for the builder's first part it quantizes, before that part is known."""
+    spares = builder.state("quantizer spares", _Spares)
+    if quantizer.name not in spares.by_name:
+        spares.by_name[quantizer.name] = converter_process.Spare(quantizer)
+
+
+def _process(builder: PartBuilder, quantizer: Converter, entry: str) -> converter_process.PendingPackage:
+    """`quantizer`'s process for the cache's entry `entry`: the builder's spare where one waits (warm), else
+    one started now."""
+    spare = builder.state("quantizer spares", _Spares).by_name.pop(quantizer.name, None)
+    taken = spare.take(entry) if spare is not None else None
+    return taken if taken is not None else converter_process.start_process(quantizer, entry)
 
 
 def whole(builder: PartBuilder, part: Sequence[int]) -> bool:
@@ -61,7 +96,7 @@ def start_quantized_package(quantizer: Converter, kind: str, builder: PartBuilde
     if package is not None:
         return lambda: package
     builder.progress(f"quantizing {label} to int8 with {quantizer.name}")
-    pending = converter_process.start_process(quantizer, entry)
+    pending = _process(builder, quantizer, entry)
     builder.keep_until_close(pending)
     if pending._process is None:  # the quantizers run in a process of their own only
         pending.close()
@@ -107,4 +142,4 @@ def _arrays(calls: Sequence[Sequence[torch.Tensor]]) -> List[List[Any]]:
     return [[t.detach().cpu().contiguous().numpy() for t in call] for call in calls]
 
 
-__all__ = ["AT_ONCE", "aim_of", "in_turn", "start_quantized_package", "whole"]
+__all__ = ["AT_ONCE", "aim_of", "in_turn", "start_quantized_package", "warm", "whole"]

@@ -48,6 +48,14 @@ class PartBuilder:
             self._states[owner] = make()
         return self._states[owner]
 
+    def before_timing(self) -> None:
+        """Stops what the compilers' states keep running in case it is needed (each state's before_timing:
+        a quantizer's process started early), before candidates are timed: it would take the cores the
+        timings measure."""
+        for state in self._states.values():
+            if hasattr(state, "before_timing"):
+                state.before_timing()
+
     def keep_until_close(self, pending: Any) -> None:
         """`pending` (a compile under way elsewhere, with a close()) is closed with the builder: nothing is
         left running after an optimize."""
