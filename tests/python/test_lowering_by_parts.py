@@ -1,7 +1,8 @@
 """Lowering part by part (export/lowering.py): where the whole graph in bf16 misses option tolerance,
 the graph is cut into parts of about equal FLOPs at narrow places, and each part is kept in bf16 only
 where the whole program still meets the tolerance; a part that misses it stays fp32 and the report says
-so, part by part, with the error measured when it was tried.
+so, part by part, with the error measured when it was tried. A part is tried in a precision only where the
+compiler's profiles of its whole graphs say it runs faster there than in float32.
 
 Tolerances: the model's second block adds 1024 to its input before a 1x1 convolution and subtracts the
 constant back: bfloat16 rounds 1024 + x to steps of 8, losing x (of order 1) entirely, an error of the
@@ -17,11 +18,14 @@ import torch
 import autograph
 from autograph.settings import Settings
 from autograph._library import openvino_missing
+from autograph.export.calibration import INT8_CALIBRATION_INPUTS
+from autograph.export.compilers.openvino import int8_missing
 from cpu_features import needs_bf16_cpu
 from autograph.export import lowering
 from stand_in_timing import unprofiled
 
 needs_openvino = pytest.mark.skipif(openvino_missing() is not None, reason=f"no OpenVINO parts: {openvino_missing()}")
+needs_int8 = pytest.mark.skipif(int8_missing() is not None, reason=f"no int8 parts: {int8_missing()}")
 
 
 def _chain(flops, reads):
@@ -349,3 +353,52 @@ def test_no_part_is_lowered_where_another_way_of_the_same_compiler_met_the_toler
     contest.skipped = {}
     assert contest._lowered_by_parts({missed.name: missed, met.name: met}) == {}
     assert contest.skipped == {"parts_stand_in_int8": "another way of lowering met the tolerance"}
+
+
+class _LongKernel(torch.nn.Module):
+    """A strided convolution with a long kernel (a filter bank over a raw signal, as audio front ends have),
+    then a chain of ordinary convolutions: parts whose INT8 kernels differ in what they gain."""
+
+    def __init__(self):
+        super().__init__()
+        self.front = torch.nn.Conv1d(1, 32, 512, stride=32, padding=256)
+        self.body = torch.nn.Sequential(*[m for _ in range(6) for m in (torch.nn.Conv1d(32, 32, 5, padding=2),
+                                                                         torch.nn.ReLU())])
+
+    def forward(self, x):
+        return self.body(self.front(x).abs())
+
+
+@needs_int8
+def test_openvinos_int8_parts_are_tried_where_its_profiles_say_they_run_faster_than_float32(monkeypatch):
+    # The whole graph in INT8 misses the bound (0.1% of the outputs' scale; INT8 rounds about 1%): the graph is
+    # lowered part by part. Each part's time in INT8 and in float32 is read off OpenVINO's profiles of its two
+    # whole graphs, scaled to their measured times; a part is tried in INT8 only where it is estimated faster.
+    monkeypatch.setattr(lowering, "PARTS", 4)
+    torch.manual_seed(0)
+    model, x = _LongKernel().eval(), torch.randn(1, 1, 8192)
+    calibration = [(torch.randn(1, 1, 8192),) for _ in range(INT8_CALIBRATION_INPUTS)]
+
+
+    def drop(outputs, references):  # a user's function: NNCF's quantization is not aimed at it
+        return -max(((o[0] - r[0]).abs().max() / r[0].abs().max()).item() for o, r in zip(outputs, references))
+    _, report = autograph.optimize(torch.export.export(model, (x,)), method="sequential", precision="int8",
+                                   accuracy=drop, tolerance=1e-3, calibration=calibration, inductor=False,
+                                   onnxruntime=False)
+    contest = report["inductor"]
+    assert contest["dropped"]["whole_openvino_int8"]["why"] == "beyond tolerance", contest["dropped"]
+    entry = contest["candidates"].get("parts_openvino_int8") or contest["dropped"]["parts_openvino_int8"]
+    ladder = entry["ladder"]["int8"]
+    assert ladder["by_part"] and "profile" not in ladder, ladder  # its profiles led back to the graph's nodes
+    if entry.get("why") == "not faster":  # a CPU whose INT8 kernels gain too little on these parts: none tried
+        estimates = entry["parts_ms"]
+        saving = sum(max(0.0, p["fp32"] - p["int8"]) for p in estimates)
+        assert saving < lowering.MIN_SAVING * sum(p["fp32"] for p in estimates), entry
+    else:
+        estimates = [part["ms"] for part in entry["parts_precision"]]
+        for part in entry["parts_precision"]:
+            assert ("not_tried" in part) == (part["ms"]["int8"] >= part["ms"]["fp32"]), part
+            assert ("not_tried" in part) <= (part["precision"] == "fp32")
+    assert len(estimates) >= 2 and all(p["int8"] >= 0 and p["fp32"] >= 0 for p in estimates)
+    # The estimates share out the float32 whole graph's measured time (a little goes to nodes no part holds).
+    assert 0.8 * ladder["fp32_ms"] <= sum(p["fp32"] for p in estimates) <= 1.001 * ladder["fp32_ms"]

@@ -97,12 +97,25 @@ def test_the_calibration_inputs_of_several_parts_are_read_in_one_run_of_the_grap
 def test_an_int8_candidate_within_the_accuracy_asked_is_kept_and_reloads_in_a_fresh_process(classifier, monkeypatch,
                                                                                           tmp_path, fresh_python,
                                                                                           offers_bf16):
+    from autograph.export.compilers.converter_process import Spare
     model, x, calibration, ep = classifier
     _timed(monkeypatch, {"whole_openvino_int8": 0.5, "whole_openvino_bf16": 1.0})
+    monkeypatch.setenv("AUTOGRAPH_CACHE_DIR", str(tmp_path / "cache"))  # nothing quantized before: each quantizer runs
+    taken, take = [], Spare.take  # which quantizers' processes started with the optimize got its first part
+
+    def recorded(self, entry):
+        name = self._pending._converter.name if self._pending is not None else None
+        pending = take(self, entry)
+        taken.append((name, pending is not None))
+        return pending
+    monkeypatch.setattr(Spare, "take", recorded)
     optimized, report = autograph.optimize(ep, method="sequential", precision="int8", accuracy="top1", tolerance=0.0,
                                            calibration=calibration)
     contest = report["inductor"]
     assert contest["kept"] == "whole_openvino_int8", contest
+    assert ("NNCF", True) in taken, taken  # quantized by the process started with the optimize
+    if onnxruntime_int8_missing() is None:
+        assert ("ONNX Runtime quantizer", True) in taken, taken
     assert "whole_openvino_bf16" in contest["candidates"]  # bf16's candidates compete beside
     precision = report["precision"]
     assert precision["kept"] == "int8" and precision["judged"] == [0.0] * (1 + len(calibration))
@@ -540,52 +553,3 @@ def test_openvinos_int8_parts_are_its_whole_graph_with_the_parts_beyond_the_boun
         got, want = optimized.module()(x), model(x)
     assert 0 < ((got - want).abs().max() / want.abs().max()).item() <= 0.2
 
-
-class _LongKernel(torch.nn.Module):
-    """A strided convolution with a long kernel (a filter bank over a raw signal, as audio front ends have),
-    then a chain of ordinary convolutions: parts whose INT8 kernels differ in what they gain."""
-
-    def __init__(self):
-        super().__init__()
-        self.front = torch.nn.Conv1d(1, 32, 512, stride=32, padding=256)
-        self.body = torch.nn.Sequential(*[m for _ in range(6) for m in (torch.nn.Conv1d(32, 32, 5, padding=2),
-                                                                         torch.nn.ReLU())])
-
-    def forward(self, x):
-        return self.body(self.front(x).abs())
-
-
-@needs_int8
-def test_openvinos_int8_parts_are_tried_where_its_profiles_say_they_run_faster_than_float32(monkeypatch):
-    from autograph.export import lowering
-    # The whole graph in INT8 misses the bound (0.1% of the outputs' scale; INT8 rounds about 1%): the graph is
-    # lowered part by part. Each part's time in INT8 and in float32 is read off OpenVINO's profiles of its two
-    # whole graphs, scaled to their measured times; a part is tried in INT8 only where it is estimated faster.
-    monkeypatch.setattr(lowering, "PARTS", 4)
-    torch.manual_seed(0)
-    model, x = _LongKernel().eval(), torch.randn(1, 1, 8192)
-    calibration = [(torch.randn(1, 1, 8192),) for _ in range(INT8_CALIBRATION_INPUTS)]
-
-
-    def drop(outputs, references):  # a user's function: NNCF's quantization is not aimed at it
-        return -max(((o[0] - r[0]).abs().max() / r[0].abs().max()).item() for o, r in zip(outputs, references))
-    _, report = autograph.optimize(torch.export.export(model, (x,)), method="sequential", precision="int8",
-                                   accuracy=drop, tolerance=1e-3, calibration=calibration, inductor=False,
-                                   onnxruntime=False)
-    contest = report["inductor"]
-    assert contest["dropped"]["whole_openvino_int8"]["why"] == "beyond tolerance", contest["dropped"]
-    entry = contest["candidates"].get("parts_openvino_int8") or contest["dropped"]["parts_openvino_int8"]
-    ladder = entry["ladder"]["int8"]
-    assert ladder["by_part"] and "profile" not in ladder, ladder  # its profiles led back to the graph's nodes
-    if entry.get("why") == "not faster":  # a CPU whose INT8 kernels gain too little on these parts: none tried
-        estimates = entry["parts_ms"]
-        saving = sum(max(0.0, p["fp32"] - p["int8"]) for p in estimates)
-        assert saving < lowering.MIN_SAVING * sum(p["fp32"] for p in estimates), entry
-    else:
-        estimates = [part["ms"] for part in entry["parts_precision"]]
-        for part in entry["parts_precision"]:
-            assert ("not_tried" in part) == (part["ms"]["int8"] >= part["ms"]["fp32"]), part
-            assert ("not_tried" in part) <= (part["precision"] == "fp32")
-    assert len(estimates) >= 2 and all(p["int8"] >= 0 and p["fp32"] >= 0 for p in estimates)
-    # The estimates share out the float32 whole graph's measured time (a little goes to nodes no part holds).
-    assert 0.8 * ladder["fp32_ms"] <= sum(p["fp32"] for p in estimates) <= 1.001 * ladder["fp32_ms"]

@@ -2,7 +2,8 @@
 it imports its libraries while the optimize makes the float32 package it will quantize, the first part
 its quantizer quantizes takes it, and one nobody took is stopped before the contest times anything and
 with the optimize. A stand-in converter (a script that reads its package's path from its stdin, as the
-quantizers do where started early) stands for the quantizers in all but the last test."""
+quantizers do where started early) stands for the quantizers; test_precision_int8.py checks that an int8
+optimize hands each quantizer's first part to the process started with it."""
 import os
 import time
 import types
@@ -10,14 +11,9 @@ import types
 import pytest
 import torch
 
-import autograph
 from autograph.export import cache as part_cache
-from autograph.export.calibration import INT8_CALIBRATION_INPUTS
 from autograph.export.compilers import converter_process, quantized_part
 from autograph.export.compilers.converter_process import Converter, Spare
-from autograph.export.compilers.onnxruntime import int8_missing as onnxruntime_int8_missing
-from autograph.export.compilers.openvino import int8_missing
-from precision_models import Classifier
 
 _STAND_IN = """import os, sys
 folder, path = sys.argv[1], sys.argv[2]
@@ -93,26 +89,3 @@ def test_a_converter_that_needs_its_path_at_start_cannot_be_a_spare(stand_in):
     with pytest.raises(ValueError, match="cannot start before its part is known"):
         Spare(stand_in)
 
-
-@pytest.mark.skipif(int8_missing() is not None, reason=f"no int8 parts: {int8_missing()}")
-def test_an_int8_optimize_hands_its_first_quantization_to_the_process_started_early(tmp_path, monkeypatch):
-    monkeypatch.setenv("AUTOGRAPH_CACHE_DIR", str(tmp_path))  # nothing quantized before: each quantizer runs
-    taken = []
-    take = Spare.take
-
-    def recorded(self, entry):
-        name = self._pending._converter.name if self._pending is not None else None
-        pending = take(self, entry)
-        taken.append((name, pending is not None))
-        return pending
-    monkeypatch.setattr(Spare, "take", recorded)
-    torch.manual_seed(0)
-    model, x = Classifier().eval(), torch.randn(4, 32)
-    calibration = [(torch.randn(4, 32),) for _ in range(INT8_CALIBRATION_INPUTS)]
-    _, report = autograph.optimize(torch.export.export(model, (x,)), method="sequential", precision="int8",
-                                   accuracy="top1", tolerance=0.0, calibration=calibration, inductor=False)
-    assert ("NNCF", True) in taken, taken
-    if onnxruntime_int8_missing() is None:
-        assert ("ONNX Runtime quantizer", True) in taken, taken
-    contest = report["inductor"]
-    assert "whole_openvino_int8" in contest["candidates"], contest  # quantized by the spare, and within the bound
