@@ -93,8 +93,7 @@ def _lowered(made: "_Parts | _Reverted", steps: List[str], settings: Settings, j
         if saving is not None and saving < MIN_SAVING * sum(part_ms["fp32"]):
             out.drop("not faster", f"by {made.compiler.name}'s profiles of its whole graphs, the parts that ran "
                      f"faster below float32 would save {saving:.3g} ms of {sum(part_ms['fp32']):.4g}, less than "
-                     f"{MIN_SAVING:.0%}", parts_ms=[{s: round(ms[k], 4) for s, ms in part_ms.items()}
-                                                    for k in range(len(parts))])
+                     f"{MIN_SAVING:.0%}", parts_ms=[_estimates(part_ms, k) for k in range(len(parts))])
             return out
         precisions, listed = _lowered_one_by_one(made, parts, steps, replaced(settings, method="sequential"), judge,
                                                  part_ms)
@@ -221,7 +220,7 @@ def _lowered_one_by_one(made: "_Parts | _Reverted", parts: List[List[int]], step
                                     for k, part in enumerate(parts)]
     for k, entry in enumerate(listed):
         if part_ms:
-            entry["ms"] = {s: round(ms[k], 4) for s, ms in part_ms.items()}
+            entry["ms"] = _estimates(part_ms, k)
         if not allowed[k]:
             entry["not_tried"] = "estimated no faster below float32 than in it"
     for k in sorted(range(len(parts)), key=lambda k: -costs[k]):
@@ -242,9 +241,13 @@ def _lowered_one_by_one(made: "_Parts | _Reverted", parts: List[List[int]], step
 
 def _allowed(steps: List[str], part_ms: Dict[str, List[float]], count: int) -> List[List[str]]:
     """The precisions of `steps` each of `count` parts is tried in: those `part_ms` (each part's estimated
-    ms by precision, float32's among them; or empty) does not say run it no faster than float32."""
-    return [[s for s in steps if s not in part_ms or "fp32" not in part_ms or part_ms[s][k] < part_ms["fp32"][k]]
-            for k in range(count)]
+    ms by precision, float32's among them, or empty) does not say run it no faster than float32."""
+    return [[s for s in steps if s not in part_ms or part_ms[s][k] < part_ms["fp32"][k]] for k in range(count)]
+
+
+def _estimates(part_ms: Dict[str, List[float]], k: int) -> Dict[str, float]:
+    """Part `k`'s estimated ms by precision, as the report gives them."""
+    return {s: round(ms[k], 4) for s, ms in part_ms.items()}
 
 
 def _saving(steps: List[str], part_ms: Dict[str, List[float]]) -> Optional[float]:
