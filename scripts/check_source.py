@@ -66,6 +66,7 @@ LAYERS = [
     "export.compilers.inductor",         # parts compiled by Inductor (AOTInductor packages)
     "export.compilers.quantize_request", # what a quantizing process reads on its stdin (no autograph imports)
     "export.compilers.quantize_aim",     # a quantizing process's loss by the built-in measure (no autograph imports)
+    "export.compilers.qdq_in_float",     # a QDQ model with chosen operations turned back to float32 (no autograph imports)
     "export.compilers.quantized_part",   # a part's package quantized to INT8 by a quantizing process
     "export.compilers.openvino_convert", # a part to an OpenVINO package, in or out of process
     "export.compilers.openvino_quantize", # a part's OpenVINO package quantized to INT8 by NNCF, out of process

@@ -12,16 +12,19 @@ then one scale per weight tensor).
 With an aim (a built-in measure, its bound and autograph's library, which computes it: quantize_aim), where
 the quantized model's outputs on the judged inputs (the example's and the calibration inputs) miss the bound
 of the float32 model's, its quantized operations are kept float32 one at a time (nodes_to_exclude), those
-whose INT8 costs the measure most first (each ranked by quantizing the model with it alone kept float32; one
-that alone brings the model within the bound ends the ranking), until they are within it: as NNCF's accuracy
-control does for OpenVINO's packages, on a model of at most RANKED_AT_MOST such operations. The ranges are calibrated once (ONNX Runtime's calibration cache) for every try.
+whose INT8 costs the measure most first (each ranked by the model with it alone in float32, read off the
+quantized model with its quantization turned back, qdq_in_float, rather than quantized again; one that alone
+brings the model within the bound ends the ranking), until they are within it: as NNCF's accuracy control
+does for OpenVINO's packages, on a model of at most RANKED_AT_MOST such operations. A try estimated within
+the bound is quantized (nodes_to_exclude) and judged before it is kept. The ranges are calibrated once (ONNX
+Runtime's calibration cache) for every try.
 Its faults (a crash, a hang, a model it cannot quantize) stay here. It imports nothing of autograph, and
 torch only with an aim (for autograph's library)."""
 import os
 import runpy
 import sys
 import time
-from typing import Any, Callable, Dict, List, Sequence
+from typing import Any, Callable, Dict, List, Sequence, Tuple
 
 # What ONNX Runtime recommends for x86 CPUs (VNNI: unsigned activations, signed weights).
 RECIPE = {"format": "QDQ", "per_channel": True, "activations": "QUInt8", "weights": "QInt8", "ranges": "MinMax"}
@@ -133,7 +136,7 @@ def _settle(recipe: Dict[str, Any], run: Callable[[], None], check: Callable[[],
     recipe["settled"] = True
 
 
-def _session(model: str):
+def _session(model):  # a path, or the model's bytes
     import onnxruntime as ort
     return ort.InferenceSession(model, providers=["CPUExecutionProvider"])
 
@@ -144,41 +147,71 @@ def _aimed(prepared: str, quantize: Callable[[Sequence[str]], str], feeds: List[
     `feeds` are within the aim's bound of `prepared`'s (float32): the quantized operations (less MOVES) ranked
     by how far the model with each alone float32 is from them (one within the bound is the answer), then
     kept float32 in that order (at most RESTORED_AT_MOST; on a model of at most RANKED_AT_MOST of them; no try
-    started after AIMED_FOR_AT_MOST_S). Where none is within the bound, the last try stays: the contest drops
-    it."""
+    started after AIMED_FOR_AT_MOST_S). The ranking and the estimates of each try read the quantized model
+    with those operations turned back (qdq_in_float: no quantization per try; an activation folded into its
+    producer is ranked with it); a try estimated within the bound is quantized and judged to be kept. Where
+    none is within the bound, the last try stays: the contest drops it."""
     import onnx
     from onnxruntime.quantization.registry import QDQRegistry, QLinearOpsRegistry
     loss_of = _beside("quantize_aim")["loss_by"](aim)
     reference = _session(prepared)
     want = [reference.run(None, feed) for feed in feeds]
+    at_path: Dict[str, Any] = {}  # the model at quantize's path: "path", and its operations in float32
+
+    def judged(session) -> float:
+        return loss_of([session.run(None, feed) for feed in feeds], want)
 
     def loss(in_float: Sequence[str]) -> float:
-        session = _session(quantize(in_float))
-        return loss_of([session.run(None, feed) for feed in feeds], want)
+        at_path.update(path=quantize(in_float), in_float=list(in_float))
+        return judged(_session(at_path["path"]))
 
     if loss([]) <= aim["bound"]:
         return
+    original = onnx.load(prepared)
     quantized = (set(QDQRegistry) | set(QLinearOpsRegistry)) - set(MOVES)
-    ops = [n.name for n in onnx.load(prepared, load_external_data=False).graph.node if n.op_type in quantized and n.name]
+    ops = [n.name for n in original.graph.node if n.op_type in quantized and n.name]
     if len(ops) > RANKED_AT_MOST:
         print(f"nothing kept float32: {len(ops)} operations to rank, more than {RANKED_AT_MOST}", file=sys.stderr)
         return  # quantize([])'s model is at its path
+    stand_in = _stand_in(at_path["path"], original)
+
+    def estimate(in_float: Sequence[str]) -> Tuple[float, bool]:
+        """The loss with `in_float` in float32, read off the stand-in (False) or quantized (True)."""
+        data = None if stand_in is None else stand_in.model(in_float)
+        return (loss(in_float), True) if data is None else (judged(_session(data)), False)
+
+    def met(in_float: Sequence[str], value: float, exact: bool) -> bool:  # an estimate within is quantized
+        return value <= aim["bound"] and (exact or loss(in_float) <= aim["bound"])
+
     ends = time.monotonic() + AIMED_FOR_AT_MOST_S
     losses: Dict[str, float] = {}
-    for op in ops:
+    for op in [op for op in ops if stand_in is None or stand_in.covers(op)]:
         if time.monotonic() > ends:
             print(f"ranked {len(losses)} of {len(ops)} operations in {AIMED_FOR_AT_MOST_S:.0f} s", file=sys.stderr)
             break
-        losses[op] = loss([op])
-        if losses[op] <= aim["bound"]:
+        losses[op], exact = estimate([op])
+        if met([op], losses[op], exact):
             return
     in_float: List[str] = []
     for op in sorted(losses, key=losses.get)[:RESTORED_AT_MOST]:
         if time.monotonic() > ends:
             break
         in_float.append(op)
-        if loss(in_float) <= aim["bound"]:
+        if met(in_float, *estimate(in_float)):
             return
+    if at_path["in_float"] != in_float:
+        quantize(in_float)  # the last try stays at quantize's path
+
+
+def _stand_in(path: str, original):
+    """The quantized model at `path` (quantized from ModelProto `original`) as qdq_in_float reads it, to turn
+    operations back to float32 without quantizing again; None where it cannot be read (each try quantized)."""
+    import onnx
+    try:
+        return _beside("qdq_in_float")["InFloat"](onnx.load(path), original)
+    except Exception as error:  # noqa: BLE001 - the tries are quantized, as without it
+        print(f"each try quantized: the quantized model could not be read ({error})", file=sys.stderr)
+        return None
 
 
 if __name__ == "__main__":
