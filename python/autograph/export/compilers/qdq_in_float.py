@@ -1,6 +1,6 @@
 """A QDQ model of ONNX Runtime's static quantization with chosen operations computing in float32 again,
 without quantizing anew: onnxruntime_quantize.py ranks its operations with it (the quantizer, run again for
-each with nodes_to_exclude, writes the whole model each time: over twice the cost on a model of large
+each with nodes_to_exclude, writes the whole model each time: the larger cost on a model of large
 weights). A chosen operation reads its activations as they were before their QuantizeLinear, and the
 float32 weights and biases of the model before quantization. Where the quantizer folded an activation into
 its producer (a ReLU whose clipping the QuantizeLinear does: the producer's output carries the activation's
