@@ -96,3 +96,53 @@ def test_turning_back_one_operation_changes_only_what_it_computes_and_leaves_the
     assert _scaled(_run(in_float.model([norm]), x), want) < _scaled(int8, want)
     assert quantized_model.SerializeToString() == before
     assert in_float.model(["no such operation"]) is None
+
+
+def _aimed(quantized, tmp_path, broken_stand_in):
+    """ONNX Runtime's aimed quantization (onnxruntime_quantize._aimed) of the fixture's model at half the
+    least loss of its operations in float32 one at a time (no one alone meets it): (the operations in float32 of each quantization it ran, the loss of the model it left,
+    the bound)."""
+    import os
+    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
+    original, path, x = quantized
+    module = runpy.run_path(str(COMPILERS / "onnxruntime_quantize.py"))
+    if broken_stand_in:  # ONNX Runtime refuses every model the stand-in writes
+        stand_in = module["_stand_in"]
+        module["_aimed"].__globals__["_stand_in"] = lambda *args: type(
+            "Broken", (), {"covers": stand_in(*args).covers, "model": lambda self, ops: b"not a model"})()
+    rng = np.random.default_rng(0)
+    feeds = [{"x": rng.standard_normal((2, 2, 32)).astype(np.float32)} for _ in range(4)]
+    out, quantizations = str(tmp_path / "aimed.onnx"), []
+
+    def quantize(in_float):
+        calls = iter(feeds)
+
+        class Reader(CalibrationDataReader):
+            def get_next(self):
+                return next(calls, None)
+        quantizations.append(list(in_float))
+        quantize_static(original, out, Reader(), quant_format=QuantFormat.QDQ, per_channel=True,
+                        activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8, nodes_to_exclude=list(in_float))
+        return out
+    loss_of = runpy.run_path(str(COMPILERS / "quantize_aim.py"))["loss_by"]({
+        "measure": "max_error", "library": os.environ["AUTOGRAPH_LIBRARY"]})
+    want = [[_run(original, f["x"])] for f in feeds]
+    import onnx
+    ranked = [n.name for n in onnx.load(original).graph.node if n.op_type in ("Conv", "BatchNormalization", "Gemm")]
+    bound = min(loss_of([[_run(quantize([op]), f["x"])] for f in feeds], want) for op in ranked) / 2
+    quantizations.clear()
+    module["_aimed"](original, quantize, feeds, {"measure": "max_error", "bound": bound,
+                                                 "library": os.environ["AUTOGRAPH_LIBRARY"]})
+    return quantizations, loss_of([[_run(out, f["x"])] for f in feeds], want), bound
+
+
+def test_the_aimed_quantization_ranks_on_the_stand_in_and_quantizes_only_what_it_keeps(quantized, tmp_path):
+    # Four operations to rank (the reshape only moves values), none within the bound alone: quantized again
+    # per operation, the aim would quantize at least five times; on the stand-in, the first quantization and
+    # those of the tries estimated within the bound.
+    quantizations, loss, bound = _aimed(quantized, tmp_path, broken_stand_in=False)
+    assert loss <= bound and quantizations[-1]
+    assert len(quantizations) < 5, quantizations
+    # Where ONNX Runtime refuses what the stand-in writes, every try is quantized, to the same end.
+    quantizations, loss, bound = _aimed(quantized, tmp_path, broken_stand_in=True)
+    assert loss <= bound and len(quantizations) >= 5, quantizations
