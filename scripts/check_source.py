@@ -79,6 +79,7 @@ LAYERS = [
     "export.candidates",                 # the candidates beside the plan: compiled parts, cuDNN's fusions
     "export.lowering",                   # lowering part by part where the whole graph misses the tolerance
     "export.mixing",                     # the best compiler for every part: a mix of compilers' parts
+    "export.kept_precision",             # which precision the contest keeps, and the report's word on it
     "export.contest",                    # the contest: checks, times, keeps the fastest
     "export.shapes",                     # plans and graphs for other shapes
     "export.runtime",                    # ExecuteProgram, the fake kernel

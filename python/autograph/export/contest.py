@@ -14,7 +14,8 @@ from .candidate import Candidate, why_of
 from .candidates import (OtherGraph, compile_before_search, compiles_before_search, compiles_beside_search,
                          compiled_candidates, offers_tf32, program_with_parts, tf32_twins)
 from .check import RecordedWarnings, Reference, left_cuda_graph, reference_of, rounded
-from .measure import judged_inputs, measured, name_of
+from .kept_precision import float32_at_a_tie, precision_entry
+from .measure import measured, name_of
 from ..errors import InputError
 from ..settings import Settings
 from .compilers import COMPILERS, Compiler, compiler_on, just_in_time_packager
@@ -145,7 +146,7 @@ def _with_compiled_parts(builder: PartBuilder, graph: Dict[str, Any], program: s
 # be made to win by the search (Contest._searched_if_it_could_win).
 SEARCH_GAIN_BOUND = 1.5
 # Why a candidate that ran right was not kept: it still has its entry among the report's candidates.
-_LOST = ("slower", "not timed", "not packaged")
+_LOST = ("slower", "not timed", "not packaged", "no faster")
 
 
 def _release_rejected(candidates: Dict[str, Candidate], best: str) -> None:
@@ -175,6 +176,7 @@ class Contest:
         self.reference: Optional[Reference] = None
         self.compile_s = 0.0  # spent packaging a winner compiled just in time
         self.timed: Dict[str, float] = {}
+        self._no_faster: Dict[str, str] = {}  # a lowered candidate not kept at a tie with float32, and why
         self.skipped: Dict[str, str] = {}  # work not done, and why
         self.mix: Optional[Dict[str, Any]] = None  # the report's "mix" entry (_mixed), where parts were mixed
 
@@ -200,7 +202,7 @@ class Contest:
             self._mixed(candidates, competing)
             if deferred:
                 deferred = not self._searched_if_it_could_win(competing)
-            best = min(self.timed, key=self.timed.get)
+            best, self._no_faster = float32_at_a_tie(min(self.timed, key=self.timed.get), competing, self.timed)
             if competing[best].package is None:
                 best = self._packaged_winner(best, competing)
         else:  # the finest packaged candidate
@@ -230,7 +232,8 @@ class Contest:
         summary["candidates"][best].update(_how_it_runs(kept.text, kept.report, self.recorded.of(best)))
         summary["dropped"] = {name: c.out for name, c in candidates.items() if not c.competing}
         if self.settings.precision != "fp32":
-            summary["precision"] = self._precision(candidates, best)
+            summary["precision"] = precision_entry(candidates, best, self.settings, len(self.calibration),
+                                                   lambda c: c.competing or c.out["why"] in _LOST, self._no_faster)
         if self.skipped:
             summary["skipped"] = dict(self.skipped)
         if self.mix is not None:
@@ -239,43 +242,11 @@ class Contest:
             summary["warnings"] = self.recorded.listed()
         return summary
 
-    def _precision(self, candidates: Dict[str, Candidate], best: str) -> Dict[str, Any]:
-        """The report's word on option precision, in the shape the TorchScript path's report["precision"]
-        has too: what was asked, the tolerance, what the kept program computes in, its error, the fastest
-        float32 and lowered candidates' times, on how many inputs lowered candidates were judged (the
-        example's and the calibration inputs: the bound is measured there, not promised elsewhere), by
-        which measure, and its value on each of them for the kept program (empty where it computes in
-        float32), why
-        nothing was lowered where nothing was, and the kept program's parts with their precision; beside
-        them the candidates lowered below float32 and those of them that met the tolerance."""
-        lowered = sorted(name for name, c in candidates.items() if c.lowered)
-        met = [name for name in lowered if candidates[name].competing or candidates[name].out["why"] in _LOST]
-        kept = candidates[best]
-
-        def fastest(names: List[str]) -> Optional[float]:
-            times = [candidates[n].entry["median_ms"] for n in names if "median_ms" in candidates[n].entry]
-            return min(times) if times else None
-
-        fp32 = [n for n, c in candidates.items() if not c.lowered and (c.competing or c.out["why"] in _LOST)]
-        parts = [{"operators": p.get("nodes"), "flops": p.get("flops"), "precision": p["precision"],
-                  "error": p.get("error")} for p in kept.entry.get("parts_precision", [])]
-        entry = {"asked": self.settings.precision, "tolerance": self.settings.tolerance,
-                 "accuracy": name_of(self.settings.accuracy), "judged": kept.entry.get("measured", []),
-                 "kept": kept.precision, "error": kept.entry.get("error"), "fp32_ms": fastest(fp32), "lowered_ms": fastest(met),
-                 "calibration_inputs": len(self.calibration),
-                 "judged_inputs": judged_inputs(self.settings.accuracy, len(self.calibration)),
-                 "note": None, "parts": parts, "lowered": lowered, "met": met}
-        asked = self.settings.precision
-        if not any(candidates[name].precision == asked for name in lowered):
-            how = "; ".join(c.lowering() for c in COMPILERS)
-            entry["note"] = (f"no compiler here lowers to {asked} on {self.settings.device} "
-                             f"(every candidate does to tf32 on CUDA; {how}; the plan on ATen's kernels to bf16 and "
-                             "fp16 on CUDA)" + ("" if lowered else ": everything ran in fp32"))
-        return entry
-
     def _lost(self, candidate: Candidate) -> None:
         """Why `candidate`, which ran right, was not kept."""
-        if candidate.name not in self.timed:
+        if candidate.name in self._no_faster:
+            candidate.drop("no faster", self._no_faster[candidate.name], median_ms=candidate.entry["median_ms"])
+        elif candidate.name not in self.timed:
             candidate.drop("not timed", "check_rewrites is off: the finest candidate is kept")
         elif candidate.entry.get("packaged", "yes") != "yes":
             candidate.drop("not packaged", candidate.entry["packaged"])
