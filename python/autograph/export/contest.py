@@ -205,6 +205,7 @@ class Contest:
             best, self._no_faster = float32_at_a_tie(min(self.timed, key=self.timed.get), competing, self.timed)
             if competing[best].package is None:
                 best = self._packaged_winner(best, competing)
+                self._no_faster.pop(best, None)  # the float32 one failed to package: the runner-up is kept
         else:  # the finest packaged candidate
             best = next(name for name in ("plan", "whole", "aten") if name in competing and competing[name].package)
         if best == "aten" and deferred:  # kept (the fastest or the only one): planned as the settings ask
