@@ -108,14 +108,7 @@ class InFloat:
         original = source[:-len(QUANTIZED_SUFFIX)] if source.endswith(QUANTIZED_SUFFIX) else None
         if original not in self._original:
             return False
-        renamed = original + FLOAT_SUFFIX
-        if renamed not in initializers:
-            import onnx
-            copy = onnx.TensorProto()
-            copy.CopyFrom(self._original[original])
-            copy.name = renamed
-            initializers[renamed] = copy
-        return renamed
+        return self._original_copy(original, initializers)
 
     def _activation(self, name: str, initializers: Dict[str, object], nodes: Dict[str, object]):
         """Float32 tensor `name` as the original model computes it: where the quantizer folded the activation
@@ -139,12 +132,19 @@ class InFloat:
                 continue
             if extra not in self._original:
                 return False
-            copy = onnx.TensorProto()
-            copy.CopyFrom(self._original[extra])
-            copy.name = extra + FLOAT_SUFFIX
-            initializers[copy.name] = copy
-            node.input[i] = copy.name
+            node.input[i] = self._original_copy(extra, initializers)
         nodes[renamed] = node
+        return renamed
+
+    def _original_copy(self, name: str, initializers: Dict[str, object]) -> str:
+        """The original model's initializer `name` added to `initializers` under its float32 name (once)."""
+        renamed = name + FLOAT_SUFFIX
+        if renamed not in initializers:
+            import onnx
+            copy = onnx.TensorProto()
+            copy.CopyFrom(self._original[name])
+            copy.name = renamed
+            initializers[renamed] = copy
         return renamed
 
 
