@@ -367,10 +367,10 @@ def _stand_in_nncf(monkeypatch, losses):
     def quantize(model, dataset, **recipe):
         k = sum(c == "quantize" for c in called)
         called.append("quantize")
-        nncf.recipes.append(recipe)
         scaled = ops.multiply(model.get_results()[0].input_value(0),
                               ops.constant(np.float32(1.0 + losses[k])))
-        return ov.Model([scaled], model.get_parameters())
+        nncf.made.append(ov.Model([scaled], model.get_parameters()))
+        return nncf.made[-1]
 
     def with_accuracy_control(model, *args, **kwargs):
         called.append("accuracy control")
@@ -382,7 +382,7 @@ def _stand_in_nncf(monkeypatch, losses):
     nncf = types.ModuleType("nncf")
     nncf.quantization, nncf.Dataset = quantization, list
     nncf.quantize, nncf.quantize_with_accuracy_control = quantize, with_accuracy_control
-    nncf.recipes = []  # each quantize's recipe, in order
+    nncf.made = []  # each quantize's model, in order
     for name, module in (("nncf", nncf), ("nncf.quantization", quantization),
                          ("nncf.quantization.advanced_parameters", params)):
         monkeypatch.setitem(sys.modules, name, module)
@@ -408,7 +408,7 @@ def _matmuls(layers):
     (4, 1, [0.002, 0.002], ["quantize", "quantize", "accuracy control"]),
     (4, 1, [0.05, 0.0005], ["quantize", "accuracy control"]),  # missed by 50x: no second recipe
     (32, 1, [0.05, 0.0], ["quantize", "accuracy control"]),
-    (33, 1, [0.05, 0.0], ["quantize", "quantize"]),  # too many to rank: quantized once more for the parts
+    (33, 1, [0.05, 0.0], ["quantize"]),  # too many to rank: the parts are tried in the first quantization
     (33, 1, [0.002, 0.002], ["quantize", "quantize"]),
     # A transformer: the plain type's miss by far ends its tries, the transformer type's first recipe meets it.
     (4, 2, [0.05, 0.0005], ["quantize", "quantize"]),
@@ -423,12 +423,12 @@ def test_the_aimed_quantization_tries_recipes_then_accuracy_control_within_its_b
     assert openvino_quantize.TRANSFORMER_TYPES == [None, "TRANSFORMER"]  # the plain type first
     nncf, called = _stand_in_nncf(monkeypatch, losses)
     model, calls = _matmuls(layers)
-    openvino_quantize._aimed(nncf, model, calls, calls, {"measure": "max_error", "bound": 0.001,
-                                                        "library": library_path()},
-                             [[{"type": t, "recipe": 0}, {"type": t, "recipe": 1}] for t in range(types)])
+    returned = openvino_quantize._aimed(nncf, model, calls, calls, {"measure": "max_error", "bound": 0.001,
+                                                                   "library": library_path()},
+                                        [[{"type": t, "recipe": 0}, {"type": t, "recipe": 1}] for t in range(types)])
     assert called == tried
-    if layers > openvino_quantize.RANKED_AT_MOST:  # the parts are tried in the most accurate recipe's
-        assert nncf.recipes[-1] == {"type": types - 1, "recipe": 1}
+    if called[-1] == "quantize":  # within the bound, or the parts are tried in it: the last quantization made
+        assert returned is nncf.made[-1]
 
 
 @pytest.mark.parametrize("layers, quantizers, check_s, quantize_s, ranked", [

@@ -236,7 +236,7 @@ def start_quantized(builder: PartBuilder, made: CompiledPart, part: Sequence[int
     configs = {"compiler": "openvino", "via": "nncf.quantize", "recipes": openvino_quantize.RECIPES,
                "ranked_at_most": openvino_quantize.RANKED_AT_MOST, "ranking_budget": openvino_quantize.RANKING_BUDGET,
                "missed_by_at_most": openvino_quantize.MISSED_BY_AT_MOST,
-               "unranked": "the most accurate recipe", "beyond_ranked": "fast bias correction", "nncf": NNCF_VERSION,
+               "unranked": "the last quantization made", "beyond_ranked": "fast bias correction", "nncf": NNCF_VERSION,
                "version": ov.__version__}
     wait = start_quantized_package(quantizer(), "openvino-int8-part", builder, made, label, configs,
                                    {"aim": aim, "model_types": model_types(builder, part, variant)}, judged)
