@@ -307,22 +307,26 @@ def _ended(pid: int) -> bool:
 
 def test_a_converter_ends_when_the_process_that_started_it_is_killed(tmp_path):
     # SIGKILL (or SIGTERM: no handler runs either way) leaves no time to stop the converter, whose session
-    # is its own; it must not go on converting on the cores for its timeout.
+    # is its own; it must not go on converting on the cores for its timeout, nor leave its folder behind.
     stand_in = tmp_path / "slow_converter.py"
     stand_in.write_text("import time\ntime.sleep(120)\n")
-    env = dict(os.environ, AUTOGRAPH_CACHE_DIR=str(tmp_path / "cache"))
+    temp = tmp_path / "tmp"  # where the converter's folder is made
+    temp.mkdir()
+    env = dict(os.environ, AUTOGRAPH_CACHE_DIR=str(tmp_path / "cache"), TMPDIR=str(temp))
     parent = subprocess.Popen([sys.executable, "-c", STARTS_A_CONVERTER, str(stand_in)], env=env,
                               stdout=subprocess.PIPE, text=True)
     try:
         child = int(parent.stdout.readline())
         time.sleep(1.0)
         assert not _ended(child)  # converting while its starter lives
+        assert [p.name.startswith("autograph-standin-") for p in temp.iterdir()] == [True]
         parent.kill()
         parent.wait(timeout=EXIT_TIMEOUT_S)
         deadline = time.monotonic() + 10.0
         while not _ended(child) and time.monotonic() < deadline:
             time.sleep(0.1)
         assert _ended(child), "the converter outlived the process that started it"
+        assert not list(temp.iterdir()), "the converter left its folder"
     finally:
         parent.kill()
         with contextlib.suppress(Exception):

@@ -25,13 +25,15 @@ logger = logging.getLogger("autograph")
 # without its folder on sys.path (where this package's modules would shadow the compilers' own packages).
 # Its session is its own (start_process), so a signal that ends autograph's process at once (SIGKILL,
 # SIGTERM) would leave it converting on the cores until its timeout: it ends itself within a second once
-# the process that started it (PARENT_ENV) is gone.
+# the process that started it (PARENT_ENV) is gone, and removes its folder, which that one would have.
 PARENT_ENV = "AUTOGRAPH_CONVERTER_PARENT"
-_RUN_FILE = ("import os, runpy, sys, threading, time\n"
+_RUN_FILE = ("import os, runpy, shutil, sys, threading, time\n"
              f"parent = int(os.environ.get({PARENT_ENV!r}, os.getppid()))\n"
+             "folder = sys.argv[2]\n"
              "def orphaned():\n"
              "    while os.getppid() == parent:\n"
              "        time.sleep(0.5)\n"
+             "    shutil.rmtree(folder, ignore_errors=True)\n"
              "    os._exit(1)\n"
              "threading.Thread(target=orphaned, daemon=True).start()\n"
              "sys.argv = sys.argv[1:]\n"
