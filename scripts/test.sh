@@ -38,7 +38,8 @@ echo "== GoogleTest (ctest) =="
 # Tests run side by side, each with its share of the cores for intra-op threads (unless OMP_NUM_THREADS
 # is set): OpenMP threads that spin on cores another test holds slowed the zoo models' tests several-fold.
 jobs=${AUTOGRAPH_TEST_JOBS:-2}
-threads=${OMP_NUM_THREADS:-$(( $(nproc) / jobs > 0 ? $(nproc) / jobs : 1 ))}
+cores=$(nproc)
+threads=${OMP_NUM_THREADS:-$(( cores / jobs > 0 ? cores / jobs : 1 ))}
 (cd "$BUILD_DIR" && OMP_NUM_THREADS=$threads ctest --output-on-failure -j "$jobs") 2>&1 | tee "$BUILD_DIR/ctest.log" |
   grep -vE '^ *[0-9]+/[0-9]+ Test +#[0-9]+: .* Passed'
 # ctest's own status, read at once: under pipefail a "|| true" here would run on every ctest failure

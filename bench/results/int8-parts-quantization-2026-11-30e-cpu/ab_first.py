@@ -1,18 +1,17 @@
 """fcpe-like int8 optimize: parts in the second quantization (A) vs in the first (B, AG_PROTO_FIRST)."""
-import json, os, sys, tempfile, time
+import os, statistics, sys, time
 sys.path.insert(0, "bench")
 import torch, autograph
-from export_path import warm_isa_check
 import trained_models
 from autograph.export.timing import samples_side_by_side
 from autograph.export.measure import measured
-from export_path import fresh_compile_caches
+from export_path import fresh_compile_caches, warm_isa_check
 name = sys.argv[1]
 model, example, more = trained_models.build(name, 13)
 model.eval()
 cal, fresh = more[:8], more[8:]
 with torch.no_grad():
-    want = [[t for t in torch.utils._pytree.tree_leaves(model(*x))] for x in fresh]
+    want = [torch.utils._pytree.tree_leaves(model(*x)) for x in fresh]
 ep = torch.export.export(model, example)
 warm_isa_check()
 mods, out = {}, {}
@@ -32,5 +31,4 @@ for how in sys.argv[2].split(","):
     print(how, out[how], flush=True)
 with torch.no_grad():
     ms = samples_side_by_side({k: (lambda m=m: m(*example)) for k, m in mods.items()}, torch.device("cpu"), 30)
-import statistics
 for k, v in ms.items(): print(k, "median ms %.2f" % statistics.median(v))
