@@ -11,8 +11,10 @@ import torch
 # Racing, as the C++ side times schedules (executor/run_timing.h): after this many rounds a callable whose
 # fastest run is slower than the lowest median by more than the margin runs no more rounds, and the
 # timing stops when the medians left are all within the tie of the lowest. One whose fastest run is
-# more than _RACE_FAR times the lowest median leaves after the first round.
-_RACE_AFTER, RACE_MARGIN, _RACE_TIE, _RACE_FAR = 3, 0.05, 0.01, 2.0
+# more than _RACE_FAR times the lowest median leaves after _FAR_AFTER rounds: not after one, since a single
+# run another process slowed (a converter's process ending, the host taking a core of two) measured more
+# than twice its typical time and dropped an INT8 candidate 1.4x faster than the one kept.
+_RACE_AFTER, RACE_MARGIN, _RACE_TIE, _RACE_FAR, _FAR_AFTER = 3, 0.05, 0.01, 2.0, 2
 
 # On CPU, how long a callable runs untimed before each timed run (at least once): the other callables'
 # thread pools go idle meanwhile. Inductor's and ATen's OpenMP workers spin for a while after their
@@ -109,6 +111,8 @@ def _timed(call: Callable[[], Any], device: torch.device) -> float:
 
 
 def _still_racing(samples: Dict[str, List[float]], racing: set, rounds_done: int) -> set:
+    if rounds_done < _FAR_AFTER:
+        return racing
     lowest = min(statistics.median(samples[name]) for name in racing)
     slower = RACE_MARGIN if rounds_done >= _RACE_AFTER else _RACE_FAR - 1
     return {name for name in racing if min(samples[name]) <= lowest * (1 + slower)}
