@@ -3,7 +3,8 @@ tolerance, the graph is cut into parts of about equal FLOPs (cut_by_cost) and th
 at a time, the most costly first, each kept lowered only where the whole program still meets the
 tolerance (lowered_by_parts), at the lowest precision of its ladder that keeps it there (int8, else bf16).
 Where the compiler can turn its lowered whole graph back to float32 operation by operation
-(Compiler.reverts) and the ladder is that one precision, the parts are never cut out and compiled on their
+(Compiler.reverts) and the ladder is that one precision (less any precision no part is estimated faster
+in than in float32: bf16 beside int8 on a CPU whose bf16 runs slower than its float32), the parts are never cut out and compiled on their
 own: each trial is its whole graph with the operations of the parts in float32 turned back (no cut costs a
 call or a fusion, no part is quantized on its own). A part is tried in a precision only where it runs
 faster there than in float32, by the compiler's profiles of its whole graph in both (Compiler.node_times):
@@ -63,6 +64,9 @@ def lowered_by_parts(name: str, compiler: Compiler, precision: str, builder: Par
     parts = closed(graph, cut_by_cost(graph, body, count))
     part_ms = {precision: [sum(ms.get(graph["nodes"][i]["name"], 0.0) for i in part) for part in parts]
                for precision, ms in (estimates or {}).items()}
+    if "fp32" in part_ms:  # a precision no part is estimated faster in is tried on none: off the ladder
+        allowed = _allowed(steps, part_ms, len(parts))
+        steps = [s for s in steps if s == precision or any(s in a for a in allowed)]
     tried: Set[str] = set()
     if whole is not None and steps == [precision] and precision in compiler.reverts:
         reverted = _Reverted(name, compiler, builder, graph, body, aten, tensors, whole)
