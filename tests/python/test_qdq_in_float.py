@@ -92,8 +92,12 @@ def test_turning_back_one_operation_changes_only_what_it_computes_and_leaves_the
     np.testing.assert_array_equal(_run(in_float.model([]), x), _run(path, x))
     (norm,) = [n.name for n in onnx.load(original).graph.node if n.op_type == "BatchNormalization"]
     want, int8 = _run(original, x), _run(path, x)
-    # The normalization in float32 reads the ReLU's float32 outputs (applied again): closer to float32.
-    assert _scaled(_run(in_float.model([norm]), x), want) < _scaled(int8, want)
+    # The normalization in float32 reads the ReLU's float32 outputs (applied again): its outputs change, and
+    # their largest error is no larger than INT8's (equal where the largest sits in the linear layer's INT8,
+    # as on a CPU with VNNI); without the ReLU it would read the negative values and move them far more.
+    turned_back = _run(in_float.model([norm]), x)
+    assert not np.array_equal(turned_back, int8)
+    assert _scaled(turned_back, want) <= _scaled(int8, want)
     assert quantized_model.SerializeToString() == before
     assert in_float.model(["no such operation"]) is None
 
