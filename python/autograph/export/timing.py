@@ -12,8 +12,8 @@ import torch
 # fastest run is slower than the lowest median by more than the margin runs no more rounds, and the
 # timing stops when the medians left are all within the tie of the lowest. One whose fastest run is
 # more than _RACE_FAR times the lowest median leaves after _FAR_AFTER rounds: not after one, since a single
-# run another process slowed (a converter's process ending, the host taking a core of two) measured more
-# than twice its typical time and dropped an INT8 candidate 1.4x faster than the one kept.
+# run another process slowed (a converter's process ending, the host taking a core of two) can measure
+# over twice its typical time, and once dropped an INT8 candidate faster than the one kept.
 _RACE_AFTER, RACE_MARGIN, _RACE_TIE, _RACE_FAR, _FAR_AFTER = 3, 0.05, 0.01, 2.0, 2
 
 # On CPU, how long a callable runs untimed before each timed run (at least once): the other callables'
