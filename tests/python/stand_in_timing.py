@@ -1,5 +1,6 @@
 """The contest's timing replaced by fixed medians, for tests that decide which candidate wins; and
-OpenVINO's profiles silenced, for tests where each part's speed is to be its whole graph's."""
+OpenVINO's profiles silenced, for tests where each part's speed is to be its whole graph's, or made even,
+for tests where each part's estimate is to follow its whole graph's median."""
 
 
 def timed(monkeypatch, ms):
@@ -15,3 +16,12 @@ def unprofiled(monkeypatch):
     from autograph.export.compilers.openvino import OpenVinoCompiler
     from autograph.export.parts import NOT_PROFILED
     monkeypatch.setattr(OpenVinoCompiler, "node_times", lambda self, builder, part, made: NOT_PROFILED)
+
+
+def evenly_profiled(monkeypatch):
+    """OpenVINO's profiles give every node of a whole graph an equal share of its run: each part's estimate
+    in a precision is its share of that precision's whole graph's median."""
+    from autograph.export.compilers.openvino import OpenVinoCompiler
+    from autograph.export.parts import NodeTimes
+    monkeypatch.setattr(OpenVinoCompiler, "node_times", lambda self, builder, part, made: NodeTimes(
+        {builder.graph["nodes"][i]["name"]: 1.0 for i in part}, 1.0))

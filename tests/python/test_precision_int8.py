@@ -18,7 +18,7 @@ from autograph.export.compilers.openvino import int8_missing
 from autograph._library import openvino_missing
 from cpu_features import needs_vnni
 from precision_models import Classifier
-from stand_in_timing import timed as _timed, unprofiled
+from stand_in_timing import evenly_profiled, timed as _timed, unprofiled
 
 needs_int8 = pytest.mark.skipif(int8_missing() is not None, reason=f"no int8 parts: {int8_missing()}")
 
@@ -523,7 +523,6 @@ def test_openvinos_int8_parts_are_its_whole_graph_with_the_parts_beyond_the_boun
                                                                                               profiled, offers_bf16):
     from autograph.export import lowering
     from autograph.export.compilers import openvino
-    from autograph.export.parts import NodeTimes
     # The whole graph in INT8 misses the bound (its first linear's outputs are lost: over 0.3 of the outputs'
     # scale); lowered part by part, the parts are turned back to float32 in the whole graph NNCF quantized (one
     # part, never cut), and the first stays float32 while others are INT8, within the bound (about 0.1 left).
@@ -536,10 +535,8 @@ def test_openvinos_int8_parts_are_its_whole_graph_with_the_parts_beyond_the_boun
     model, x = _Outliers().eval(), _with_outlier(torch.randn(4, 32))
     calibration = [(_with_outlier(torch.randn(4, 32)),) for _ in range(INT8_CALIBRATION_INPUTS)]
     _timed(monkeypatch, {"whole_openvino_int8": 0.5, "whole_openvino_bf16": 3.0, "parts_openvino_int8": 1.0})
-    if profiled:  # every node an equal share of each whole graph: every part faster in INT8, slower in bf16,
-        # so bf16 is on no part's ladder and the whole graph is still turned back, not cut
-        monkeypatch.setattr(openvino.OpenVinoCompiler, "node_times", lambda self, builder, part, made: NodeTimes(
-            {builder.graph["nodes"][i]["name"]: 1.0 for i in part}, 1.0))
+    if profiled:  # every part faster in INT8, slower in bf16 (the medians above): bf16 is on no part's
+        evenly_profiled(monkeypatch)  # ladder, and the whole graph is still turned back, not cut
     else:
         unprofiled(monkeypatch)  # every part as fast in INT8 as its whole graph: each is tried
     monkeypatch.setattr(lowering, "PARTS", 2)  # its 7 operators: two parts (the first linear's, the others')
