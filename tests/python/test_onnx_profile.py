@@ -37,7 +37,10 @@ def test_a_node_without_a_kernel_shares_the_kernel_of_the_one_node_reading_it():
     times = onnx_profile.attributed(kernels, nodes, {}, read_from)
     assert times.us == pytest.approx({"relu": 2.0, "conv": 2.0, "pool": 1.0, "relu_1": 2.0 + 1.0, "conv_1": 2.0,
                                       "view": 2.0}), times.us
-    assert onnx_profile.attributed(kernels, nodes, {}).us == pytest.approx({"relu": 4.0, "pool": 1.0, "relu_1": 7.0})
+    assert {frozenset(names) for names in times.fused} == {frozenset({"relu", "conv"}),
+                                                           frozenset({"relu_1", "conv_1", "view"})}, times.fused
+    alone = onnx_profile.attributed(kernels, nodes, {})
+    assert alone.us == pytest.approx({"relu": 4.0, "pool": 1.0, "relu_1": 7.0}) and alone.fused == ()
 
 
 def test_only_the_producers_a_node_alone_reads_can_be_fused_into_it():

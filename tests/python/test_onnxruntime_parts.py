@@ -23,6 +23,7 @@ from autograph import errors
 from autograph._library import openvino_missing, runner_missing
 from autograph.export import mixing
 from autograph.export.compilers import onnxruntime as ort_parts
+from autograph.export.parts import closed, cut_by_cost
 
 ROOT = Path(__file__).resolve().parents[2]
 TOL = 1e-4
@@ -218,13 +219,17 @@ def test_without_the_runner_the_operator_says_what_to_load():
 
 def _parts_timed(monkeypatch, fastest_by_part, how="profiled"):
     """mixing's per-part times replaced: part k's fastest compiler is fastest_by_part[k] (a label); `how`:
-    the profiles' estimate ("profiled") or, the profiles not saying, the parts compiled and timed alone."""
+    the profiles' estimate ("profiled": the pieces are four parts of equal FLOPs, one tensor crossing each
+    cut, which costs little beside a part) or, the profiles not saying, the parts compiled and timed alone."""
     def times(labels, n):
         return [{label: (0.1 if label == fastest_by_part[min(k, len(fastest_by_part) - 1)] else 0.2)
                  for label in labels} for k in range(n)]
     if how == "profiled":
-        monkeypatch.setattr(mixing, "_profiled", lambda compilers, builder, graph, parts, entry:
-                            times([c.label for c in compilers], len(parts)))
+        def profiled(compilers, builder, graph, body, entry):
+            parts = closed(graph, cut_by_cost(graph, body, 4))
+            return mixing.Pieces(parts, [1] * (len(parts) - 1), times([c.label for c in compilers], len(parts)))
+        monkeypatch.setattr(mixing, "_profiled", profiled)
+        monkeypatch.setattr(mixing, "MIX_CUT", 0.01)
     else:
         monkeypatch.setattr(mixing, "_profiled", lambda *args: None)
         monkeypatch.setattr(mixing, "_timed_parts", lambda compiled, builder, body, parts:
@@ -263,25 +268,51 @@ def test_no_mix_where_one_compiler_is_fastest_on_every_part(audio, cache, monkey
     _first(monkeypatch, "whole_openvino")  # both whole graphs within MIX_GAP of each other
     _, report = _optimize(model, x)
     mix = report["contest"]["mix"]
-    assert mix["decision"] == "not mixed: OpenVINO's part was the fastest on every part", mix
+    assert mix["decision"] == "not mixed: OpenVINO was the fastest on every part", mix
     assert "mix" not in report["contest"]["candidates"]
 
 
 @needs_openvino
-def test_no_mix_where_the_profiles_promise_less_than_what_a_cut_costs(audio, cache, monkeypatch):
-    """Profiles of whole graphs do not see what a cut costs: fastest parts adding up to less than the
-    fastest candidate's time, but not MIX_MARGIN less, build no mix."""
+@pytest.mark.parametrize("tensors", [1, 3])
+def test_a_change_of_compiler_is_made_only_where_it_gains_more_than_its_cut_costs(audio, cache, monkeypatch, tensors):
+    """Profiles of whole graphs do not see what a cut costs: a piece faster under the other compiler by
+    less than MIX_CUT of the fastest candidate's time for each tensor crossing into and out of it stays
+    with its neighbours' compiler (no mix); by more, it goes to the other (the mix is built)."""
     model, x, _ = audio
     _first(monkeypatch, "whole_openvino")  # the fastest candidate: 0.5 ms
+    cut_ms = mixing.MIX_CUT * 0.5
 
-    def profiled(compilers, builder, graph, parts, entry):
-        fast = 0.5 * (1 - mixing.MIX_MARGIN / 2) / len(parts)
-        return [{"openvino": fast, "onnxruntime": 1.0} if k % 2 else {"openvino": 1.0, "onnxruntime": fast}
-                for k in range(len(parts))]
+    def profiled(compilers, builder, graph, body, entry):
+        parts = closed(graph, cut_by_cost(graph, body, 3))
+        assert len(parts) == 3
+        gain = 2 * cut_ms * 2  # twice what the two cuts around the middle piece cost with one tensor each
+        ms = [{"openvino": 0.1, "onnxruntime": 0.2}, {"openvino": 0.1 + gain, "onnxruntime": 0.1},
+              {"openvino": 0.1, "onnxruntime": 0.2}]
+        return mixing.Pieces(parts, [tensors, tensors], ms)
     monkeypatch.setattr(mixing, "_profiled", profiled)
     _, report = _optimize(model, x)
     mix = report["contest"]["mix"]
-    assert f"not {mixing.MIX_MARGIN:.0%} below" in mix["decision"], mix
+    if tensors == 1:
+        assert [p["compiler"] for p in mix["parts"]] == ["openvino", "onnxruntime", "openvino"], mix
+        assert mix["decision"].startswith("mixed: openvino, onnxruntime, openvino"), mix
+    else:
+        assert mix["decision"] == "not mixed: OpenVINO was the fastest on every part", mix
+        assert "mix" not in report["contest"]["candidates"]
+
+
+@needs_openvino
+def test_no_mix_where_the_chosen_parts_and_their_cuts_add_up_to_the_fastest_candidate(audio, cache, monkeypatch):
+    model, x, _ = audio
+    _first(monkeypatch, "whole_openvino")  # the fastest candidate: 0.5 ms
+
+    def profiled(compilers, builder, graph, body, entry):
+        parts = closed(graph, cut_by_cost(graph, body, 2))
+        return mixing.Pieces(parts, [1], [{"openvino": 0.1, "onnxruntime": 1.0}, {"openvino": 1.0, "onnxruntime": 0.399}])
+    monkeypatch.setattr(mixing, "_profiled", profiled)
+    monkeypatch.setattr(mixing, "MIX_CUT", 0.01)
+    _, report = _optimize(model, x)
+    mix = report["contest"]["mix"]
+    assert mix["decision"].startswith("not mixed: the fastest parts add up to 0.499 ms and their cuts about"), mix
     assert "mix" not in report["contest"]["candidates"] and mix["fastest_parts_ms"] < 0.5, mix
 
 

@@ -36,11 +36,13 @@ def attributed(kernels: Iterable[Tuple[Sequence[str], float]], nodes: Set[str],
     """The kernels' times (each kernel: the names it answers to — its own, or the original layers it fused
     — and its time, in the order they ran) counted to the graph's nodes (`nodes`: their names; `fx_names`
     as node_of's), shared evenly by the nodes a kernel answers to and those fused into it (`read_from`:
-    each node's producers in the graph, read by it alone: fused_into)."""
+    each node's producers in the graph, read by it alone: fused_into); those of a kernel of several nodes
+    are NodeTimes.fused."""
     kernels = [(names, t, [n for n in (node_of(name, nodes, fx_names) for name in names) if n is not None])
                for names, t in kernels]
     fused = fused_into({n for _, _, found in kernels for n in found}, read_from or {})
     us: Dict[str, float] = {}
+    together: Dict[Tuple[str, ...], None] = {}
     named = total = unnamed_before = 0.0
     last: Optional[str] = None
     for _, t, own in kernels:
@@ -53,6 +55,8 @@ def attributed(kernels: Iterable[Tuple[Sequence[str], float]], nodes: Set[str],
                 us[last] += t
             continue
         named += t
+        if len(found) > 1:
+            together[tuple(found)] = None
         for n in found:
             us[n] = us.get(n, 0.0) + t / len(found)
         if last is None and unnamed_before:
@@ -60,7 +64,7 @@ def attributed(kernels: Iterable[Tuple[Sequence[str], float]], nodes: Set[str],
         last = own[-1]
     if not us or total <= 0:
         return NOT_PROFILED
-    return NodeTimes(us, named / total)
+    return NodeTimes(us, named / total, tuple(together))
 
 
 def fused_into(run: Set[str], read_from: Mapping[str, Sequence[str]]) -> Dict[str, List[str]]:

@@ -1,7 +1,8 @@
 """Where a graph is cut into parts: the kept plan's parts (parts_of_plan), parts of about equal FLOPs cut
-where the fewest tensors cross (cut_by_cost), parts with the operators a compiler leaves to ATen taken out
-(without_ops), and any cut closed so that only tensors cross a part's boundary (closed)."""
-from typing import Any, Collection, Dict, List, Optional
+where the fewest tensors cross (cut_by_cost), pieces no compiler's kernel spans (cut_between_kernels),
+parts with the operators a compiler leaves to ATen taken out (without_ops), and any cut closed so that
+only tensors cross a part's boundary (closed)."""
+from typing import Any, Collection, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import torch
 
@@ -121,6 +122,24 @@ def _crossings(graph: Dict[str, Any], order: List[int]) -> List[int]:
     return counts
 
 
+def cut_between_kernels(graph: Dict[str, Any], body: Dict[str, Any],
+                        fused: Iterable[Sequence[str]]) -> Tuple[List[List[int]], List[int]]:
+    """The plan `body`'s graph cut at every place in the plan's order that no kernel of `fused` (each:
+    the names of the nodes one kernel ran together) spans, and how many tensors cross each cut: the
+    pieces a mix of compilers is chosen over, none splitting what a compiler fused."""
+    order = whole_graph_part(body)[0]
+    position = {graph["nodes"][i]["name"]: k for k, i in enumerate(order)}
+    spanned = [False] * len(order)
+    for names in fused:
+        at = [position[n] for n in names if n in position]
+        for k in range(min(at, default=0), max(at, default=0)):
+            spanned[k] = True
+    crossing = _crossings(graph, order)
+    cuts = [k for k in range(len(order) - 1) if not spanned[k]]
+    bounds = [0] + [k + 1 for k in cuts] + [len(order)]
+    return [order[a:b] for a, b in zip(bounds, bounds[1:])], [crossing[k] for k in cuts]
+
+
 def cut_by_cost(graph: Dict[str, Any], body: Dict[str, Any], count: Optional[int] = None) -> List[List[int]]:
     """The plan `body`'s graph cut into at most `count` parts (lists of node ids, in the plan's order) of
     about equal FLOPs, each cut placed where the fewest tensors cross it within half a part of its even
@@ -150,4 +169,4 @@ def cut_by_cost(graph: Dict[str, Any], body: Dict[str, Any], count: Optional[int
     return [order[a:b] for a, b in zip(bounds, bounds[1:]) if b > a]
 
 
-__all__ = ["PARTS", "closed", "cut_by_cost", "parts_of_plan", "without_ops"]
+__all__ = ["PARTS", "closed", "cut_between_kernels", "cut_by_cost", "parts_of_plan", "without_ops"]

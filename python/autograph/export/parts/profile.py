@@ -3,7 +3,7 @@
 decided on (mixing.py) before any piece is compiled on its own, and the one that says which parts are
 worth lowering below float32 (lowering.py)."""
 import time
-from typing import Any, Callable, Dict, List, NamedTuple, Sequence
+from typing import Any, Callable, Dict, List, NamedTuple, Sequence, Tuple
 
 # A profile is read from at most PROFILED_RUNS runs, after one that is not (the first run allocates and
 # packs), and from fewer where they take PROFILE_BUDGET_S: shares settle within a run of a large graph,
@@ -15,11 +15,14 @@ MIN_NAMED = 0.8
 
 
 class NodeTimes(NamedTuple):
-    """Microseconds of one profiled run per graph node name (`us`), and the share of the profiled time
-    whose kernels the profiler's names led back to a node of the graph (`named`; the rest was counted to
-    a neighbouring node, in the order the kernels ran)."""
+    """Microseconds of one profiled run per graph node name (`us`), the share of the profiled time whose
+    kernels the profiler's names led back to a node of the graph (`named`; the rest was counted to a
+    neighbouring node, in the order the kernels ran), and the nodes each kernel of several ran together
+    (`fused`: their names; a kernel's time is shared evenly by them, so a cut between them would say
+    nothing true of either side)."""
     us: Dict[str, float]
     named: float
+    fused: Tuple[Tuple[str, ...], ...] = ()
 
 
 NOT_PROFILED = NodeTimes({}, 0.0)
