@@ -4,7 +4,7 @@ spans the cut, and each piece's compiler chosen for the least time in all, a cha
 what its cut costs."""
 import pytest
 
-from autograph.export.mixing import cheapest_owners
+from autograph.export.mixing import cheapest_owners, views_with_neighbours
 from autograph.export.parts import cut_between_kernels
 
 
@@ -47,3 +47,22 @@ def test_a_change_of_compiler_is_paid_once_for_a_run_of_pieces():
     ms = [{"a": 1.0, "b": 5.0}] + [{"a": 2.0, "b": 1.0}] * 4
     assert cheapest_owners(ms, [3.0] * 4) == ["a", "b", "b", "b", "b"]  # gains 4.0 for one change of 3.0
     assert cheapest_owners(ms[:3], [3.0] * 2) == ["a", "a", "a"]  # gains 2.0: not worth it
+
+
+def _ops(*ops):
+    """A chain graph of real operators ("aten::relu.default", "aten::transpose.int"), one per node."""
+    graph, _ = _chain(len(ops), {})
+    for node, op in zip(graph["nodes"], ops):
+        node["op"], node["overload"] = op.split(".")
+    return graph
+
+
+def test_a_piece_of_views_alone_goes_with_the_compiler_before_it():
+    """A part of views alone is no part (closed drops it): the parts of one compiler around it, made one,
+    would both feed it and read it. It goes with the piece before it, at the start with the first that
+    computes."""
+    graph = _ops("aten::relu.default", "aten::transpose.int", "aten::relu.default")
+    assert views_with_neighbours(graph, [[0], [1], [2]], ["a", "b", "a"]) == ["a", "a", "a"]
+    assert views_with_neighbours(graph, [[0], [1], [2]], ["a", "b", "b"]) == ["a", "a", "b"]
+    graph = _ops("aten::transpose.int", "aten::relu.default", "aten::relu.default")
+    assert views_with_neighbours(graph, [[0], [1], [2]], ["b", "a", "a"]) == ["a", "a", "a"]

@@ -20,8 +20,8 @@ from ..settings import Settings
 from .candidate import Candidate, why_of
 from .candidates import program_with_parts
 from .compilers import COMPILERS, Compiler, compiler_on
-from .parts import (MIN_NAMED, CompiledPart, PartBuilder, closed, cut_between_kernels, cut_by_cost, node_ms, part_costs,
-                    part_spec)
+from .parts import (MIN_NAMED, CompiledPart, PartBuilder, closed, cut_between_kernels, cut_by_cost, launches, node_ms,
+                    part_costs, part_spec)
 from .plans import Program
 from .program_format import body_of
 from .timing import time_callables
@@ -118,6 +118,19 @@ def cheapest_owners(ms: Sequence[Dict[str, float]], switch: Sequence[float]) -> 
     return chosen[min(labels, key=cost.get)]
 
 
+def views_with_neighbours(graph: Dict[str, Any], pieces: List[List[int]], labels: List[str]) -> List[str]:
+    """`labels` with each piece of views alone given the compiler of the piece before it (at the start, of
+    the first that computes): a part of views alone is no part (parts.closed drops it), and the parts of
+    one compiler around it, made one, would both feed it and read it."""
+    computing = [k for k, piece in enumerate(pieces) if launches(graph, piece)]
+    if not computing:
+        return list(labels)
+    out = list(labels)
+    for k in sorted(set(range(len(pieces))) - set(computing)):
+        out[k] = out[k - 1] if k > 0 else labels[computing[0]]
+    return out
+
+
 def _part_call(made: CompiledPart, builder: PartBuilder, body: Dict[str, Any], part: Sequence[int]) -> Callable[[], Any]:
     """The compiled part alone as a call on example inputs of its recorded shapes."""
     namespace, op = made.op.split("::")
@@ -184,7 +197,7 @@ def _chosen(graph: Dict[str, Any], pieces: Pieces, by_label: Dict[str, Compiler]
     crossing its cut) as runs of one compiler each, closed, with their ms under each compiler and what
     the cuts between them cost in all."""
     switch = [MIX_CUT * fastest_ms * n for n in pieces.crossing]
-    labels = cheapest_owners(pieces.ms, switch)
+    labels = views_with_neighbours(graph, pieces.pieces, cheapest_owners(pieces.ms, switch))
     cuts_ms = sum(ms for k, ms in enumerate(switch) if labels[k] != labels[k + 1])
     runs, owners = _closed_runs(graph, *_merged(pieces.pieces, [by_label[label] for label in labels]))
     piece_of = {i: k for k, piece in enumerate(pieces.pieces) for i in piece}
@@ -291,4 +304,5 @@ def _candidate(builder: PartBuilder, graph: Dict[str, Any], aten: Program, tenso
     return Candidate.of("mix", program, kind="mix")
 
 
-__all__ = ["MIN_NAMED", "MIX_CUT", "MIX_GAP", "MIX_PARTS", "Pieces", "Whole", "cheapest_owners", "mixed", "mixing_compilers"]
+__all__ = ["MIN_NAMED", "MIX_CUT", "MIX_GAP", "MIX_PARTS", "Pieces", "Whole", "cheapest_owners", "mixed", "mixing_compilers",
+           "views_with_neighbours"]

@@ -54,9 +54,15 @@ def closed(graph: Dict[str, Any], parts: List[List[int]]) -> List[List[int]]:
     result = []
     for k, part in enumerate(parts):
         members = [i for i in part if moved.get(i, k) == k] + [g for g, owner in moved.items() if owner == k and g not in part]
-        if any(nodes[i]["op"] != "getitem" and not _is_view(nodes[i]) for i in members):
+        if launches(graph, members):
             result.append(sorted(members))
     return result
+
+
+def launches(graph: Dict[str, Any], part: Collection[int]) -> bool:
+    """Whether any node of `part` computes (not a view, nor a getitem of another's returns)."""
+    nodes = graph["nodes"]
+    return any(nodes[i]["op"] != "getitem" and not _is_view(nodes[i]) for i in part)
 
 
 def without_ops(graph: Dict[str, Any], parts: List[List[int]], ops: Collection[str]) -> List[List[int]]:
@@ -169,4 +175,4 @@ def cut_by_cost(graph: Dict[str, Any], body: Dict[str, Any], count: Optional[int
     return [order[a:b] for a, b in zip(bounds, bounds[1:]) if b > a]
 
 
-__all__ = ["PARTS", "closed", "cut_between_kernels", "cut_by_cost", "parts_of_plan", "without_ops"]
+__all__ = ["PARTS", "closed", "cut_between_kernels", "cut_by_cost", "launches", "parts_of_plan", "without_ops"]
