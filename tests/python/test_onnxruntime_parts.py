@@ -268,7 +268,7 @@ def test_no_mix_where_one_compiler_is_fastest_on_every_part(audio, cache, monkey
     _first(monkeypatch, "whole_openvino")  # both whole graphs within MIX_GAP of each other
     _, report = _optimize(model, x)
     mix = report["contest"]["mix"]
-    assert mix["decision"] == "not mixed: OpenVINO was the fastest on every part", mix
+    assert mix["decision"].startswith("not mixed: OpenVINO for every part"), mix
     assert "mix" not in report["contest"]["candidates"]
 
 
@@ -296,7 +296,7 @@ def test_a_change_of_compiler_is_made_only_where_it_gains_more_than_its_cut_cost
         assert [p["compiler"] for p in mix["parts"]] == ["openvino", "onnxruntime", "openvino"], mix
         assert mix["decision"].startswith("mixed: openvino, onnxruntime, openvino"), mix
     else:
-        assert mix["decision"] == "not mixed: OpenVINO was the fastest on every part", mix
+        assert mix["decision"].startswith("not mixed: OpenVINO for every part"), mix
         assert "mix" not in report["contest"]["candidates"]
 
 

@@ -257,7 +257,8 @@ def _decided(builder: PartBuilder, graph: Dict[str, Any], aten: Program, tensors
     entry["fastest_parts_ms"] = round(chosen_sum, 4)
     entry["cuts_ms"], entry["fastest_ms"] = round(cuts_ms, 4), round(fastest_ms, 4)
     if len({id(c) for c in chosen}) == 1:
-        entry["decision"] = f"not mixed: {chosen[0].name} was the fastest on every part"
+        entry["decision"] = (f"not mixed: {chosen[0].name} for every part (none faster under another by more "
+                             "than its cuts cost)")
         return None
     if chosen_sum + cuts_ms >= fastest_ms:
         cost = f" and their cuts about {cuts_ms:.4g} ms" if cuts_ms else ""
