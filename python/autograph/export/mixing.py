@@ -40,6 +40,9 @@ MIX_GAP = 2.0
 # each cut cost beyond the profiles' estimate in the mixes of bench/results/mix-cut-2026-12-01-cpu (from
 # 0.02 to 0.25 of the fastest whole graph's time).
 MIX_CUT = 0.06
+# And at least this many ms per tensor crossing the cut: the least a cut cost there was 0.76 ms (fcpe's, of
+# 16.6 ms), and on a small graph a share of its time says less than what one more call and layout cost.
+MIX_CUT_MIN_MS = 0.5
 # Rounds per part and compiler where parts are timed alone (one part at a time, alternating compilers).
 _ROUNDS = 5
 
@@ -193,10 +196,10 @@ def _closed_runs(graph: Dict[str, Any], runs: List[List[int]], owners: List[Comp
 
 def _chosen(graph: Dict[str, Any], pieces: Pieces, by_label: Dict[str, Compiler],
             fastest_ms: float) -> Tuple[List[List[int]], List[Compiler], List[Dict[str, float]], float]:
-    """The pieces' cheapest compilers (cheapest_owners; a change costing MIX_CUT of `fastest_ms` per tensor
-    crossing its cut) as runs of one compiler each, closed, with their ms under each compiler and what
+    """The pieces' cheapest compilers (cheapest_owners; a change costing MIX_CUT of `fastest_ms`, at least
+    MIX_CUT_MIN_MS, per tensor crossing its cut) as runs of one compiler each, closed, with their ms under each compiler and what
     the cuts between them cost in all."""
-    switch = [MIX_CUT * fastest_ms * n for n in pieces.crossing]
+    switch = [max(MIX_CUT * fastest_ms, MIX_CUT_MIN_MS) * n for n in pieces.crossing]
     labels = views_with_neighbours(graph, pieces.pieces, cheapest_owners(pieces.ms, switch))
     cuts_ms = sum(ms for k, ms in enumerate(switch) if labels[k] != labels[k + 1])
     runs, owners = _closed_runs(graph, *_merged(pieces.pieces, [by_label[label] for label in labels]))
@@ -305,5 +308,5 @@ def _candidate(builder: PartBuilder, graph: Dict[str, Any], aten: Program, tenso
     return Candidate.of("mix", program, kind="mix")
 
 
-__all__ = ["MIN_NAMED", "MIX_CUT", "MIX_GAP", "MIX_PARTS", "Pieces", "Whole", "cheapest_owners", "mixed", "mixing_compilers",
+__all__ = ["MIN_NAMED", "MIX_CUT", "MIX_CUT_MIN_MS", "MIX_GAP", "MIX_PARTS", "Pieces", "Whole", "cheapest_owners", "mixed", "mixing_compilers",
            "views_with_neighbours"]
