@@ -197,8 +197,8 @@ def _closed_runs(graph: Dict[str, Any], runs: List[List[int]], owners: List[Comp
 def _chosen(graph: Dict[str, Any], pieces: Pieces, by_label: Dict[str, Compiler],
             fastest_ms: float) -> Tuple[List[List[int]], List[Compiler], List[Dict[str, float]], float]:
     """The pieces' cheapest compilers (cheapest_owners; a change costing MIX_CUT of `fastest_ms`, at least
-    MIX_CUT_MIN_MS, per tensor crossing its cut) as runs of one compiler each, closed, with their ms under each compiler and what
-    the cuts between them cost in all."""
+    MIX_CUT_MIN_MS, per tensor crossing its cut) as runs of one compiler each, closed, with their ms under
+    each compiler and what the cuts between them cost in all."""
     switch = [max(MIX_CUT * fastest_ms, MIX_CUT_MIN_MS) * n for n in pieces.crossing]
     labels = views_with_neighbours(graph, pieces.pieces, cheapest_owners(pieces.ms, switch))
     cuts_ms = sum(ms for k, ms in enumerate(switch) if labels[k] != labels[k + 1])
