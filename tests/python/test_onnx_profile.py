@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from autograph.export.compilers import onnx_export, onnx_profile
-from autograph.export.parts import NOT_PROFILED, NodeTimes, shares
+from autograph.export.parts import NOT_PROFILED
 
 
 def test_a_kernel_leads_back_to_the_longest_node_or_onnx_name_it_begins_with():
@@ -69,12 +69,6 @@ def test_only_the_producers_a_node_alone_reads_can_be_fused_into_it():
     assert all(relu not in producers for producers in read.values()), read
     assert onnx_profile.read_alone(builder, [graph["nodes"].index(n) for n in graph["nodes"]
                                              if n["name"] in (conv, relu)]) == {conv: [], relu: [conv]}
-
-
-def test_each_parts_share_of_a_profile_adds_up_to_the_whole():
-    times = NodeTimes({"a": 1.0, "b": 3.0, "c": 4.0}, 1.0)
-    assert shares(times, [["a", "b"], ["c"]]) == pytest.approx([0.5, 0.5])
-    assert shares(NOT_PROFILED, [["a"], ["b"]]) == [0.0, 0.0]
 
 
 def test_onnx_names_lead_back_to_the_modules_own_node_names_not_the_exporters_new_ones():

@@ -7,11 +7,11 @@ Where the compiler can turn its lowered whole graph back to float32 operation by
 in than in float32: bf16 beside int8 on a CPU whose bf16 runs slower than its float32), the parts are
 never cut out and compiled on their own: each trial is its whole graph with the operations of the parts
 in float32 turned back (no cut costs a call or a fusion, no part is quantized on its own). A part is
-tried in a precision only where it runs faster there than in float32, by the compiler's profiles of its whole graph in both (Compiler.node_times):
-one slow kernel (an INT8 convolution with a long kernel on a CPU without INT8 dot products) can make the
-whole graph slower while every other part is faster; where the parts estimated faster would save too little
-(MIN_SAVING), none is tried. Where there are no such profiles, a precision is
-tried only where its whole graph ran faster. The user gets the most of the graph in the lower precision
+tried in a precision only where it runs faster there than in float32, by the compiler's profiles of its
+whole graph in both (Compiler.node_times): one slow kernel (an INT8 convolution with a long kernel on a
+CPU without INT8 dot products) can make the whole graph slower while every other part is faster; where
+the parts estimated faster would save too little (MIN_SAVING), none is tried. Where there are no such
+profiles, a precision is tried only where its whole graph ran faster. The user gets the most of the graph in the lower precision
 that the bound allows; the candidate then competes on time like any other."""
 from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 

@@ -125,12 +125,13 @@ def views_with_neighbours(graph: Dict[str, Any], pieces: List[List[int]], labels
     """`labels` with each piece of views alone given the compiler of the piece before it (at the start, of
     the first that computes): a part of views alone is no part (parts.closed drops it), and the parts of
     one compiler around it, made one, would both feed it and read it."""
-    computing = [k for k, piece in enumerate(pieces) if launches(graph, piece)]
-    if not computing:
+    computes = [launches(graph, piece) for piece in pieces]
+    if not any(computes):
         return list(labels)
     out = list(labels)
-    for k in sorted(set(range(len(pieces))) - set(computing)):
-        out[k] = out[k - 1] if k > 0 else labels[computing[0]]
+    for k, computing in enumerate(computes):
+        if not computing:
+            out[k] = out[k - 1] if k > 0 else labels[computes.index(True)]
     return out
 
 
@@ -308,5 +309,5 @@ def _candidate(builder: PartBuilder, graph: Dict[str, Any], aten: Program, tenso
     return Candidate.of("mix", program, kind="mix")
 
 
-__all__ = ["MIN_NAMED", "MIX_CUT", "MIX_CUT_MIN_MS", "MIX_GAP", "MIX_PARTS", "Pieces", "Whole", "cheapest_owners", "mixed", "mixing_compilers",
-           "views_with_neighbours"]
+__all__ = ["MIN_NAMED", "MIX_CUT", "MIX_CUT_MIN_MS", "MIX_GAP", "MIX_PARTS", "Pieces", "Whole", "cheapest_owners",
+           "mixed", "mixing_compilers", "views_with_neighbours"]

@@ -3,7 +3,7 @@
 decided on (mixing.py) before any piece is compiled on its own, and the one that says which parts are
 worth lowering below float32 (lowering.py)."""
 import time
-from typing import Any, Callable, Dict, List, NamedTuple, Sequence, Tuple
+from typing import Any, Callable, Dict, NamedTuple, Tuple
 
 # A profile is read from at most PROFILED_RUNS runs, after one that is not (the first run allocates and
 # packs), and from fewer where they take PROFILE_BUDGET_S: shares settle within a run of a large graph,
@@ -39,18 +39,10 @@ def run_profiled(run: Callable[[], Any]) -> int:
     return PROFILED_RUNS
 
 
-def shares(times: NodeTimes, parts: Sequence[Sequence[str]]) -> List[float]:
-    """Each part's (its nodes' names) share of the profiled run's time; zeros where nothing was profiled."""
-    total = sum(times.us.values())
-    if total <= 0:
-        return [0.0 for _ in parts]
-    return [sum(times.us.get(name, 0.0) for name in part) / total for part in parts]
-
-
 def node_ms(times: NodeTimes, ms: float) -> Dict[str, float]:
     """Each node's ms in a run measured at `ms` as a whole: its share of the profiled run times `ms`."""
     total = sum(times.us.values())
     return {name: us / total * ms for name, us in times.us.items()} if total > 0 else {}
 
 
-__all__ = ["MIN_NAMED", "NOT_PROFILED", "PROFILED_RUNS", "NodeTimes", "node_ms", "run_profiled", "shares"]
+__all__ = ["MIN_NAMED", "NOT_PROFILED", "PROFILED_RUNS", "NodeTimes", "node_ms", "run_profiled"]
