@@ -19,6 +19,7 @@ import argparse
 import atexit
 import csv
 import os
+import random
 import shutil
 import statistics
 import sys
@@ -250,6 +251,30 @@ def ratios(row) -> None:
         row["export_over_fastest_rival"] = min(any_ms) / export_ms
 
 
+# Resamples of the rounds for the spread of "vs best rival" (bootstrap): the best of several rivals' medians
+# is itself a noisy minimum, and one run's ratio near 1 may go either way.
+BOOTSTRAP = 2000
+
+
+def ratio_spread(row, samples) -> None:
+    """The 10th and 90th percentiles of "vs best rival" over the rounds resampled with replacement (each
+    resample takes whole rounds: the methods of one round ran side by side)."""
+    rivals_run = [r for r in FASTEST_RIVALS if r in samples]
+    if "export" not in samples or not rivals_run:
+        return
+    rounds = min(len(samples[m]) for m in ["export"] + rivals_run)
+    if rounds < 3:
+        return
+    rng = random.Random(0)
+    ratios_seen = []
+    for _ in range(BOOTSTRAP):
+        picked = [rng.randrange(rounds) for _ in range(rounds)]
+        export_ms = statistics.median(samples["export"][i] for i in picked)
+        ratios_seen.append(min(statistics.median(samples[m][i] for i in picked) for m in rivals_run) / export_ms)
+    row["export_over_fastest_rival_p10"] = pct(ratios_seen, 0.1)
+    row["export_over_fastest_rival_p90"] = pct(ratios_seen, 0.9)
+
+
 def torchscript_run(model, inputs, want, args, row):
     """The TorchScript path: traced, then optimized; {} when it failed (row["torchscript_error"] says
     why: a model brought by the user may not trace or optimize there)."""
@@ -307,6 +332,7 @@ def measure(name: str, args, device, sync):
         row[f"{method}_median_ms"] = statistics.median(xs)
         row[f"{method}_p10_ms"], row[f"{method}_p90_ms"] = pct(xs, 0.1), pct(xs, 0.9)
     ratios(row)
+    ratio_spread(row, samples)
     return row
 
 
@@ -411,7 +437,8 @@ def speed_table(args, rows):
              "contest's decision on mixing compilers' parts (mixed: the candidate mix was built from those "
              "compilers' parts and competed like the others, kept says whether it won; — where fewer than two "
              "compilers' whole graphs competed). vs best rival: the fastest of ONNX Runtime, OpenVINO and torch.compile (either column) "
-             "/ the export path.", "",
+             "/ the export path, with its 10th–90th percentiles over the rounds resampled (bootstrap): a spread "
+             "that holds 1.0 is a tie within this run's noise.", "",
              "| model | eager | TorchScript path | torch.compile | torch.compile (freezing) | ONNX Runtime | OpenVINO "
              "| export path | kept | mix | export vs TS | vs compile / freezing | vs best of ORT, OpenVINO "
              "| vs best rival | optimize s (TS / export / compile / freezing) "
@@ -431,6 +458,13 @@ def speed_table(args, rows):
     return lines
 
 
+def spread(r) -> str:
+    """" (p10–p90)" of "vs best rival" over resampled rounds (ratio_spread), where measured."""
+    if "export_over_fastest_rival_p10" not in r:
+        return ""
+    return f" ({r['export_over_fastest_rival_p10']:.2f}–{r['export_over_fastest_rival_p90']:.2f})"
+
+
 def speed_row(r) -> str:
     nan = float("nan")
 
@@ -443,7 +477,7 @@ def speed_row(r) -> str:
             f"{r.get('export_kept', '—')} | {mix_cell(r)} | "
             f"{r.get('export_over_torchscript', nan):.2f}× | {r.get('export_over_compile', nan):.2f}× / "
             f"{r.get('export_over_compile_freezing', nan):.2f}× | {r.get('export_over_best_rival', nan):.2f}× | "
-            f"{r.get('export_over_fastest_rival', nan):.2f}× | "
+            f"{r.get('export_over_fastest_rival', nan):.2f}×{spread(r)} | "
             f"{r.get('torchscript_optimize_s', nan):.1f} / {r.get('export_optimize_s', nan):.1f} / "
             f"{r.get('compile_s', nan):.1f} / {r.get('compile_freezing_s', nan):.1f} | "
             f"{r.get('torchscript_rel_err', nan):.1e} / {r.get('export_rel_err', nan):.1e} / "

@@ -2,6 +2,7 @@
 and its rivals' and export-path columns on squeezenet (torch.compile's own columns are too slow for the
 test suite)."""
 import csv
+import json
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -128,3 +129,30 @@ def test_rivals_and_export_path_columns_are_measured_and_checked(tmp_path, zoo):
     for method, row in rows.items():
         assert float(row["median_ms"]) > 0 and float(row["search_s"]) > 0, method
         assert float(row["max_rel_err"]) < 1e-4, (method, row["max_rel_err"])
+
+
+SPREAD = """
+import json, random, sys
+sys.argv.append("--warm-cache")
+sys.path.insert(0, "bench")
+import export_path
+rng = random.Random(1)
+noisy = lambda ms: [ms * (1 + 0.2 * rng.random()) for _ in range(21)]
+rows = {}
+for name, export_ms in (("tied", 10.0), ("faster", 5.0)):
+    samples = {"export": noisy(export_ms), "openvino": noisy(10.0), "onnxruntime": noisy(12.0)}
+    rows[name] = {"export_median_ms": 0.0}
+    export_path.ratio_spread(rows[name], samples)
+print(json.dumps(rows))
+"""
+
+
+def test_vs_best_rival_spread_holds_one_for_a_tie_and_not_for_a_clear_win():
+    """bench/export_path.py's spread of "vs best rival" over resampled rounds: the export path timed like
+    the fastest rival (both within the same 20% noise) spans 1.0; twice as fast, it stays well above."""
+    r = subprocess.run([sys.executable, "-c", SPREAD], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    rows = json.loads(r.stdout.strip().splitlines()[-1])
+    tied, faster = rows["tied"], rows["faster"]
+    assert tied["export_over_fastest_rival_p10"] < 1.0 < tied["export_over_fastest_rival_p90"]
+    assert faster["export_over_fastest_rival_p10"] > 1.6
