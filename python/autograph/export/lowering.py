@@ -11,8 +11,8 @@ tried in a precision only where it runs faster there than in float32, by the com
 whole graph in both (Compiler.node_times): one slow kernel (an INT8 convolution with a long kernel on a
 CPU without INT8 dot products) can make the whole graph slower while every other part is faster; where
 the parts estimated faster would save too little (MIN_SAVING), none is tried. Where there are no such
-profiles, a precision is tried only where its whole graph ran faster. The user gets the most of the graph in the lower precision
-that the bound allows; the candidate then competes on time like any other."""
+profiles, a precision is tried only where its whole graph ran faster. The user gets the most of the graph
+in the lower precision that the bound allows; the candidate then competes on time like any other."""
 from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 import torch
