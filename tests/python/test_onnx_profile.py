@@ -73,7 +73,8 @@ def test_only_the_producers_a_node_alone_reads_can_be_fused_into_it():
 
 def test_onnx_names_lead_back_to_the_modules_own_node_names_not_the_exporters_new_ones():
     """torch.onnx traces the module again and names its nodes afresh ("relu", "relu_1"); a part's nodes keep
-    the program's names (here "block1_act", "block2_act"): the k-th call of an operator is matched."""
+    the program's names (here "block1_act", "block2_act"): the k-th call of an operator is matched. The
+    ONNX nodes' names and FX nodes are read from the exporter's graph, as in the model it serialized."""
     class Two(torch.nn.Module):
         def forward(self, x):
             return torch.relu(torch.relu(x) * 2.0)
@@ -84,10 +85,16 @@ def test_onnx_names_lead_back_to_the_modules_own_node_names_not_the_exporters_ne
     assert len(relus) == 2
     relus[0].name, relus[1].name = "block1_act", "block2_act"
     gm.recompile()
-    names = onnx_export.fx_names_of(onnx_export.onnx_of(gm, (x,)), gm)
+    exported = onnx_export.exported_onnx(gm, (x,))
+    names = onnx_export.fx_names_of(exported.fx_nodes, gm)
     relu_values = [v for k, v in names.items() if v in ("block1_act", "block2_act")]
     assert set(relu_values) == {"block1_act", "block2_act"}, names
     assert names.get("node_relu") == "block1_act" and names.get("node_relu_1") == "block2_act", names
+    # Read from the exporter's graph, as the serialized model has them.
+    import onnx
+    key = "pkg.torch.onnx.fx_node"
+    assert exported.fx_nodes == tuple((n.name, tuple(n.output), next((p.value for p in n.metadata_props if p.key == key), ""))
+                                      for n in onnx.load_from_string(exported.model).graph.node)
 
 
 def test_a_parts_onnx_names_come_from_the_disk_cache_without_exporting_it_again(tmp_path, monkeypatch):
@@ -103,7 +110,7 @@ def test_a_parts_onnx_names_come_from_the_disk_cache_without_exporting_it_again(
 
     def counted(gm, examples):
         exports.append(1)
-        return onnx_export.onnx_of(gm, examples)
+        return onnx_export.exported_onnx(gm, examples)
 
     def names_of_a_fresh_optimize():
         graph, _, imported = export_module.aten_import.import_graph(decomposed)

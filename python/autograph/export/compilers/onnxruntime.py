@@ -40,7 +40,7 @@ PART_OP = "autograph::run_onnxruntime_part"
 FORMAT = "autograph-onnxruntime-part"
 _SUFFIX = ".ortpart"
 # How long the converter process may take: a hung one must not hang optimize (the candidate is then
-# dropped, and the report says why). Its basic rewrites take seconds on the largest zoo model.
+# dropped, and the report says why). Its load takes seconds on the largest zoo model.
 CONVERT_TIMEOUT_S = 600.0
 QUANTIZE_TIMEOUT_S = 600.0
 logger = logging.getLogger("autograph")
@@ -89,7 +89,7 @@ def start_package(gm: torch.fx.GraphModule, examples: Sequence[torch.Tensor], la
     why = missing()
     if why:
         raise Error(f"ONNX Runtime parts are not available: {why}")
-    configs = {"compiler": "onnxruntime", "via": "onnx, basic rewrites", "version": _version()}
+    configs = {"compiler": "onnxruntime", "via": "onnx, as exported", "version": _version()}
     content = part_digest(gm, examples, torch.device("cpu"), configs, digests)
     entry = part_cache.key("onnxruntime-part", torch.device("cpu"), configs, content)
     cached = part_cache.read(entry, _SUFFIX)

@@ -1,10 +1,11 @@
 """A part's ONNX model to an ONNX Runtime package, in a process of its own that runs this file with the
 arguments FOLDER PATH (converter_process.converter_command): it reads from its stdin the line "onnx N" and
-the model's N bytes, has ONNX Runtime load it with its basic graph optimizations (constant folding,
-redundant nodes removed: rewrites that hold on any machine, so the package stays portable; the runner
-applies the machine's own when it loads the package) and writes MAGIC followed by the model it optimized
-at PATH. A model ONNX Runtime cannot load (or a crash, or a hang) fails here, never in autograph's process.
-It imports nothing of autograph, whose import loads its libraries, nor torch."""
+the model's N bytes, has ONNX Runtime load it as the runner will (every graph optimization: what can fault
+at load faults here) and writes MAGIC followed by the model as exported at PATH. The package is the model
+as exported, not as optimized for this machine: it stays portable, and the runner's load optimizes it
+anyway (writing a large model's optimized copy took longer than loading it). A model ONNX Runtime cannot
+load (or a crash, or a hang) fails here, never in autograph's process. It imports nothing of autograph,
+whose import loads its libraries, nor torch."""
 import os
 import sys
 
@@ -16,19 +17,16 @@ def onnx_header(size: int) -> bytes:
     return b"onnx %d\n" % size
 
 
-def optimized(model: bytes, folder: str) -> bytes:
-    """`model` as ONNX Runtime's basic graph optimizations leave it (one thread: the other cores are
-    autograph's)."""
+def check_loads(model: bytes) -> None:
+    """Raises where ONNX Runtime cannot load `model` with every graph optimization on (one thread: the other
+    cores are autograph's)."""
     import onnxruntime as ort
     options = ort.SessionOptions()
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
-    options.optimized_model_filepath = os.path.join(folder, "optimized.onnx")
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     options.intra_op_num_threads = 1
     options.inter_op_num_threads = 1
     options.log_severity_level = 3
     ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
-    with open(options.optimized_model_filepath, "rb") as f:
-        return f.read()
 
 
 def save_package(model: bytes, path: str) -> None:
@@ -49,7 +47,8 @@ def main(folder: str, path: str) -> int:
     if len(data) != size:
         print("the ONNX model was cut short", file=sys.stderr)
         return 1
-    save_package(optimized(data, folder), path)
+    check_loads(data)
+    save_package(data, path)
     return 0
 
 
