@@ -192,12 +192,32 @@ def test_a_converter_that_hangs_or_writes_garbage_is_dropped_with_the_reason_and
         _close(optimized.module()(x), want)
 
 
-def test_a_converter_that_crashes_leaves_the_part_converted_here(audio, cache, tmp_path, monkeypatch):
-    """A converter process that dies (a crash inside ONNX Runtime's loader) is no crash of optimize: the
-    package is then the model as exported, which the runner optimizes when it loads."""
+def test_a_converter_that_crashes_drops_the_candidate_with_the_signal_and_leaves_no_entry(audio, cache, tmp_path,
+                                                                                          monkeypatch):
+    """A converter process killed by a signal (a crash inside ONNX Runtime's loader) is no crash of optimize,
+    and the part is not loaded in the optimizing process instead, where the same loader would crash it: the
+    candidate is dropped, the report says which signal, no cache entry is written, another candidate is
+    kept and runs right."""
     model, x, want = audio
     script = tmp_path / "converter.py"
     script.write_text("import os, signal\nos.kill(os.getpid(), signal.SIGSEGV)\n")
+    monkeypatch.setattr(ort_parts._convert, "__file__", str(script))
+    with pytest.raises(errors.Error, match="crashed .SIGSEGV"):
+        ort_parts.compile_package(_gm(model, x), (x,))
+    assert not list(cache.glob("*.ortpart")) and not list(cache.glob("*.partial"))
+    optimized, report = _optimize(model, x)
+    assert report["contest"]["kept"] != "whole_onnxruntime"
+    assert "SIGSEGV" in report["contest"]["errors"]["whole_onnxruntime"], report["contest"]
+    with torch.no_grad():
+        _close(optimized.module()(x), want)
+
+
+def test_a_converter_that_ends_with_an_error_leaves_the_part_converted_here(audio, cache, tmp_path, monkeypatch):
+    """A converter process that ends with an error (it could not load what this process may: a custom op)
+    leaves the package the model as exported, which the runner optimizes when it loads."""
+    model, x, want = audio
+    script = tmp_path / "converter.py"
+    script.write_text("import sys\nsys.exit('cannot load the part')\n")
     monkeypatch.setattr(ort_parts._convert, "__file__", str(script))
     package = ort_parts.compile_package(_gm(model, x), (x,))
     (got,) = _run(package, x, want)

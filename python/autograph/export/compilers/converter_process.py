@@ -1,8 +1,9 @@
 """A part converted by a compiler in a Python process of its own (OpenVINO's, ONNX Runtime's), beside the
 other compilers' work in this one: the process is started, handed the part, waited for with a timeout,
 killed with whatever it started when it hangs or is no longer wanted, and what it wrote becomes a cache
-entry only when it is a whole package. Where the process cannot start or fails, the conversion runs in
-this process instead (`here`). A converter whose file reads its package's path from its stdin may start
+entry only when it is a whole package. Where the process cannot start or fails with an error, the
+conversion runs in this process instead (`here`); where it crashes (killed by a signal), the candidate is
+dropped, since the same compiler here would likely crash this process. A converter whose file reads its package's path from its stdin may start
 before its part is known (Spare): it imports its compiler meanwhile."""
 import contextlib
 import importlib
@@ -86,7 +87,8 @@ class PendingPackage:
         self._head = [self._path.encode() + b"\n"]
 
     def converts_here(self, here) -> None:
-        """`here` converts the part in this process where the converter process is missing or fails."""
+        """`here` converts the part in this process where the converter process is missing or fails with an
+        error (not where it crashes)."""
         self._here = here
 
     def send(self, *chunks: bytes) -> None:
@@ -123,9 +125,12 @@ class PendingPackage:
                             f"{self._converter.timeout_s:g} s; it was stopped and the candidate dropped") from None
             if status == 0 and os.path.exists(self._path):
                 return
-            # A model the converter's process cannot load (a custom op): this process may.
             with open(os.path.join(self._folder.name, "stderr.txt"), errors="replace") as f:
                 said = f.read().strip().splitlines()[-1:]
+            if status < 0:  # killed by a signal: the same compiler here would likely take this process down too
+                raise Error(f"{self._converter.name}'s converter process crashed ({_signal_name(-status)}"
+                            f"{': ' + said[0] if said else ''}) on the part; the candidate is dropped")
+            # A model the converter's process cannot load (a custom op): this process may.
             if self._here is None:
                 raise Error(f"{self._converter.name}'s converter process failed ({'; '.join(said) or status}); "
                             "the candidate is dropped")
@@ -152,6 +157,13 @@ class PendingPackage:
         if not keep and self._path and self._package is None:
             with contextlib.suppress(OSError):
                 os.remove(self._path)
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
 
 
 def converter_command(script: str, folder: str, path: str) -> List[str]:
