@@ -475,3 +475,42 @@ def test_each_way_of_lowering_a_compiler_has_is_a_candidate_of_its_own(monkeypat
                    "whole_apart lowered to int8 transformer from ['apart part']"]
     assert ready["whole_apart_int8"]() == ["whole_apart int8 part"]
     assert ready["whole_apart_int8_transformer"]() == ["whole_apart int8 transformer part"]
+
+
+def test_openvinos_profile_leads_a_recurrent_layers_kernels_back_to_its_node(tmp_path, monkeypatch):
+    """OpenVINO makes an LSTM operations of its own (LSTMSequence), named afresh and naming no original
+    layer: its profile of the whole graph (node_times) counts their time to the part's one LSTM node, so
+    that the profile names most of the run and the mix is estimated from it, not from parts compiled and
+    timed alone."""
+    from autograph.export import aten_import
+    from autograph.export import parts as parts_layer
+    from autograph.export.parts.profile import MIN_NAMED
+
+    class ConvLstm(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = torch.nn.Conv1d(8, 32, 5, padding=2)
+            self.lstm = torch.nn.LSTM(32, 64, num_layers=2, batch_first=True, bidirectional=True)
+            self.head = torch.nn.Linear(128, 10)
+
+        def forward(self, x):
+            y = torch.relu(self.conv(x)).transpose(1, 2)
+            return self.head(self.lstm(y)[0])
+
+    monkeypatch.setenv("AUTOGRAPH_CACHE_DIR", str(tmp_path))
+    torch.manual_seed(0)
+    decomposed = torch.export.export(ConvLstm().eval(), (torch.randn(1, 8, 200),)).run_decompositions({})
+    graph, _, imported = aten_import.import_graph(decomposed)
+    builder = parts_layer.PartBuilder(decomposed, graph, imported.value_of, imported.weights, torch.device("cpu"))
+    try:
+        whole = list(range(len(graph["nodes"])))
+        (lstm,) = [n["name"] for n in graph["nodes"] if n["op"].startswith("aten::lstm")]
+        assert openvino_parts.recurrent_nodes(builder, whole) == {"LSTMSequence": [lstm]}
+        times = openvino_parts.node_times(builder, whole, openvino_parts.start(builder, whole, "whole")())
+    finally:
+        builder.close()
+    assert times.named >= MIN_NAMED, times
+    # The LSTM is most of the work; its kernels' time is shared with the nodes only it reads (its input's
+    # transpose, its initial states), which ran in them: one group that no cut of the mix splits.
+    (group,) = [g for g in times.fused if lstm in g]
+    assert sum(times.us[n] for n in group) > 0.5 * sum(times.us.values()), times

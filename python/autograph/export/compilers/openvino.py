@@ -46,6 +46,10 @@ NNCF_VERSION = "3.4.0"
 QUANTIZE_TIMEOUT_S = 600.0
 
 PART_OP = "autograph::run_openvino_part"
+# OpenVINO's frontends make a recurrent layer one or more operations of these types, named afresh and
+# naming no original layer: their kernels lead back to the part's graph node of the matching operator
+# where the part has exactly one such node (recurrent_nodes).
+_RECURRENT = {"LSTMSequence": "aten::lstm", "GRUSequence": "aten::gru", "RNNSequence": "aten::rnn_"}
 FORMAT = "autograph-openvino-part"
 logger = logging.getLogger("autograph")
 
@@ -166,7 +170,8 @@ def node_times(builder: PartBuilder, part: Sequence[int], made: CompiledPart) ->
     """Where one run of `part`, compiled (`made`), spends its time, node by node: OpenVINO's own per-node
     counters on the package compiled as the runner compiles it (latency hint, its precision), summed over
     runs on the part's example inputs (parts.run_profiled), each executed node counted to the original layers
-    it fused (its runtime model's "originalLayersNames"), read back to the graph's nodes (onnx_profile)."""
+    it fused (its runtime model's "originalLayersNames"; a recurrent operation to the part's recurrent node,
+    recurrent_nodes), read back to the graph's nodes (onnx_profile)."""
     import openvino as ov
     xml, weights = _openvino_convert.read_package(made.package)
     core = ov.Core()
@@ -179,12 +184,14 @@ def node_times(builder: PartBuilder, part: Sequence[int], made: CompiledPart) ->
     request.infer(inputs)
     us: Dict[str, float] = {}
     order: List[str] = []
+    types: Dict[str, str] = {}
 
     def profiled() -> None:
         request.infer(inputs)
         for counter in request.get_profiling_info():
             if counter.node_name not in us:
                 order.append(counter.node_name)
+                types[counter.node_name] = counter.node_type
             us[counter.node_name] = us.get(counter.node_name, 0.0) + counter.real_time.total_seconds() * 1e6
 
     run_profiled(profiled)
@@ -193,7 +200,21 @@ def node_times(builder: PartBuilder, part: Sequence[int], made: CompiledPart) ->
         info = op.get_rt_info()
         originals = info["originalLayersNames"].astype(str) if "originalLayersNames" in info else ""
         fused[op.get_friendly_name()] = [n for n in originals.split(",") if n]
-    return onnx_profile.part_times(builder, part, ((fused.get(name) or [name], us[name]) for name in order))
+    recurrent = recurrent_nodes(builder, part)
+    kernels = (((fused.get(name) or [name]) + recurrent.get(types[name], []), us[name]) for name in order)
+    return onnx_profile.part_times(builder, part, kernels)
+
+
+def recurrent_nodes(builder: PartBuilder, part: Sequence[int]) -> Dict[str, List[str]]:
+    """For each of OpenVINO's recurrent operation types (_RECURRENT), the part's one graph node of the
+    matching operator (a list of it), where the part has exactly one."""
+    nodes = [builder.graph["nodes"][i] for i in part]
+    out: Dict[str, List[str]] = {}
+    for kind, op in _RECURRENT.items():
+        matching = [n["name"] for n in nodes if n["op"].startswith(op)]
+        if len(matching) == 1:
+            out[kind] = matching
+    return out
 
 
 def nncf_dir() -> str:
@@ -362,4 +383,4 @@ COMPILER = OpenVinoCompiler()
 
 __all__ = ["COMPILER", "NNCF_VERSION", "OpenVinoCompiler", "PART_OP", "FORMAT", "converter", "int8_missing",
            "missing", "model_types", "nncf_dir", "revert", "start_quantized", "transformer", "whole_transformer",
-           "available", "node_times", "start", "start_package", "compile_package"]
+           "available", "node_times", "recurrent_nodes", "start", "start_package", "compile_package"]
