@@ -17,6 +17,7 @@ from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tu
 import torch
 
 from ..settings import Settings
+from . import cache as part_cache
 from .candidate import Candidate, why_of
 from .candidates import program_with_parts
 from .compilers import COMPILERS, Compiler, compiler_on
@@ -241,10 +242,22 @@ def mixed(builder: PartBuilder, graph: Dict[str, Any], aten: Program, tensors: L
     if len(compiled) < 2:
         entry["decision"] = "not mixed: fewer than two compilers built the parts"
         return None
-    times = _timed_parts(compiled, builder, body, parts)
-    chosen = [by_label[min(t, key=t.get)] for t in times]
-    return _decided(builder, graph, aten, tensors, settings, body, parts, chosen, times, 0.0, fastest_ms, entry,
-                    compiled)
+    # The parts timed alone are loaded by the runners: let go unless the mix calls them (the contest lets go
+    # of a mix it does not keep, with what it tried).
+    loaded = {part_cache.sha256_of(made.package) for made_parts in compiled.values() for made in made_parts}
+    try:
+        times = _timed_parts(compiled, builder, body, parts)
+        chosen = [by_label[min(t, key=t.get)] for t in times]
+        mix = _decided(builder, graph, aten, tensors, settings, body, parts, chosen, times, 0.0, fastest_ms, entry,
+                       compiled)
+    except BaseException:
+        torch.ops.autograph.release_compiled_parts(sorted(loaded))
+        raise
+    if mix is None:
+        torch.ops.autograph.release_compiled_parts(sorted(loaded))
+    else:
+        mix.tried |= loaded
+    return mix
 
 
 def _decided(builder: PartBuilder, graph: Dict[str, Any], aten: Program, tensors: List[torch.Tensor],
