@@ -3,8 +3,9 @@ other compilers' work in this one: the process is started, handed the part, wait
 killed with whatever it started when it hangs or is no longer wanted, and what it wrote becomes a cache
 entry only when it is a whole package. Where the process cannot start or fails with an error, the
 conversion runs in this process instead (`here`); where it crashes (killed by a signal), the candidate is
-dropped, since the same compiler here would likely crash this process. A converter whose file reads its package's path from its stdin may start
-before its part is known (Spare): it imports its compiler meanwhile."""
+dropped, since the same compiler here would likely crash this process. A converter whose file reads its
+package's path from its stdin may start before its part is known (Spare): it imports its compiler
+meanwhile."""
 import contextlib
 import importlib
 import logging
@@ -160,6 +161,7 @@ class PendingPackage:
 
 
 def _signal_name(number: int) -> str:
+    """The signal's name ("SIGSEGV"), or its number where it has none."""
     try:
         return signal.Signals(number).name
     except ValueError:

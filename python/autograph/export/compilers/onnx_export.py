@@ -122,7 +122,7 @@ def fx_names_of(fx_nodes: Sequence[Tuple[str, Sequence[str], str]], module: torc
 
 
 def exported_part(builder: PartBuilder, part: Sequence[int],
-                  export: Optional[Callable[..., bytes]] = None) -> ExportedPart:
+                  export: Optional[Callable[..., OnnxModel]] = None) -> ExportedPart:
     """`part` of the builder's graph as an ExportedPart, one per part and optimize (the builder keeps it),
     exported by `export` (default exported_onnx) when first read."""
     made = builder.state("onnx_export", dict)

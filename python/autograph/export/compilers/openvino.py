@@ -46,11 +46,11 @@ NNCF_VERSION = "3.4.0"
 QUANTIZE_TIMEOUT_S = 600.0
 
 PART_OP = "autograph::run_openvino_part"
+FORMAT = "autograph-openvino-part"
 # OpenVINO's frontends make a recurrent layer one or more operations of these types, named afresh and
 # naming no original layer: their kernels lead back to the part's graph node of the matching operator
 # where the part has exactly one such node (recurrent_nodes).
 _RECURRENT = {"LSTMSequence": "aten::lstm", "GRUSequence": "aten::gru", "RNNSequence": "aten::rnn_"}
-FORMAT = "autograph-openvino-part"
 logger = logging.getLogger("autograph")
 
 
