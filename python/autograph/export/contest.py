@@ -4,7 +4,7 @@ report's "contest" entry saying what was compiled, checked, timed and kept, and 
 "inductor", its name before other compilers joined: kept for a while, documented)."""
 import math
 import time
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
 import torch
 from torch.export import ExportedProgram
@@ -121,7 +121,7 @@ def _with_compiled_parts(builder: PartBuilder, graph: Dict[str, Any], program: s
         contest = Contest(builder, graph, tensors, settings, recorded, calibration)
         best = contest.compete(candidates, measure, deferred)
     summary = contest.summary(candidates, best, round(compile_s + contest.compile_s, 3), cached)
-    _release_rejected(candidates, best)
+    _release_rejected(candidates, best, contest.loaded)
     kept = candidates[best].package
     program, weights, chosen = kept.text, kept.weights, kept.report
     # "inductor": the entry's name before other compilers joined, kept readable for a while (docs/export_path.md).
@@ -149,12 +149,13 @@ SEARCH_GAIN_BOUND = 1.5
 _LOST = ("slower", "not timed", "not packaged", "no faster")
 
 
-def _release_rejected(candidates: Dict[str, Candidate], best: str) -> None:
+def _release_rejected(candidates: Dict[str, Candidate], best: str, loaded: Set[str]) -> None:
     """Releases the packages that the candidates other than `best` loaded while they were checked and
-    timed, and those loaded while a candidate was made (its `tried`: lowering by parts) (the runners keep
-    what they load for the process's life); a part the kept program calls too stays."""
+    timed, those loaded while a candidate was made (its `tried`: lowering by parts) and those loaded while
+    the contest decided (`loaded`: the mix's parts timed alone) (the runners keep what they load for the
+    process's life); a part the kept program calls too stays."""
     rejected = set().union(*(c.part_digests() for name, c in candidates.items() if name != best),
-                           *(c.tried for c in candidates.values()))
+                           *(c.tried for c in candidates.values()), loaded)
     rejected -= candidates[best].part_digests()
     if rejected:
         torch.ops.autograph.release_compiled_parts(sorted(rejected))
@@ -179,6 +180,7 @@ class Contest:
         self._no_faster: Dict[str, str] = {}  # a lowered candidate not kept at a tie with float32, and why
         self.skipped: Dict[str, str] = {}  # work not done, and why
         self.mix: Optional[Dict[str, Any]] = None  # the report's "mix" entry (_mixed), where parts were mixed
+        self.loaded: Set[str] = set()  # digests of packages loaded while deciding (the mix's parts timed alone)
 
     def compete(self, candidates: Dict[str, Candidate], measure: bool, deferred: bool) -> str:
         """The name of the candidate kept among `candidates` ("aten" among them, the plan on ATen's
@@ -373,7 +375,7 @@ class Contest:
         start = time.perf_counter()
         try:
             mix = mixing.mixed(self.builder, self.graph, self._aten, self.tensors, self.settings, compilers,
-                               self.timed[fastest], self.mix)
+                               self.timed[fastest], self.mix, self.loaded)
         except Exception as e:  # noqa: BLE001 - no mix; the report says why
             self.mix["decision"] = f"not mixed: {why_of(e, 'the mix')}"
             mix = None

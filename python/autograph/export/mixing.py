@@ -12,7 +12,7 @@ one compiler's and promise to beat the fastest candidate, the mix is built (each
 compiler) and is one more candidate ("mix"), checked and timed as a whole like any other. The report's
 "mix" entry says each stretch's time under each compiler, how it was measured, and what was decided, and
 why."""
-from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Set, Tuple
 
 import torch
 
@@ -213,10 +213,11 @@ def _chosen(graph: Dict[str, Any], pieces: Pieces, by_label: Dict[str, Compiler]
 
 def mixed(builder: PartBuilder, graph: Dict[str, Any], aten: Program, tensors: List[torch.Tensor],
           settings: Settings, compilers: Dict[Compiler, Whole], fastest_ms: float,
-          entry: Dict[str, Any]) -> Optional[Candidate]:
+          entry: Dict[str, Any], loaded: Set[str]) -> Optional[Candidate]:
     """The candidate "mix" of `compilers`' parts (module docstring), or None where no mix could beat the
     fastest candidate (`fastest_ms`); `entry` (the report's "mix") gets each part's nodes, FLOPs and time
-    under each compiler ("estimated_by" says how), each part's compiler, and the decision."""
+    under each compiler ("estimated_by" says how), each part's compiler, and the decision; `loaded` the
+    digests of the packages loaded to time parts alone."""
     body = body_of(aten.text)
     entry["compilers"] = [c.name for c in compilers]
     by_label = {c.label: c for c in compilers}
@@ -242,22 +243,12 @@ def mixed(builder: PartBuilder, graph: Dict[str, Any], aten: Program, tensors: L
     if len(compiled) < 2:
         entry["decision"] = "not mixed: fewer than two compilers built the parts"
         return None
-    # The parts timed alone are loaded by the runners: let go unless the mix calls them (the contest lets go
-    # of a mix it does not keep, with what it tried).
-    loaded = {part_cache.sha256_of(made.package) for made_parts in compiled.values() for made in made_parts}
-    try:
-        times = _timed_parts(compiled, builder, body, parts)
-        chosen = [by_label[min(t, key=t.get)] for t in times]
-        mix = _decided(builder, graph, aten, tensors, settings, body, parts, chosen, times, 0.0, fastest_ms, entry,
-                       compiled)
-    except BaseException:
-        torch.ops.autograph.release_compiled_parts(sorted(loaded))
-        raise
-    if mix is None:
-        torch.ops.autograph.release_compiled_parts(sorted(loaded))
-    else:
-        mix.tried |= loaded
-    return mix
+    # Timed alone, the parts are loaded by the runners: the contest lets them go unless the kept program calls them.
+    loaded.update(part_cache.sha256_of(made.package) for made_parts in compiled.values() for made in made_parts)
+    times = _timed_parts(compiled, builder, body, parts)
+    chosen = [by_label[min(t, key=t.get)] for t in times]
+    return _decided(builder, graph, aten, tensors, settings, body, parts, chosen, times, 0.0, fastest_ms, entry,
+                    compiled)
 
 
 def _decided(builder: PartBuilder, graph: Dict[str, Any], aten: Program, tensors: List[torch.Tensor],
