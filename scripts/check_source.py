@@ -83,6 +83,7 @@ LAYERS = [
     "export.contest",                    # the contest: checks, times, keeps the fastest
     "export.shapes",                     # plans and graphs for other shapes
     "export.runtime",                    # ExecuteProgram, the fake kernel
+    "export.packed_weights",             # the small weights of an optimized program packed, one tensor per dtype
     "export.optimize",                   # optimize_exported: the driver
     "export",                            # (package __init__)
     "api",                               # autograph.optimize / load / substitute

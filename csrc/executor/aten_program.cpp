@@ -300,6 +300,13 @@ std::string AtenProgram::WithTf32(const std::string& text) {
   return WithBodyEdited(text, [](json&, json& body) { body["tf32"] = true; });
 }
 
+std::string AtenProgram::WithPackedWeights(const std::string& text, const std::string& packing) {
+  FromText(text);
+  const json entry = json::parse(packing, nullptr, /*allow_exceptions=*/false);
+  if (entry.is_discarded() || !entry.is_object()) throw InputError("with_packed_weights: the packing is not a JSON object");
+  return WithBodyEdited(text, [&](json&, json& body) { body["packed_weights"] = entry; });
+}
+
 const AtenProgram::ShapePlan* AtenProgram::ShapePlanFor(const std::vector<at::Tensor>& inputs) const {
   for (const ShapePlan& plan : shape_plans_) {
     const AtenGraph& g = *plan.program->graph_.aten_graph();
@@ -345,6 +352,7 @@ std::string AtenProgram::ToText() const {
   // As it came (the importer's tags, e.g. dtypes by name, which the fake kernel reads).
   if (other_shapes_) full["other_shapes"] = json::parse(other_shapes_->source);
   for (const ShapePlan& plan : shape_plans_) full["shape_plans"].push_back({{"program", plan.source}, {"inputs", plan.positions}});
+  if (packed_) full["packed_weights"] = packed_->ToJson();
   const std::string body_text = full.dump();
   json outputs = json::array();
   for (int v : aten.outputs) {
@@ -419,6 +427,14 @@ std::shared_ptr<const AtenProgram> AtenProgram::FromText(const std::string& text
         program->AddShapePlan(std::move(plan), std::move(positions), std::move(source));
       }
     }
+    // Last: it packs among all the inputs, the extra weights of the graph for other shapes included.
+    if (body.contains("packed_weights")) {
+      std::vector<bool> is_weight(aten->input_is_weight);
+      is_weight.resize(program->num_inputs_, true);  // past the plan's inputs: extra weights
+      // A compiled part's package is read by its runner from a tensor of its own.
+      for (size_t i = 0; i < program->is_package_.size(); ++i) is_weight[i] = is_weight[i] && !program->is_package_[i];
+      program->packed_ = PackedWeights::FromJson(body.at("packed_weights"), is_weight);
+    }
     return program;
   } catch (const json::exception& e) {
     throw Error(std::string("corrupted program: ") + e.what());
@@ -451,17 +467,28 @@ std::shared_ptr<const AtenProgram> AtenProgram::Cached(std::string_view text) {
 }
 
 std::vector<at::Tensor> AtenProgram::Run(const std::vector<at::Tensor>& inputs) const {
-  const AtenGraph& aten = *graph_.aten_graph();
+  // A packed call: the user's tensors come that many places earlier than among the unpacked inputs.
+  if (packed_ && inputs.size() == packed_->num_passed()) return RunUnpacked(packed_->Unpacked(inputs), num_inputs_ - inputs.size());
   if (inputs.size() != num_inputs_) {
-    throw InputError("the optimized program takes " + std::to_string(num_inputs_) + " tensors (weights and inputs), got " +
-                     std::to_string(inputs.size()));
+    throw InputError("the optimized program takes " + std::to_string(num_inputs_) + " tensors (weights and inputs)" +
+                     (packed_ ? ", or " + std::to_string(packed_->num_passed()) + " with its small weights packed" : "") +
+                     ", got " + std::to_string(inputs.size()));
   }
+  return RunUnpacked(inputs, 0);
+}
+
+std::vector<at::Tensor> AtenProgram::RunUnpacked(const std::vector<at::Tensor>& inputs, size_t shift) const {
+  const AtenGraph& aten = *graph_.aten_graph();
   bool other_shape = false;
   for (size_t i = 0; i < aten.inputs.size(); ++i) {
     const at::Tensor& t = inputs[i];
     const TensorMeta& meta = aten.values[aten.inputs[i]].meta;
-    // Made only for an error: every call checks every weight, and a string apiece costs per call.
-    auto where = [&] { return "tensor " + std::to_string(i) + (aten.input_is_weight[i] ? " (a weight)" : " (an input)"); };
+    // Made only for an error: every call checks every weight, and a string apiece costs per call. An
+    // input is named by its place in the caller's call.
+    auto where = [&] {
+      return "tensor " + std::to_string(aten.input_is_weight[i] ? i : i - shift) +
+             (aten.input_is_weight[i] ? " (a weight)" : " (an input)");
+    };
     if (!t.defined()) throw InputError(where() + " is undefined");
     const c10::Device& device = options_.device;
     if (is_package_[i]) {

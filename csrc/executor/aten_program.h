@@ -26,6 +26,7 @@
 #include "core/op_graph.h"
 #include "core/schedule.h"
 #include "executor/compiled_graph.h"
+#include "executor/packed_weights.h"
 #include "autograph/executor_options.h"
 #include "executor/stage_executor.h"
 
@@ -71,9 +72,13 @@ class AtenProgram {
   // other shapes). Validates as FromText does.
   static std::string WithTf32(const std::string& text);
 
+  // `text` taking its small weights packed (PackedWeights; `packing` is its JSON): Run then takes the
+  // packed call's tensors as well as the unpacked ones. Validates as FromText does.
+  static std::string WithPackedWeights(const std::string& text, const std::string& packing);
+
   // Runs the schedule on the graph's inputs (weights first, then the user's tensors, as the exported
   // program's placeholders are ordered) and returns its outputs. Checks their number, devices, ranks
-  // and dtypes (InputError); other sizes run the graph for other shapes when the program has one,
+  // and dtypes (InputError); a packed program's packed call (PackedWeights) is unpacked first; other sizes run the graph for other shapes when the program has one,
   // else the plan with a one-time note. Thread-safe.
   std::vector<at::Tensor> Run(const std::vector<at::Tensor>& inputs) const;
 
@@ -98,6 +103,9 @@ class AtenProgram {
   void SetOtherShapes(std::shared_ptr<const AtenGraph> graph, std::vector<int> positions,
                       std::shared_ptr<const AtenGraph> run_graph, std::vector<int> run_positions, std::string source);
   std::vector<at::Tensor> RunOtherShapes(const std::vector<at::Tensor>& inputs) const;
+  // Run on the inputs unpacked; `shift`: how many places later the user's tensors are here than in the
+  // caller's call (what errors name them by).
+  std::vector<at::Tensor> RunUnpacked(const std::vector<at::Tensor>& inputs, size_t shift) const;
   struct ShapePlan {
     std::shared_ptr<const AtenProgram> program;
     std::vector<int> positions;  // per plan input: its index among Run's inputs
@@ -128,6 +136,7 @@ class AtenProgram {
   std::vector<ShapePlan> shape_plans_;
   std::vector<bool> is_package_;  // per input: a compiled part's package (bytes its loader reads on the CPU)
   size_t num_inputs_ = 0;  // the plan's, plus the extra weights of other_shapes_ and shape_plans_
+  std::shared_ptr<const PackedWeights> packed_;  // null: the weights come one by one
   mutable std::once_flag other_shape_note_;
 };
 

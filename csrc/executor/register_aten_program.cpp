@@ -35,6 +35,10 @@ std::string WithTf32Op(const std::string& program) {
   return WithTorchErrors([&] { return AtenProgram::WithTf32(program); });
 }
 
+std::string WithPackedWeightsOp(const std::string& program, const std::string& packing) {
+  return WithTorchErrors([&] { return AtenProgram::WithPackedWeights(program, packing); });
+}
+
 }  // namespace
 }  // namespace autograph
 
@@ -50,4 +54,6 @@ TORCH_LIBRARY_FRAGMENT(autograph, m) {
   m.def("with_plan_for_shape(str program, str plan, int[] positions) -> str", TORCH_FN(autograph::WithPlanForShapeOp));
   // The candidate in TF32 that option precision offers on CUDA.
   m.def("with_tf32(str program) -> str", TORCH_FN(autograph::WithTf32Op));
+  // The program taking its small weights packed (python/autograph/export/packed_weights.py).
+  m.def("with_packed_weights(str program, str packing) -> str", TORCH_FN(autograph::WithPackedWeightsOp));
 }

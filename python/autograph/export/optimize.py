@@ -17,6 +17,7 @@ from ..errors import InputError, UnsupportedModelError
 from .aten_import import TORCHSCRIPT_HINT, functional, has_dynamic_shapes, import_graph, to_device
 from .candidates import other_graphs
 from .contest import plan_and_compile
+from .packed_weights import packed
 from . import plans
 from .rewrites import fold_batchnorm, fold_weight_scalars
 from .runtime import ExecuteProgram, register_fake
@@ -79,7 +80,8 @@ def optimize_exported(ep: ExportedProgram, *, method: str, device: Optional[str]
     if shapes:
         program, report["shape_plans"] = with_plans_for_shapes(ep, program, weights, tensors, extra, in_spec, shapes,
                                                                target, moved, settings)
-    module = ExecuteProgram(program, weights, in_spec, ep.call_spec.out_spec, extra)
+    program, passed = packed(program, weights)
+    module = ExecuteProgram(program, passed, in_spec, ep.call_spec.out_spec, extra)
     placed = tuple(t.to(target) if isinstance(t, torch.Tensor) else t for t in example_inputs)
     placed_kwargs = {k: (v.to(target) if isinstance(v, torch.Tensor) else v) for k, v in example_kwargs.items()}
     shapes = dynamic_shapes_of(ep, module, placed, placed_kwargs) if dynamic else None

@@ -15,8 +15,9 @@ from .program_format import DTYPES_BY_NAME, LAYOUTS_BY_NAME, MEMORY_FORMATS_BY_N
 
 
 class ExecuteProgram(torch.nn.Module):
-    """The optimized model: the original's weights as buffers, forward = one autograph::execute call on
-    them and the user's tensors, returned in the original's output structure."""
+    """The optimized model: the original's weights as buffers (its small ones packed: packed_weights.py),
+    forward = one autograph::execute call on them and the user's tensors, returned in the original's
+    output structure."""
 
     def __init__(self, program: str, weights: Sequence[torch.Tensor], in_spec, out_spec,
                  extra_weights: Sequence[torch.Tensor] = ()):
