@@ -28,6 +28,11 @@ std::shared_ptr<const PackedWeights> PackedWeights::FromJson(const json& entry, 
           member.offset < 0 || member.shape.size() != member.stride.size())
         throw Error("corrupted program: packed weight " + m.dump());
       taken[member.position] = true;
+      // A view reaches 1 + sum((size - 1) * stride) elements past its offset; an empty one none.
+      int64_t span = 1;
+      for (size_t d = 0; d < member.shape.size(); ++d) span += (member.shape[d] - 1) * member.stride[d];
+      if (std::find(member.shape.begin(), member.shape.end(), 0) != member.shape.end()) span = 0;
+      group.needed = std::max(group.needed, member.offset + span);
       group.members.push_back(std::move(member));
     }
     if (group.members.size() < 2) throw Error("corrupted program: a group of packed weights holds fewer than two");
@@ -69,15 +74,10 @@ std::shared_ptr<const PackedWeights::Views> PackedWeights::ViewsOf(const std::ve
     if (!t.defined() || t.dim() != 1 || !t.is_contiguous() || t.scalar_type() != group.dtype)
       throw InputError(where + " must be a contiguous 1-d " + std::string(c10::toString(group.dtype)) +
                        " tensor; pass the optimized program's own buffers");
-    for (const Member& m : group.members) {
-      int64_t span = 1;  // the elements a dense view reaches: 1 + sum((size - 1) * stride)
-      for (size_t d = 0; d < m.shape.size(); ++d) span += (m.shape[d] - 1) * m.stride[d];
-      if (std::find(m.shape.begin(), m.shape.end(), 0) != m.shape.end()) span = 0;
-      if (m.offset + span > t.numel())
-        throw InputError(where + " holds " + std::to_string(t.numel()) + " elements, too few for the weights it packs; "
-                         "pass the optimized program's own buffers");
-      views->views.push_back(t.as_strided(m.shape, m.stride, m.offset));
-    }
+    if (group.needed > t.numel())
+      throw InputError(where + " holds " + std::to_string(t.numel()) + " elements, too few for the weights it packs; "
+                       "pass the optimized program's own buffers");
+    for (const Member& m : group.members) views->views.push_back(t.as_strided(m.shape, m.stride, m.offset));
     views->packed.push_back(t);
   }
   std::lock_guard<std::mutex> lock(mutex_);

@@ -29,6 +29,7 @@ class PackedWeights {
   struct Group {
     c10::ScalarType dtype;
     std::vector<Member> members;
+    int64_t needed = 0;  // the elements its packed tensor must hold: where its last member's view ends
   };
 
   // From the body's "packed_weights" entry ({"groups": [{"dtype": "Float", "members": [[position,

@@ -12,6 +12,7 @@ import json
 from typing import Dict, List, Sequence, Tuple
 
 import torch
+from torch._prims_common import is_non_overlapping_and_dense_or_false
 
 from .._library import load_library
 from .program_format import DTYPE_NAMES, header_of
@@ -23,21 +24,11 @@ PACKED_MAX_BYTES = 1 << 20
 PACKED_ALIGN_BYTES = 64
 
 
-def _dense(t: torch.Tensor) -> bool:
-    """Whether `t`'s elements fill numel() places of its storage with no gaps or overlaps (strides a
-    permutation of contiguous ones)."""
-    expected = 1
-    for stride, size in sorted((st, s) for s, st in zip(t.shape, t.stride()) if s != 1):
-        if stride != expected:
-            return False
-        expected *= size
-    return True
-
-
 def _packable(t: torch.Tensor) -> bool:
     # Not uint8: compiled parts' packages are bytes their runners load from a tensor of their own.
     return (t.layout == torch.strided and t.dtype in DTYPE_NAMES and t.dtype != torch.uint8 and 0 < t.numel()
-            and t.numel() * t.element_size() <= PACKED_MAX_BYTES and _dense(t) and not t.requires_grad)
+            and t.numel() * t.element_size() <= PACKED_MAX_BYTES and is_non_overlapping_and_dense_or_false(t)
+            and not t.requires_grad)
 
 
 def packed(program: str, weights: Sequence[torch.Tensor]) -> Tuple[str, List[torch.Tensor]]:
@@ -55,7 +46,7 @@ def packed(program: str, weights: Sequence[torch.Tensor]) -> Tuple[str, List[tor
         return program, list(weights)
     entries, buffers = [], []
     for (dtype, device), positions in groups.items():
-        align = max(1, PACKED_ALIGN_BYTES // torch.empty((), dtype=dtype).element_size())
+        align = max(1, PACKED_ALIGN_BYTES // weights[positions[0]].element_size())
         placed: Dict[Tuple[int, Tuple[int, ...], Tuple[int, ...]], int] = {}
         members, size = [], 0
         for i in positions:
